@@ -1,0 +1,47 @@
+"""Exception types. Every error says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class ChunkbenchError(Exception):
+    """Base class for every error chunkbench raises on purpose.
+
+    ``str(err)`` is one line: the problem, then the fix.
+    """
+
+    def __init__(self, problem: str, fix: str | None = None) -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(problem if fix is None else f"{problem} Fix: {fix}")
+
+
+class DatasetError(ChunkbenchError):
+    """A dataset file is missing, unreadable or inconsistent."""
+
+
+class SpecError(ChunkbenchError):
+    """A component spec string is malformed, names an unknown component or a bad parameter."""
+
+
+class ConfigError(ChunkbenchError):
+    """An experiment setting (k values, paths, YAML file) is invalid."""
+
+
+class ChunkingError(ChunkbenchError):
+    """A chunker produced output that is not a valid list of spans."""
+
+
+class EmbeddingError(ChunkbenchError):
+    """An embedding model could not be loaded or an embedding call failed."""
+
+
+class MissingDependencyError(ChunkbenchError):
+    """An optional dependency is not installed."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the '{package}' package, which is not installed.",
+            f"pip install 'chunkbench[{extra}]'",
+        )
+        self.package = package
+        self.extra = extra
