@@ -79,7 +79,7 @@ def touches(a: IntArray, b: IntArray) -> npt.NDArray[np.bool_]:
 
     Touching (``a.end == b.start`` or the reverse) counts, as in the reference implementation.
     """
-    return (np.maximum(a[:, None, 0], b[None, :, 0]) <= np.minimum(a[:, None, 1], b[None, :, 1]))
+    return np.maximum(a[:, None, 0], b[None, :, 0]) <= np.minimum(a[:, None, 1], b[None, :, 1])
 
 
 def subtract_length(a: IntArray, b: IntArray) -> int:

@@ -157,13 +157,26 @@ class Registry(Generic[T]):
         values = self._validate(entry, dict(bound.arguments))
         return Spec.of(name, **values)
 
+    def short(self, spec: str | Spec) -> str:
+        """For display: the first parameter, then only those that differ from their defaults."""
+        canonical = self.resolve(spec)
+        defaults = {p.name: _freeze(p.default) for p in self.entry(canonical.name).parameters()}
+        kept = tuple(
+            (k, v)
+            for i, (k, v) in enumerate(canonical.params)
+            if i == 0 or defaults.get(k, inspect.Parameter.empty) != v
+        )
+        return str(Spec(canonical.name, kept))
+
     def build(self, spec: str | Spec) -> tuple[T, Spec]:
         """Build the component a spec names; returns it with its canonical spec."""
         canonical = self.resolve(spec)
         try:
             component = self.entry(canonical.name).factory(**canonical.kwargs)
         except (ValueError, TypeError) as exc:
-            raise SpecError(f"Bad {self.kind} spec {canonical}: {exc}", _fix_for(self.kind)) from None
+            raise SpecError(
+                f"Bad {self.kind} spec {canonical}: {exc}", _fix_for(self.kind)
+            ) from None
         return component, canonical
 
     def _validate(self, entry: Entry[T], values: dict[str, ParamValue]) -> dict[str, ParamValue]:
@@ -171,9 +184,11 @@ class Registry(Generic[T]):
         for p in entry.parameters():
             annotation = p.annotation if p.annotation is not inspect.Parameter.empty else Any
             fields[p.name] = (annotation, ...)
-        model = pydantic.create_model(  # type: ignore[call-overload]
+        model = pydantic.create_model(
             f"{entry.name}_params",
-            __config__=pydantic.ConfigDict(extra="forbid", strict=False, arbitrary_types_allowed=True),
+            __config__=pydantic.ConfigDict(
+                extra="forbid", strict=False, arbitrary_types_allowed=True
+            ),
             **fields,
         )
         try:

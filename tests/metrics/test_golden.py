@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkbench.metrics import ChunkTable, QuestionTable, min_k_depth, score_chunking, score_retrieval
+from chunkbench.metrics import (
+    ChunkTable,
+    QuestionTable,
+    min_k_depth,
+    score_chunking,
+    score_retrieval,
+)
 
 GOLDEN_FILES = ["fixed_400_0.json", "recursive_200_0.json"]
 
@@ -30,7 +36,9 @@ def _load(chroma_general_dir: Path, golden: Path) -> tuple[QuestionTable, ChunkT
 
 
 @pytest.mark.parametrize("name", GOLDEN_FILES)
-def test_metrics_equal_reference_per_question(chroma_general_dir: Path, golden_dir: Path, name: str) -> None:
+def test_metrics_equal_reference_per_question(
+    chroma_general_dir: Path, golden_dir: Path, name: str
+) -> None:
     questions, chunks, data = _load(chroma_general_dir, golden_dir / name)
     gq = data["questions"]
     assert len(gq) == len(questions) == 472
@@ -38,16 +46,22 @@ def test_metrics_equal_reference_per_question(chroma_general_dir: Path, golden_d
 
     omega = score_chunking(questions, chunks)
     assert omega.n_touching.tolist() == [q["min_k"] for q in gq]
-    np.testing.assert_allclose(omega.precision_omega, [q["precision_omega"] for q in gq], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        omega.precision_omega, [q["precision_omega"] for q in gq], rtol=0, atol=1e-9
+    )
 
     at5 = score_retrieval(questions, chunks, ranking, 5)
     at_min = score_retrieval(questions, chunks, ranking, min_k_depth(omega.n_touching))
     for key, scores in (("k5", at5), ("kmin", at_min)):
         for metric in ("recall", "precision", "iou"):
             expected = [q[key][metric] for q in gq]
-            np.testing.assert_allclose(getattr(scores, metric), expected, rtol=0, atol=1e-9, err_msg=f"{key} {metric}")
+            np.testing.assert_allclose(
+                getattr(scores, metric), expected, rtol=0, atol=1e-9, err_msg=f"{key} {metric}"
+            )
 
     for metric in ("recall", "precision", "iou"):
         assert getattr(at5, metric).mean() == pytest.approx(data["means_k5"][metric], abs=1e-9)
         assert getattr(at_min, metric).mean() == pytest.approx(data["means_kmin"][metric], abs=1e-9)
-    assert omega.precision_omega.mean() == pytest.approx(data["means_k5"]["precision_omega"], abs=1e-9)
+    assert omega.precision_omega.mean() == pytest.approx(
+        data["means_k5"]["precision_omega"], abs=1e-9
+    )

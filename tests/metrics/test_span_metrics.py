@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkbench.metrics import ChunkTable, QuestionTable, min_k_depth, score_chunking, score_retrieval
+from chunkbench.metrics import (
+    ChunkTable,
+    QuestionTable,
+    min_k_depth,
+    score_chunking,
+    score_retrieval,
+)
 
 
 def _one(excerpts, chunks, ranking, k, doc=0):
@@ -55,7 +61,13 @@ def test_touching_chunk_counts_for_omega_not_for_overlap() -> None:
 
 def test_no_retrieval_of_own_document_scores_zero() -> None:
     _, _, s = _one([(0, 5)], [(1, 0, 5)], [0], 1)
-    assert s.recall[0] == 0 and s.precision[0] == 0 and s.iou[0] == 0 and s.f1[0] == 0 and s.hit[0] == 0
+    assert (
+        s.recall[0] == 0
+        and s.precision[0] == 0
+        and s.iou[0] == 0
+        and s.f1[0] == 0
+        and s.hit[0] == 0
+    )
 
 
 def test_min_k_depth_is_capped() -> None:
@@ -85,9 +97,15 @@ def _direct(excerpts, chunks, ranking, k, doc):
     recall = overlap / ex_sum if ex_sum else 0.0
     precision = overlap / r_sum if r_sum else 0.0
     iou = overlap / (r_sum + unused) if r_sum + unused else 0.0
-    hits = [(s, e) for d, s, e in chunks if d == doc and any(max(s, a) <= min(e, b) for a, b in excerpts)]
+    hits = [
+        (s, e)
+        for d, s, e in chunks
+        if d == doc and any(max(s, a) <= min(e, b) for a, b in excerpts)
+    ]
     h_chars = _covered(set(), hits)
-    omega = len(h_chars & ex_chars) / len(h_chars | ex_chars) if hits and (h_chars | ex_chars) else 0.0
+    omega = (
+        len(h_chars & ex_chars) / len(h_chars | ex_chars) if hits and (h_chars | ex_chars) else 0.0
+    )
     return recall, precision, iou, omega, len(hits)
 
 

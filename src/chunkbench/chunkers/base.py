@@ -26,7 +26,9 @@ class Chunk:
 
     def text(self, document_text: str) -> str:
         """The text the embedder sees: ``embed_text`` if set, else the span's text."""
-        return self.embed_text if self.embed_text is not None else document_text[self.start : self.end]
+        return (
+            self.embed_text if self.embed_text is not None else document_text[self.start : self.end]
+        )
 
 
 ChunkerFn = Callable[[str], Sequence[Span | Chunk]]

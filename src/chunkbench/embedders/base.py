@@ -48,7 +48,8 @@ EMBEDDERS: Registry[Embedder] = Registry("embedder")
 
 
 def l2_normalise(x: npt.NDArray[Any]) -> FloatArray:
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    arr: FloatArray = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (x / norms).astype(np.float32, copy=False)
+    out: FloatArray = (arr / norms).astype(np.float32, copy=False)
+    return out

@@ -64,7 +64,9 @@ class QuestionTable:
     merged_mask: BoolArray
 
     @classmethod
-    def from_lists(cls, doc: Sequence[int], excerpts: Sequence[Sequence[tuple[int, int]]]) -> QuestionTable:
+    def from_lists(
+        cls, doc: Sequence[int], excerpts: Sequence[Sequence[tuple[int, int]]]
+    ) -> QuestionTable:
         ex, mask = _pad([np.asarray(e, dtype=np.int64).reshape(-1, 2) for e in excerpts])
         mg, mmask = _pad([union(np.asarray(e, dtype=np.int64).reshape(-1, 2)) for e in excerpts])
         return cls(np.asarray(doc, dtype=np.int64), ex, mask, mg, mmask)
@@ -89,7 +91,9 @@ def _pad(groups: list[IntArray]) -> tuple[IntArray, BoolArray]:
     return out, mask
 
 
-def covered_lengths(targets: IntArray, tmask: BoolArray, spans: IntArray, smask: BoolArray) -> IntArray:
+def covered_lengths(
+    targets: IntArray, tmask: BoolArray, spans: IntArray, smask: BoolArray
+) -> IntArray:
     """``|target[q, j] ∩ ∪ spans[q, :]|`` for every target, over valid entries only.
 
     targets ``(n, m, 2)``, spans ``(n, k, 2)``. The spans are clipped to each target, sorted by
@@ -212,11 +216,13 @@ def score_chunking(questions: QuestionTable, chunks: ChunkTable, block: int = 25
             em = questions.mask[q_idx]
             a = np.maximum(cs[None, :, None], ex[:, None, :, 0])
             b = np.minimum(ce[None, :, None], ex[:, None, :, 1])
-            touch = ((a <= b) & em[:, None, :]).any(axis=2)  # (q, chunks)
+            touch: BoolArray = np.asarray(((a <= b) & em[:, None, :]).any(axis=2))  # (q, chunks)
             n_touch[q_idx] = touch.sum(axis=1)
             n_rel[q_idx] = (((a < b) & em[:, None, :]).any(axis=2)).sum(axis=1)
             for row, q in enumerate(q_idx):
-                omega[q] = _omega_one(questions.merged[q][questions.merged_mask[q]], cs, ce, touch[row])
+                omega[q] = _omega_one(
+                    questions.merged[q][questions.merged_mask[q]], cs, ce, touch[row]
+                )
     return OmegaScores(omega, n_touch, n_rel)
 
 
@@ -225,7 +231,9 @@ def _omega_one(merged: IntArray, cs: IntArray, ce: IntArray, hit: BoolArray) -> 
         return 0.0
     h = union(np.stack([cs[hit], ce[hit]], axis=1))
     both = union(np.concatenate([h, merged]))
-    num = covered_lengths(merged[None], np.ones((1, len(merged)), bool), h[None], np.ones((1, len(h)), bool))
+    num = covered_lengths(
+        merged[None], np.ones((1, len(merged)), bool), h[None], np.ones((1, len(h)), bool)
+    )
     den = int((both[:, 1] - both[:, 0]).sum())
     return float(num.sum()) / den if den else 0.0
 

@@ -43,7 +43,9 @@ class ExactIndex:
     def _data(self) -> FloatArray:
         if self._matrix is None:
             dim = self.dimension or 0
-            self._matrix = np.concatenate(self._parts) if self._parts else np.zeros((0, dim), np.float32)
+            self._matrix = (
+                np.concatenate(self._parts) if self._parts else np.zeros((0, dim), np.float32)
+            )
         return self._matrix
 
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[IntArray, FloatArray]:

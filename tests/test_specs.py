@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import pytest
+
+from chunkbench.errors import SpecError
+from chunkbench.specs import Registry, Spec, parse_spec
+
+REG: Registry[object] = Registry("widget")
+
+
+@REG.register("window")
+def window(
+    size: int = 10,
+    overlap: int = 0,
+    seps: list[str] = ["\n"],  # noqa: B006
+    mode: str = "chars",
+) -> object:
+    """A test widget.
+
+    More text."""
+    if overlap >= size:
+        raise ValueError("overlap must be smaller than size")
+    return (size, overlap, tuple(seps), mode)
+
+
+def test_parse_literals_only() -> None:
+    assert parse_spec("window") == ("window", (), {})
+    assert parse_spec("window(3, overlap=1, seps=['a', 'b'])") == (
+        "window",
+        (3,),
+        {"overlap": 1, "seps": ["a", "b"]},
+    )
+    with pytest.raises(SpecError, match="not a literal"):
+        parse_spec("window(size=__import__('os'))")
+    with pytest.raises(SpecError, match="Cannot parse"):
+        parse_spec("window(size=")
+    with pytest.raises(SpecError, match="component name"):
+        parse_spec("a.b(size=1)")
+
+
+def test_resolve_fills_defaults_and_round_trips() -> None:
+    spec = REG.resolve("window(20)")
+    assert str(spec) == "window(size=20, overlap=0, seps=['\\n'], mode='chars')"
+    assert REG.resolve(str(spec)) == spec
+    assert hash(spec) == hash(REG.resolve("window(size=20, overlap=0)"))
+    component, canonical = REG.build(spec)
+    assert component == (20, 0, ("\n",), "chars") and canonical == spec
+
+
+def test_errors_name_the_problem_and_fix() -> None:
+    with pytest.raises(SpecError, match=r"Unknown widget 'windw'.*Use one of: window"):
+        REG.resolve("windw(size=3)")
+    with pytest.raises(
+        SpecError, match=r"Bad parameters.*sise.*Valid parameters: size, overlap, seps, mode"
+    ):
+        REG.resolve("window(sise=3)")
+    with pytest.raises(SpecError, match=r"'size'.*integer"):
+        REG.resolve("window(size='big')")
+    with pytest.raises(SpecError, match="overlap must be smaller"):
+        REG.build("window(size=2, overlap=5)")
+
+
+def test_spec_of_freezes_lists() -> None:
+    spec = Spec.of("window", seps=["a"])
+    assert spec.params == (("seps", ("a",)),)
+    assert spec.kwargs == {"seps": ["a"]}
+
+
+def test_registry_lists_entries_with_summary() -> None:
+    (entry,) = list(REG)
+    assert entry.name == "window" and entry.summary == "A test widget."
+    assert [p.name for p in entry.parameters()] == ["size", "overlap", "seps", "mode"]
+
+
+def test_short_form_keeps_only_non_defaults() -> None:
+    assert REG.short("window(20, mode='chars')") == "window(size=20)"
+    assert REG.short("window(mode='x')") == "window(size=10, mode='x')"
+    assert REG.short("window") == "window(size=10)"
