@@ -28,7 +28,23 @@ _EXPORTS = {
     "ChunkbenchError": "chunkbench.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "CHUNKERS",
+    "EMBEDDERS",
+    "Chunk",
+    "ChunkbenchError",
+    "Dataset",
+    "Document",
+    "ExperimentConfig",
+    "Question",
+    "Results",
+    "Span",
+    "Spec",
+    "__version__",
+    "evaluate",
+    "load_config",
+    "load_dataset",
+]
 
 if TYPE_CHECKING:
     from chunkbench.chunkers import CHUNKERS, Chunk

@@ -19,7 +19,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from chunkbench.datasets.jsonl import write_bytes_atomic
 from chunkbench.datasets.model import Dataset, Document, Question
 from chunkbench.datasets.validate import (
     CHROMA_QUESTIONS,
@@ -37,6 +36,7 @@ from chunkbench.datasets.validate import (
     read_text,
 )
 from chunkbench.errors import DatasetError
+from chunkbench.files import write_bytes_atomic
 from chunkbench.spans import Span
 
 CORPORA = "corpora"

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import platformdirs
 
-from chunkbench.datasets.jsonl import write_bytes_atomic
 from chunkbench.errors import DatasetError
+from chunkbench.files import write_bytes_atomic
 
 CACHE_ENV = "CHUNKBENCH_CACHE_DIR"
 BASE_URL_ENV = "CHUNKBENCH_DOWNLOAD_BASE_URL"

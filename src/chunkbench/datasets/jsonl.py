@@ -17,8 +17,6 @@ named after the folder. docs/formats.md is the full description.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +38,7 @@ from chunkbench.datasets.validate import (
     read_text,
 )
 from chunkbench.errors import DatasetError
+from chunkbench.files import write_bytes_atomic
 from chunkbench.spans import Span
 
 JSONL_DOCUMENTS = "documents.jsonl"
@@ -89,21 +88,6 @@ def write_jsonl(dataset: Dataset, folder: str | Path) -> None:
         for q in dataset.questions
     )
     write_bytes_atomic(out / JSONL_QUESTIONS, _join_lines(question_lines))
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so
-    ``path`` is either untouched or complete."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _join_lines(lines: Iterator[str]) -> bytes:

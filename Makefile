@@ -1,0 +1,34 @@
+# Everything installs into .venv/ in the project root.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch first, pinned to the CPU build, so sentence-transformers does not pull CUDA wheels.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[st,openai,offline,dev]'
+	touch $(STAMP)
+
+## demo: install, then evaluate the default grid on the built-in demo dataset
+demo: $(STAMP)
+	$(BIN)/chunkbench run --out results/demo
+
+## test: install, then lint, type-check and run the whole test suite
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+## bench: cold/warm timing ratios on the Chroma general benchmark
+bench: $(STAMP)
+	$(BIN)/python benchmarks/engine.py
+
+clean:
+	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache

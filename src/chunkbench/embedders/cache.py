@@ -1,0 +1,375 @@
+"""A content-addressed, on-disk embedding cache and the embedder wrapper that uses it.
+
+A vector is stored under ``sha256(format version, canonical JSON of the embedder identity, kind,
+exact model input text)``: only what changes the output is hashed, so a changed model revision,
+prompt or normalisation misses, and the same text is never embedded twice by the same model.
+
+Storage is one SQLite database per cache root (``embeddings.sqlite3``) in WAL mode, vectors as
+float32 blobs. Every ``put_many`` is a single transaction, so concurrent processes sharing the
+cache see either all of a batch or none of it; writers wait for each other (busy timeout) instead
+of failing, and a key written twice keeps its first vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkbench.embedders.base import Embedder, FloatArray, Kind
+from chunkbench.errors import ConfigError, EmbeddingError
+
+CACHE_FORMAT_VERSION = 1
+CACHE_DIR_ENV = "CHUNKBENCH_CACHE_DIR"
+DB_NAME = "embeddings.sqlite3"
+
+_BUSY_TIMEOUT_MS = 120_000
+_QUERY_BATCH = 900  # stays under SQLite's smallest limit on bound parameters (999)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS identities (
+    id INTEGER PRIMARY KEY,
+    digest TEXT NOT NULL UNIQUE,
+    identity TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    id INTEGER PRIMARY KEY,  -- the key's first 8 bytes: a rowid lookup, the fastest SQLite has
+    key BLOB NOT NULL,       -- the full 32-byte key, checked on every read
+    identity_id INTEGER NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+"""
+
+
+def _rowid(key: bytes) -> int:
+    return int.from_bytes(key[:8], "little", signed=True)
+
+
+def resolve_cache_dir(path: str | Path | None = None) -> Path:
+    """The embedding cache folder: ``path`` if given, else ``$CHUNKBENCH_CACHE_DIR``, else the
+    user cache folder (``platformdirs.user_cache_dir("chunkbench")``)."""
+    if path is not None and str(path) != "":
+        return Path(path).expanduser()
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("chunkbench"))
+
+
+def canonical_identity(identity: dict[str, Any]) -> str:
+    """The identity as canonical JSON (sorted keys, no whitespace); raises for non-JSON values."""
+    try:
+        return json.dumps(
+            identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(
+            f"Embedder identity {identity!r} cannot be written as JSON: {exc}.",
+            "Identities may hold only strings, numbers, booleans, None, lists and dicts.",
+        ) from None
+
+
+def cache_keys(identity: dict[str, Any], kind: Kind, texts: Sequence[str]) -> list[bytes]:
+    """The 32-byte cache key of each text for this identity and kind."""
+    prefix = hashlib.sha256()
+    for part in (str(CACHE_FORMAT_VERSION), canonical_identity(identity), kind):
+        data = part.encode()
+        prefix.update(len(data).to_bytes(8, "little"))
+        prefix.update(data)
+    keys = []
+    for text in texts:
+        h = prefix.copy()
+        h.update(text.encode("utf-8", "surrogatepass"))
+        keys.append(h.digest())
+    return keys
+
+
+class EmbeddingCache:
+    """Float32 vectors on disk, keyed by (identity, kind, text); safe across processes/threads."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).expanduser()
+        self.path = self.root / DB_NAME
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        self._identity_ids: dict[str, int] = {}
+
+    def get_many(
+        self, identity: dict[str, Any], kind: Kind, texts: Sequence[str]
+    ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+        """Look texts up. Returns a hit mask over ``texts`` and the hit vectors, in order.
+
+        The vectors array has one row per ``True`` in the mask (shape ``(0, 0)`` with no hits).
+        """
+        keys = cache_keys(identity, kind, texts)
+        ids = [_rowid(k) for k in keys]
+        found: dict[bytes, tuple[int, bytes]] = {}
+        with self._connection() as conn:
+            for start in range(0, len(ids), _QUERY_BATCH):
+                batch = ids[start : start + _QUERY_BATCH]
+                marks = ",".join("?" * len(batch))
+                rows = conn.execute(
+                    f"SELECT key, dim, vector FROM vectors WHERE id IN ({marks})", batch
+                )
+                for key, dim, blob in rows:
+                    found[key] = (dim, blob)  # a different key under the same id stays a miss
+        mask = np.array([k in found for k in keys], dtype=bool)
+        if not found:
+            return mask, np.zeros((0, 0), dtype=np.float32)
+        hits = [found[k] for k in keys if k in found]
+        dims = {dim for dim, _ in hits}
+        if len(dims) != 1:
+            raise EmbeddingError(
+                f"The embedding cache at {self.path} holds vectors of different sizes "
+                f"({sorted(dims)}) for one embedder identity.",
+                "Delete the cache folder or run with --no-cache.",
+            )
+        dim = dims.pop()
+        flat = np.frombuffer(b"".join(blob for _, blob in hits), dtype="<f4")
+        return mask, flat.reshape(len(hits), dim).astype(np.float32)
+
+    def put_many(
+        self, identity: dict[str, Any], kind: Kind, texts: Sequence[str], vectors: FloatArray
+    ) -> None:
+        """Store one vector per text, atomically (all or nothing). Existing keys are kept."""
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise EmbeddingError(
+                f"Cannot cache {vectors.shape} vectors for {len(texts)} texts.",
+                "The embedder must return one row per text.",
+            )
+        if not texts:
+            return
+        keys = cache_keys(identity, kind, texts)
+        data = np.ascontiguousarray(vectors, dtype="<f4")
+        dim = int(data.shape[1])
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                identity_id = self._identity_id(conn, identity)
+                rows = (
+                    (_rowid(k), k, identity_id, dim, v.tobytes())
+                    for k, v in zip(keys, data, strict=True)
+                )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO vectors (id, key, identity_id, dim, vector) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def __len__(self) -> int:
+        with self._connection() as conn:
+            (count,) = conn.execute("SELECT COUNT(*) FROM vectors").fetchone()
+        return int(count)
+
+    def summary(self) -> list[tuple[dict[str, Any], int]]:
+        """Each embedder identity in the cache with its number of vectors."""
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT i.identity, COUNT(v.id) FROM identities i "
+                "LEFT JOIN vectors v ON v.identity_id = i.id GROUP BY i.id ORDER BY i.id"
+            ).fetchall()
+        return [(json.loads(text), int(n)) for text, n in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _identity_id(self, conn: sqlite3.Connection, identity: dict[str, Any]) -> int:
+        text = canonical_identity(identity)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        cached = self._identity_ids.get(digest)
+        if cached is not None:
+            return cached
+        conn.execute(
+            "INSERT OR IGNORE INTO identities (digest, identity) VALUES (?, ?)", (digest, text)
+        )
+        (identity_id,) = conn.execute(
+            "SELECT id FROM identities WHERE digest = ?", (digest,)
+        ).fetchone()
+        self._identity_ids[digest] = int(identity_id)
+        return int(identity_id)
+
+    def _connection(self) -> _Locked:
+        return _Locked(self)
+
+    def _open(self) -> sqlite3.Connection:
+        # A connection is never shared across a fork: a child process opens its own.
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=_BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA page_size = 8192")  # packs ~1.5 KB vectors densely; new DBs only
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta (name, value) VALUES ('format_version', ?)",
+                (str(CACHE_FORMAT_VERSION),),
+            )
+            (version,) = conn.execute(
+                "SELECT value FROM meta WHERE name = 'format_version'"
+            ).fetchone()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"Cannot open the embedding cache at {self.path}: {exc}.",
+                "Pass a writable folder with --cache-dir (or CHUNKBENCH_CACHE_DIR), "
+                "delete a damaged cache folder, or run with --no-cache.",
+            ) from None
+        if version != str(CACHE_FORMAT_VERSION):
+            conn.close()
+            raise ConfigError(
+                f"The embedding cache at {self.path} has format {version}, "
+                f"this chunkbench writes format {CACHE_FORMAT_VERSION}.",
+                "Use another --cache-dir or delete that cache folder.",
+            )
+        self._conn, self._pid = conn, os.getpid()
+        self._identity_ids = {}
+        return conn
+
+
+class _Locked:
+    """Context manager: the cache's connection, held under its thread lock."""
+
+    def __init__(self, cache: EmbeddingCache) -> None:
+        self._cache = cache
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._cache._lock.acquire()
+        try:
+            return self._cache._open()
+        except BaseException:
+            self._cache._lock.release()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._cache._lock.release()
+
+
+class CachedEmbedder:
+    """An embedder that embeds each distinct text once: deduplicated per call, cached on disk.
+
+    It has the inner embedder's name and identity. With ``cache=None`` (``--no-cache``) it still
+    deduplicates within a call. The inner embedder is only called for misses, so a lazily loaded
+    model is never loaded when everything is cached. Misses are embedded and stored in slices of
+    ``flush_every`` texts, so an interrupted run keeps what it already paid for.
+    """
+
+    def __init__(
+        self, inner: Embedder, cache: EmbeddingCache | None, *, flush_every: int = 8192
+    ) -> None:
+        if flush_every < 1:
+            raise ValueError(f"flush_every must be at least 1, got {flush_every}")
+        self.inner = inner
+        self.cache = cache
+        self.flush_every = flush_every
+        self._requested = 0
+        self._distinct = 0
+        self._hits = 0
+        self._embedded = 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
+        positions: dict[str, int] = {}
+        inverse = np.fromiter(
+            (positions.setdefault(t, len(positions)) for t in texts),
+            dtype=np.intp,
+            count=len(texts),
+        )
+        distinct = list(positions)
+        self._requested += len(texts)
+        self._distinct += len(distinct)
+        if not distinct:
+            return self.inner.embed([], kind)
+        vectors = self._embed_distinct(distinct, kind)
+        return vectors[inverse]
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "requested": self._requested,
+            "distinct": self._distinct,
+            "hits": self._hits,
+            "embedded": self._embedded,
+            "inner": self.inner.stats(),
+        }
+
+    def _embed_distinct(self, texts: list[str], kind: Kind) -> FloatArray:
+        if self.cache is None:
+            self._embedded += len(texts)
+            return _checked(self.inner.embed(texts, kind), len(texts))
+        identity = self.inner.identity()
+        mask, hits = self.cache.get_many(identity, kind, texts)
+        n_hits = int(mask.sum())
+        self._hits += n_hits
+        if n_hits == len(texts):
+            return hits
+        missing = [t for t, hit in zip(texts, mask, strict=True) if not hit]
+        parts = []
+        for start in range(0, len(missing), self.flush_every):
+            part = missing[start : start + self.flush_every]
+            vectors = _checked(self.inner.embed(part, kind), len(part))
+            self._embedded += len(part)
+            self.cache.put_many(identity, kind, part, vectors)
+            parts.append(vectors)
+        fresh = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+        if n_hits == 0:
+            return fresh
+        if hits.shape[1] != fresh.shape[1]:
+            raise EmbeddingError(
+                f"Cached vectors have {hits.shape[1]} dimensions but {self.name} now returns "
+                f"{fresh.shape[1]}.",
+                "The embedder's identity must change when its output size does; "
+                "run with --no-cache or delete the cache folder.",
+            )
+        out = np.empty((len(texts), fresh.shape[1]), dtype=np.float32)
+        out[mask] = hits
+        out[~mask] = fresh
+        return out
+
+
+def _checked(vectors: FloatArray, n: int) -> FloatArray:
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[0] != n:
+        raise EmbeddingError(
+            f"The embedder returned an array of shape {array.shape} for {n} texts.",
+            "An embedder must return one row per text.",
+        )
+    return array

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chunkbench.embedders import EMBEDDERS, Embedder
+from chunkbench.embedders.fake import FakeEmbedder
+from chunkbench.errors import SpecError
+
+
+def test_deterministic_and_normalised() -> None:
+    texts = ["The cat sat on the mat.", "Stock markets fell sharply.", ""]
+    a = FakeEmbedder(dimension=32).embed(texts)
+    b = FakeEmbedder(dimension=32).embed(texts)
+    assert a.dtype == np.float32
+    assert a.shape == (3, 32)
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, rtol=1e-6)
+
+
+def test_seed_changes_vectors() -> None:
+    a = FakeEmbedder(seed=0).embed(["hello world"])
+    b = FakeEmbedder(seed=1).embed(["hello world"])
+    assert not np.allclose(a, b)
+
+
+def test_shared_words_are_closer() -> None:
+    emb = FakeEmbedder(dimension=256)
+    q, near, far = emb.embed(
+        [
+            "how do interest rates affect bond prices",
+            "bond prices fall when interest rates rise",
+            "the recipe needs two eggs and flour",
+        ]
+    )
+    assert q @ near > q @ far + 0.2
+
+
+def test_counts_calls_and_inputs() -> None:
+    emb = FakeEmbedder()
+    emb.embed(["a", "b"])
+    emb.embed(["c"], kind="query")
+    assert emb.stats() == {"calls": 2, "inputs": 3}
+
+
+def test_registered_and_protocol() -> None:
+    emb, spec = EMBEDDERS.build("fake(dimension=16)")
+    assert isinstance(emb, Embedder)
+    assert str(spec) == "fake(dimension=16, seed=0)"
+    assert emb.embed(["x"]).shape == (1, 16)
+    assert emb.identity() == {"embedder": "fake", "version": 1, "dimension": 16, "seed": 0}
+    with pytest.raises(SpecError):
+        EMBEDDERS.build("fake(dimension=0)")

@@ -1,0 +1,59 @@
+"""chunkbench's chunk spans against the positions the reference implementation recorded.
+
+The reference chunks text, then looks each chunk up in its document with ``str.find`` after
+dropping a trailing ".". So its span of a chunk ending in "." is one character short, and a chunk
+whose text occurs earlier in the document is placed at that earlier occurrence. chunkbench's
+spans come from the chunker itself. This test shows that every span that differs from the
+reference's differs for exactly one of those two reasons, and otherwise they are identical.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from chunkbench.chunkers import CHUNKERS
+from chunkbench.datasets import load_dataset
+
+pytestmark = pytest.mark.integration
+
+# golden file -> (chunker, identical spans, trailing dot dropped, placed at an earlier duplicate)
+CASES = {
+    "fixed_400_0.json": ("fixed_tokens(size=400, overlap=0)", 702, 27, 95),
+    "recursive_200_0.json": ("recursive(size=200, overlap=0)", 1175, 749, 462),
+}
+
+
+@pytest.mark.parametrize("golden", list(CASES))
+def test_spans_differ_from_reference_only_by_its_text_search(
+    chroma_general_dir: Path, golden_dir: Path, golden: str
+) -> None:
+    spec, same, dot, duplicate = CASES[golden]
+    dataset = load_dataset(chroma_general_dir)
+    chunker, _ = CHUNKERS.build(spec)
+    ours = [(d.id, s.start, s.end) for d in dataset.documents for s in chunker(d.text)]
+    reference = [tuple(c) for c in json.loads((golden_dir / golden).read_text())["chunks"]]
+    assert len(ours) == len(reference)
+
+    kinds: Counter[str] = Counter()
+    for (doc_id, start, end), (ref_doc, ref_start, ref_end) in zip(ours, reference, strict=True):
+        assert doc_id == ref_doc
+        text = dataset.by_id[doc_id].text
+        chunk = text[start:end]
+        searched = chunk[:-1] if chunk.endswith(".") else chunk
+        if (start, end) == (ref_start, ref_end):
+            kinds["same"] += 1
+        elif (ref_start, ref_end) == (start, end - 1) and chunk.endswith("."):
+            kinds["trailing dot dropped"] += 1
+        else:
+            found = text.find(searched)
+            assert found == ref_start < start and ref_end - ref_start == len(searched), (
+                f"{doc_id} [{start}, {end}) vs reference [{ref_start}, {ref_end})"
+            )
+            kinds["earlier duplicate"] += 1
+    assert kinds == Counter(
+        {"same": same, "trailing dot dropped": dot, "earlier duplicate": duplicate}
+    )
