@@ -211,3 +211,19 @@ def test_interrupted_run_keeps_finished_slices(tmp_path: Path) -> None:
     out = CachedEmbedder(inner, EmbeddingCache(tmp_path), flush_every=4).embed(texts)
     assert inner.stats()["inputs"] == 6  # the first 4 were stored before the failure
     np.testing.assert_array_equal(out, FakeEmbedder().embed(texts))
+
+
+def test_slices_report_progress_and_keep_input_order(tmp_path: Path) -> None:
+    from chunkbench.embedders.fake import FakeEmbedder
+
+    texts = [("word " * n).strip() + f" {n}" for n in (5, 1, 9, 3, 7, 2, 8, 4, 6, 10)]
+    seen: list[tuple[int, int]] = []
+    cached = CachedEmbedder(
+        FakeEmbedder(),
+        EmbeddingCache(tmp_path),
+        flush_every=3,
+        progress=lambda d, t: seen.append((d, t)),
+    )
+    out = cached.embed(texts)
+    assert np.array_equal(out, FakeEmbedder().embed(texts))
+    assert seen == [(3, 10), (6, 10), (9, 10), (10, 10)]

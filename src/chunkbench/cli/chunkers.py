@@ -1,4 +1,5 @@
-"""``chunkbench chunkers`` (list the chunkers) and ``chunkbench chunk`` (chunk one file)."""
+"""``chunkbench chunkers`` / ``chunkbench embedders`` (list components) and ``chunkbench chunk``
+(chunk one file)."""
 
 from __future__ import annotations
 
@@ -14,27 +15,39 @@ from rich.text import Text
 
 from chunkbench.chunkers import CHUNKERS, Chunk, chunk_document
 from chunkbench.errors import DatasetError, SpecError
-from chunkbench.specs import Entry
+from chunkbench.specs import Entry, Registry
 from chunkbench.tokenizers import count_tokens
 
 _PREVIEW_CHARS = 60
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``chunkers`` and ``chunk`` commands to the app."""
+    """Add the ``chunkers``, ``embedders`` and ``chunk`` commands to the app."""
     app.command("chunkers")(list_chunkers)
+    app.command("embedders")(list_embedders)
     app.command("chunk")(chunk_file)
 
 
 def list_chunkers() -> None:
     """List the registered chunkers, their parameters and what they do."""
-    table = Table(title="Chunkers", show_lines=True)
+    Console().print(_registry_table("Chunkers", CHUNKERS))
+
+
+def list_embedders() -> None:
+    """List the registered embedders, their parameters and what they do."""
+    from chunkbench.embedders import EMBEDDERS
+
+    Console().print(_registry_table("Embedders", EMBEDDERS))
+
+
+def _registry_table(title: str, registry: Registry[Any]) -> Table:
+    table = Table(title=title, show_lines=True)
     table.add_column("name", style="bold")
     table.add_column("parameters")
     table.add_column("summary")
-    for entry in CHUNKERS:
+    for entry in registry:
         table.add_row(entry.name, Text(_describe_parameters(entry)), Text(entry.summary))
-    Console().print(table)
+    return table
 
 
 def chunk_file(

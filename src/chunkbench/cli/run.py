@@ -8,6 +8,15 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from chunkbench.experiments.config import DEFAULT_DATASET, load_config, make_config
@@ -95,13 +104,27 @@ def run(
         overrides["no_cache"] = True
     config = load_config(config_file, overrides) if config_file else make_config(overrides)
     console = Console(stderr=True, quiet=quiet, log_path=False)
-    with console.status("starting", spinner="dots") as status:
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    tasks: dict[str, TaskID] = {}
 
-        def progress(message: str) -> None:
-            console.log(message)
-            status.update(message)
+    def progress(message: str) -> None:
+        console.log(message)
 
-        results = evaluate(config, progress=progress)
+    def embed_progress(what: str, done: int, total: int) -> None:
+        if what not in tasks:
+            tasks[what] = bar.add_task(f"embedding {what}", total=total)
+        bar.update(tasks[what], completed=done)
+
+    with bar:
+        results = evaluate(config, progress=progress, embed_progress=embed_progress)
     screen = Console(width=None if sys.stdout.isatty() else 140)
     for table in results_tables(results.overall()):
         screen.print(table)

@@ -17,7 +17,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -283,18 +283,25 @@ class CachedEmbedder:
 
     It has the inner embedder's name and identity. With ``cache=None`` (``--no-cache``) it still
     deduplicates within a call. The inner embedder is only called for misses, so a lazily loaded
-    model is never loaded when everything is cached. Misses are embedded and stored in slices of
-    ``flush_every`` texts, so an interrupted run keeps what it already paid for.
+    model is never loaded when everything is cached. Misses are embedded longest first (similar
+    lengths batch well) and stored in slices of ``flush_every`` texts, so an interrupted run keeps
+    what it already paid for; ``progress(done, total)`` is called after each slice.
     """
 
     def __init__(
-        self, inner: Embedder, cache: EmbeddingCache | None, *, flush_every: int = 8192
+        self,
+        inner: Embedder,
+        cache: EmbeddingCache | None,
+        *,
+        flush_every: int = 512,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         if flush_every < 1:
             raise ValueError(f"flush_every must be at least 1, got {flush_every}")
         self.inner = inner
         self.cache = cache
         self.flush_every = flush_every
+        self.progress = progress
         self._requested = 0
         self._distinct = 0
         self._hits = 0
@@ -332,24 +339,30 @@ class CachedEmbedder:
         }
 
     def _embed_distinct(self, texts: list[str], kind: Kind) -> FloatArray:
+        identity = self.inner.identity() if self.cache is not None else {}
         if self.cache is None:
-            self._embedded += len(texts)
-            return _checked(self.inner.embed(texts, kind), len(texts))
-        identity = self.inner.identity()
-        mask, hits = self.cache.get_many(identity, kind, texts)
+            mask, hits = np.zeros(len(texts), dtype=bool), np.zeros((0, 0), dtype=np.float32)
+        else:
+            mask, hits = self.cache.get_many(identity, kind, texts)
         n_hits = int(mask.sum())
         self._hits += n_hits
         if n_hits == len(texts):
             return hits
         missing = [t for t, hit in zip(texts, mask, strict=True) if not hit]
-        parts = []
-        for start in range(0, len(missing), self.flush_every):
-            part = missing[start : start + self.flush_every]
+        order = sorted(range(len(missing)), key=lambda i: -len(missing[i]))
+        fresh_sorted = []
+        for start in range(0, len(order), self.flush_every):
+            part = [missing[i] for i in order[start : start + self.flush_every]]
             vectors = _checked(self.inner.embed(part, kind), len(part))
             self._embedded += len(part)
-            self.cache.put_many(identity, kind, part, vectors)
-            parts.append(vectors)
-        fresh = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+            if self.cache is not None:
+                self.cache.put_many(identity, kind, part, vectors)
+            fresh_sorted.append(vectors)
+            if self.progress is not None:
+                self.progress(min(start + len(part), len(order)), len(order))
+        stacked = fresh_sorted[0] if len(fresh_sorted) == 1 else np.concatenate(fresh_sorted)
+        fresh = np.empty_like(stacked)
+        fresh[np.asarray(order, dtype=np.intp)] = stacked
         if n_hits == 0:
             return fresh
         if hits.shape[1] != fresh.shape[1]:

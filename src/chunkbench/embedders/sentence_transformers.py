@@ -189,7 +189,7 @@ class SentenceTransformerEmbedder:
         model: str = MINILM,
         *,
         revision: str | None = None,
-        batch_size: int = 32,
+        batch_size: int = 16,
         device: str = "cpu",
         normalize: bool = True,
         query_prompt: str | None = None,
@@ -392,7 +392,7 @@ def _first_line(exc: BaseException) -> str:
 @EMBEDDERS.register("sentence_transformers")
 def sentence_transformers_embedder(
     model: str = MINILM,
-    batch_size: int = 32,
+    batch_size: int = 16,
     device: str = "cpu",
     normalize: bool = True,
     query_prompt: str | None = None,

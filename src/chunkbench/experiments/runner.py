@@ -36,6 +36,7 @@ from chunkbench.timing import PhaseTimer
 CELL_FORMAT = 1
 CI_METRICS = ("recall", "precision", "precision_omega", "iou", "f1")
 Progress = Callable[[str], None]
+EmbedProgress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -60,12 +61,17 @@ def default_out_dir() -> Path:
 
 
 def evaluate(
-    config: ExperimentConfig | None = None, progress: Progress | None = None, **options: Any
+    config: ExperimentConfig | None = None,
+    progress: Progress | None = None,
+    embed_progress: EmbedProgress | None = None,
+    **options: Any,
 ) -> Results:
     """Run a grid and write ``results.parquet``, ``summary.csv`` and ``manifest.json``.
 
     ``evaluate(dataset="demo", chunkers=["fixed_tokens(size=200)"], k=[1, 5, "min"])`` or
     ``evaluate(ExperimentConfig(...))``. Every spec is validated before any work starts.
+    ``progress(message)`` hears each step, ``embed_progress(what, done, total)`` each slice of
+    texts embedded.
     """
     from chunkbench.experiments.config import make_config
 
@@ -101,6 +107,7 @@ def evaluate(
     for e_spec in embedder_specs:
         inner, _ = EMBEDDERS.build(e_spec)
         embedder = CachedEmbedder(inner, cache)
+        short_e = EMBEDDERS.short(e_spec)
         query_vectors: np.ndarray[Any, Any] | None = None
         for c_spec in chunker_specs:
             cell_id = _cell_id(dataset, c_spec, e_spec, config)
@@ -115,12 +122,14 @@ def evaluate(
                     say(
                         f"embedding {len(dataset.questions)} questions with {EMBEDDERS.short(e_spec)}"
                     )
+                    _track(embedder, embed_progress, f"questions x {short_e}")
                     with totals("embed_queries"):
                         query_vectors = embedder.embed(
                             [q.text for q in dataset.questions], kind="query"
                         )
                 say(f"cell     {CHUNKERS.short(c_spec)} x {EMBEDDERS.short(e_spec)}")
                 chunker, _ = CHUNKERS.build(c_spec)
+                _track(embedder, embed_progress, f"{CHUNKERS.short(c_spec)} x {short_e}")
                 timer = PhaseTimer()
                 result = evaluate_cell(
                     dataset,
@@ -160,6 +169,10 @@ def evaluate(
     write_csv(files["summary"], summary)
     write_json(files["manifest"], manifest)
     return Results(config, out, summary, manifest, resumed, computed, files)
+
+
+def _track(embedder: CachedEmbedder, report: EmbedProgress | None, what: str) -> None:
+    embedder.progress = None if report is None else (lambda done, total: report(what, done, total))
 
 
 def _cell_id(dataset: Dataset, c_spec: Spec, e_spec: Spec, config: ExperimentConfig) -> str:
