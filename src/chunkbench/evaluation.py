@@ -6,7 +6,7 @@ the caller and passed in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -97,7 +97,7 @@ def evaluate_cell(
     embedder_spec: str,
     query_vectors: npt.NDArray[np.float32],
     ks: Sequence[KValue],
-    count_tokens: Any,
+    count_tokens: Callable[[list[str]], list[int]],
     timer: PhaseTimer | None = None,
 ) -> CellResult:
     """Evaluate one (dataset, chunker, embedder) combination at every k in ``ks``."""

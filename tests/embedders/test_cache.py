@@ -227,3 +227,21 @@ def test_slices_report_progress_and_keep_input_order(tmp_path: Path) -> None:
     out = cached.embed(texts)
     assert np.array_equal(out, FakeEmbedder().embed(texts))
     assert seen == [(3, 10), (6, 10), (9, 10), (10, 10)]
+
+
+def test_a_damaged_cache_is_a_clear_error(tmp_path: Path) -> None:
+    import sqlite3
+
+    from chunkbench.embedders.fake import FakeEmbedder
+    from chunkbench.errors import ConfigError
+
+    cache = EmbeddingCache(tmp_path)
+    cache.put_many({"m": 1}, "document", ["a"], np.ones((1, 2), dtype=np.float32))
+    cache.close()
+    conn = sqlite3.connect(tmp_path / "embeddings.sqlite3")
+    conn.execute("DROP TABLE vectors")
+    conn.execute("CREATE TABLE vectors (key BLOB PRIMARY KEY)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ConfigError, match=r"embedding cache.*Delete that cache folder"):
+        CachedEmbedder(FakeEmbedder(), EmbeddingCache(tmp_path)).embed(["a"])

@@ -128,6 +128,14 @@ def run(
     screen = Console(width=None if sys.stdout.isatty() else 140)
     for table in results_tables(results.overall()):
         screen.print(table)
+    for spec, entry in results.manifest["embedding"].items():
+        inner = entry["stats"].get("inner", {})
+        if inner.get("truncated"):
+            console.print(
+                f"[yellow]note:[/] {inner['truncated']} of {inner.get('inputs', '?')} texts embedded by "
+                f"{_short_embedder(spec)} were longer than its {inner.get('max_seq_length', '?')}-token "
+                "window and were truncated (the model never saw their ends)."
+            )
     timings = results.manifest["timings"]
     console.print(
         f"[bold]{results.cells_computed}[/] cells computed, [bold]{results.cells_resumed}[/] resumed "

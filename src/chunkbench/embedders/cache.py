@@ -274,8 +274,14 @@ class _Locked:
             self._cache._lock.release()
             raise
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self._cache._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise ConfigError(
+                f"The embedding cache at {self._cache.path} cannot be used: {exc}.",
+                "Delete that cache folder (it only holds vectors that can be recomputed), "
+                "pass another --cache-dir, or run with --no-cache.",
+            ) from None
 
 
 class CachedEmbedder:
