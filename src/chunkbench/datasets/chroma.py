@@ -29,10 +29,10 @@ from chunkbench.datasets.validate import (
     check_folder,
     excerpt_problem,
     json_type,
+    load_strict,
     missing_file,
     missing_keys,
     not_an_integer,
-    raise_first,
     read_text,
 )
 from chunkbench.errors import DatasetError
@@ -51,11 +51,7 @@ def load_chroma(path: str | Path) -> Dataset:
 
     Raises :class:`DatasetError` naming the file, line and fix of the first problem.
     """
-    folder = Path(path)
-    dataset = scan_chroma(folder, raise_first(folder))
-    if dataset is None:  # pragma: no cover - raise_first raises before this
-        raise DatasetError(f"{folder}: not a Chroma dataset.", "Run chunkbench datasets validate.")
-    return dataset
+    return load_strict(Path(path), scan_chroma, "Chroma")
 
 
 def write_chroma(dataset: Dataset, folder: str | Path) -> None:

@@ -31,13 +31,12 @@ from chunkbench.datasets.validate import (
     check_folder,
     excerpt_problem,
     json_type,
+    load_strict,
     missing_file,
     missing_keys,
     not_an_integer,
-    raise_first,
     read_text,
 )
-from chunkbench.errors import DatasetError
 from chunkbench.files import write_bytes_atomic
 from chunkbench.spans import Span
 
@@ -53,11 +52,7 @@ def load_jsonl(path: str | Path) -> Dataset:
 
     Raises :class:`DatasetError` naming the file, line and fix of the first problem.
     """
-    folder = Path(path)
-    dataset = scan_jsonl(folder, raise_first(folder))
-    if dataset is None:  # pragma: no cover - raise_first raises before this
-        raise DatasetError(f"{folder}: not a JSONL dataset.", "Run chunkbench datasets validate.")
-    return dataset
+    return load_strict(Path(path), scan_jsonl, "JSONL")
 
 
 def write_jsonl(dataset: Dataset, folder: str | Path) -> None:

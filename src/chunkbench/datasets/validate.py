@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from chunkbench.datasets.model import Dataset
 from chunkbench.errors import DatasetError
 
 CHROMA_QUESTIONS = "questions_df.csv"
@@ -118,6 +119,18 @@ def raise_first(folder: Path) -> Report:
         )
 
     return report
+
+
+def load_strict(
+    folder: Path, scan: Callable[[Path, Report], Dataset | None], layout: str
+) -> Dataset:
+    """Run a layout's scanner, raising a one-line :class:`DatasetError` at the first problem."""
+    dataset = scan(folder, raise_first(folder))
+    if dataset is None:  # pragma: no cover - raise_first raises before this
+        raise DatasetError(
+            f"{folder}: not a {layout} dataset.", "Run chunkbench datasets validate."
+        )
+    return dataset
 
 
 def missing_file(folder: Path, name: str, what: str) -> Problem:
