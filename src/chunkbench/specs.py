@@ -99,7 +99,12 @@ class Entry(Generic[T]):
     summary: str
 
     def parameters(self) -> list[inspect.Parameter]:
-        return list(self.signature().parameters.values())
+        """The spec parameters: everything but keyword-only dependencies such as ``context``."""
+        return [p for p in self.signature().parameters.values() if p.kind is not p.KEYWORD_ONLY]
+
+    def dependencies(self) -> list[str]:
+        """Keyword-only parameters: supplied by the caller of :meth:`Registry.build`, not specs."""
+        return [p.name for p in self.signature().parameters.values() if p.kind is p.KEYWORD_ONLY]
 
     def signature(self) -> inspect.Signature:
         return inspect.signature(self.factory, eval_str=True)
@@ -145,7 +150,7 @@ class Registry(Generic[T]):
         else:
             name, args, kwargs = parse_spec(spec)
         entry = self.entry(name)
-        sig = entry.signature()
+        sig = entry.signature().replace(parameters=entry.parameters())
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as exc:
@@ -168,11 +173,18 @@ class Registry(Generic[T]):
         )
         return str(Spec(canonical.name, kept))
 
-    def build(self, spec: str | Spec) -> tuple[T, Spec]:
-        """Build the component a spec names; returns it with its canonical spec."""
+    def build(self, spec: str | Spec, **dependencies: Any) -> tuple[T, Spec]:
+        """Build the component a spec names; returns it with its canonical spec.
+
+        ``dependencies`` (e.g. ``context=ChunkerContext(...)``) are passed to factories that
+        declare them as keyword-only parameters and ignored by the others; they are never part
+        of the spec.
+        """
         canonical = self.resolve(spec)
+        entry = self.entry(canonical.name)
+        wanted = {k: v for k, v in dependencies.items() if k in entry.dependencies()}
         try:
-            component = self.entry(canonical.name).factory(**canonical.kwargs)
+            component = entry.factory(**canonical.kwargs, **wanted)
         except (ValueError, TypeError) as exc:
             raise SpecError(
                 f"Bad {self.kind} spec {canonical}: {exc}", _fix_for(self.kind)

@@ -1,8 +1,8 @@
 """Chunkers: span-native, registered by name, built from spec strings."""
 
-from chunkbench.chunkers.base import CHUNKERS, Chunk, ChunkerFn, chunk_document
+from chunkbench.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_document
 
-__all__ = ["CHUNKERS", "Chunk", "ChunkerFn", "chunk_document"]
+__all__ = ["CHUNKERS", "Chunk", "ChunkerContext", "ChunkerFn", "chunk_document"]
 
 # Importing the chunker modules registers their factories.
 from chunkbench.chunkers import recursive, sentences, tokens  # noqa: F401

@@ -8,9 +8,11 @@ lets a chunker embed more than its span (e.g. a heading) while metrics still cou
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from chunkbench.errors import ChunkingError
+from chunkbench.errors import ChunkingError, ConfigError
 from chunkbench.spans import Span
 from chunkbench.specs import Registry
 
@@ -32,6 +34,57 @@ class Chunk:
 
 
 ChunkerFn = Callable[[str], Sequence[Span | Chunk]]
+
+if TYPE_CHECKING:
+    from chunkbench.embedders.base import Embedder
+
+
+@dataclass
+class ChunkerContext:
+    """What a chunker may need besides its parameters; never part of its spec.
+
+    A factory that needs it declares a keyword-only parameter ``context: ChunkerContext`` and
+    :meth:`Registry.build` passes it (``CHUNKERS.build(spec, context=...)``). Semantic chunkers
+    embed with ``embedder`` (the cell's embedder, already cached) unless their spec names
+    another; LLM-based chunkers build their client with :meth:`llm`, cached under ``cache_dir``
+    and seeded with ``seed``.
+    """
+
+    embedder: Embedder | None = None
+    cache_dir: Path | None = None
+    seed: int = 0
+    _built: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def resolve_embedder(self, spec: str | None) -> Embedder:
+        """The embedder a semantic chunker uses: ``spec`` if given, else the cell's embedder."""
+        if spec is None:
+            if self.embedder is None:
+                raise ConfigError(
+                    "This chunker embeds text but was given no embedder.",
+                    "Name one in its spec, e.g. embedder='sentence_transformers', "
+                    "or run it inside an experiment, where it uses the cell's embedder.",
+                )
+            return self.embedder
+        key = f"embedder:{spec}"
+        if key not in self._built:
+            from chunkbench.embedders import EMBEDDERS
+            from chunkbench.embedders.cache import CachedEmbedder, EmbeddingCache
+
+            inner, _ = EMBEDDERS.build(spec)
+            cache = None if self.cache_dir is None else EmbeddingCache(self.cache_dir)
+            self._built[key] = CachedEmbedder(inner, cache)
+        embedder: Embedder = self._built[key]
+        return embedder
+
+    def llm(self, spec: str) -> Any:
+        """The LLM client a spec names (see ``chunkbench.llm``), cached and seeded."""
+        key = f"llm:{spec}"
+        if key not in self._built:
+            from chunkbench.llm import build_llm
+
+            self._built[key] = build_llm(spec, cache_dir=self.cache_dir, seed=self.seed)
+        return self._built[key]
+
 
 CHUNKERS: Registry[ChunkerFn] = Registry("chunker")
 

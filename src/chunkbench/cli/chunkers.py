@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from chunkbench.chunkers import CHUNKERS, Chunk, chunk_document
+from chunkbench.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
 from chunkbench.errors import DatasetError, SpecError
 from chunkbench.specs import Entry, Registry
 from chunkbench.tokenizers import count_tokens
@@ -64,9 +64,33 @@ def chunk_file(
     as_json: Annotated[
         bool, typer.Option("--json", help='Print only a JSON list of {"start", "end"}.')
     ] = False,
+    embedder: Annotated[
+        str,
+        typer.Option(
+            "--embedder",
+            "-e",
+            help="Embedder spec for chunkers that embed (semantic chunkers); others ignore it.",
+        ),
+    ] = "sentence_transformers",
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Cache folder for embeddings and LLM answers "
+            "[default: $CHUNKBENCH_CACHE_DIR or the user cache folder].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Chunk one file and show its chunks (character offsets into the file's text)."""
-    fn, spec = CHUNKERS.build(chunker)
+    from chunkbench.embedders import EMBEDDERS
+    from chunkbench.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
+
+    folder = resolve_cache_dir(cache_dir)
+    inner, _ = EMBEDDERS.build(embedder)  # cheap: models load on first use
+    context = ChunkerContext(
+        embedder=CachedEmbedder(inner, EmbeddingCache(folder)), cache_dir=folder
+    )
+    fn, spec = CHUNKERS.build(chunker, context=context)
     text = read_text(file)
     chunks = chunk_document(fn, file.name, text)
     if as_json:

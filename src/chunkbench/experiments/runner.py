@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from chunkbench.chunkers import CHUNKERS
+from chunkbench.chunkers import CHUNKERS, ChunkerContext
 from chunkbench.datasets import load_dataset
 from chunkbench.datasets.model import Dataset
 from chunkbench.embedders import EMBEDDERS
@@ -94,7 +94,8 @@ def evaluate(
         f"dataset {dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions"
     )
 
-    cache = None if config.no_cache else EmbeddingCache(resolve_cache_dir(config.cache_dir))
+    cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
+    cache = None if cache_dir is None else EmbeddingCache(cache_dir)
     tables: list[pa.Table] = []
     cells: list[dict[str, Any]] = []
     embedding_stats: dict[str, Any] = {}
@@ -128,7 +129,8 @@ def evaluate(
                             [q.text for q in dataset.questions], kind="query"
                         )
                 say(f"cell     {CHUNKERS.short(c_spec)} x {EMBEDDERS.short(e_spec)}")
-                chunker, _ = CHUNKERS.build(c_spec)
+                context = ChunkerContext(embedder=embedder, cache_dir=cache_dir, seed=config.seed)
+                chunker, _ = CHUNKERS.build(c_spec, context=context)
                 _track(embedder, embed_progress, f"{CHUNKERS.short(c_spec)} x {short_e}")
                 timer = PhaseTimer()
                 result = evaluate_cell(
