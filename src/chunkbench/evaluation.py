@@ -17,6 +17,7 @@ from chunkbench.chunkers.base import Chunk, ChunkerFn, chunk_document
 from chunkbench.datasets.model import Dataset
 from chunkbench.embedders.base import Embedder
 from chunkbench.errors import ConfigError
+from chunkbench.experiments.chunk_store import ChunkStore
 from chunkbench.metrics.span_metrics import (
     ChunkTable,
     QuestionTable,
@@ -99,16 +100,27 @@ def evaluate_cell(
     ks: Sequence[KValue],
     count_tokens: Callable[[list[str]], list[int]],
     timer: PhaseTimer | None = None,
+    store: tuple[ChunkStore, str] | None = None,
 ) -> CellResult:
-    """Evaluate one (dataset, chunker, embedder) combination at every k in ``ks``."""
+    """Evaluate one (dataset, chunker, embedder) combination at every k in ``ks``.
+
+    With ``store=(chunk_store, key)`` the chunks and their token counts are read from the
+    store when present, and written to it when computed.
+    """
     timer = timer or PhaseTimer()
-    with timer("chunk"):
-        chunks = chunk_dataset(dataset, chunker)
+    before = _counters(embedder)
     docs = dataset.documents
     doc_index = {d.id: i for i, d in enumerate(docs)}
+    with timer("chunk"):
+        stored = store[0].get(store[1]) if store is not None else None
+        chunks = stored[0] if stored is not None else chunk_dataset(dataset, chunker)
     texts = [c.text(dataset.by_id[c.doc_id].text) for c in chunks]
     with timer("embed_documents"):
         vectors = embedder.embed(texts, kind="document") if texts else np.zeros((0, 1), np.float32)
+    embedding = _delta(before, _counters(embedder))
+    attribute = getattr(embedder, "model_seconds_for", None)
+    if attribute is not None:
+        embedding["model_seconds_attributed"] = round(float(attribute(texts)), 6)
     with timer("score"):
         table = ChunkTable.from_rows([(doc_index[c.doc_id], c.start, c.end) for c in chunks])
         questions = question_table(dataset)
@@ -138,11 +150,17 @@ def evaluate_cell(
             columns["n_touching"].extend(omega.n_touching.tolist())
             for name in ("recall", "precision", "iou", "f1", "hit", "mrr", "ndcg"):
                 columns[name].extend(getattr(s, name).tolist())
-    with timer("count_tokens"):
-        tokens = np.asarray(
-            count_tokens([docs[doc_index[c.doc_id]].text[c.start : c.end] for c in chunks]),
-            dtype=np.int64,
-        )
+    if stored is not None:
+        tokens = stored[1]
+    else:
+        with timer("count_tokens"):
+            tokens = np.asarray(
+                count_tokens([docs[doc_index[c.doc_id]].text[c.start : c.end] for c in chunks]),
+                dtype=np.int64,
+            )
+        if store is not None:
+            with timer("write"):
+                store[0].put(store[1], chunks, tokens)
     per_doc: dict[str, int] = {d.id: 0 for d in docs}
     for c in chunks:
         per_doc[c.doc_id] += 1
@@ -156,4 +174,21 @@ def evaluate_cell(
         chunk_doc=[c.doc_id for c in chunks],
         columns=columns,
         timings=dict(timer.seconds),
+        embedding=embedding,
     )
+
+
+def _counters(embedder: Embedder) -> dict[str, float]:
+    stats = embedder.stats()
+    return {
+        k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+
+
+def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """What one cell added to the embedder's counters (texts, hits, inputs embedded, seconds)."""
+    out: dict[str, Any] = {}
+    for key, value in after.items():
+        diff = value - before.get(key, 0)
+        out[key] = round(diff, 6) if isinstance(diff, float) else diff
+    return out

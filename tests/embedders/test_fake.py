@@ -46,7 +46,7 @@ def test_counts_calls_and_inputs() -> None:
 def test_registered_and_protocol() -> None:
     emb, spec = EMBEDDERS.build("fake(dimension=16)")
     assert isinstance(emb, Embedder)
-    assert str(spec) == "fake(dimension=16, seed=0)"
+    assert str(spec) == "fake(dimension=16, seed=0, max_words=None)"
     assert emb.embed(["x"]).shape == (1, 16)
     assert emb.identity() == {"embedder": "fake", "version": 1, "dimension": 16, "seed": 0}
     with pytest.raises(SpecError):

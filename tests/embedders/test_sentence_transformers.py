@@ -14,11 +14,12 @@ from chunkbench.embedders.sentence_transformers import (
     MINILM_HUB_ID,
     MINILM_SHA256,
     SentenceTransformerEmbedder,
+    cpu_supports_bf16,
     folder_fingerprint,
     minilm_package_dir,
     resolve_model,
 )
-from chunkbench.errors import EmbeddingError
+from chunkbench.errors import EmbeddingError, SpecError
 
 
 def test_import_chunkbench_does_not_import_torch() -> None:
@@ -99,8 +100,55 @@ def test_minilm_resolves_to_the_offline_package(minilm: SentenceTransformerEmbed
         "query_prompt": None,
         "document_prompt": None,
         "max_seq_length": 256,
+        "precision": "fp32",
     }
     json.dumps(identity)
+
+
+@pytest.mark.integration
+def test_model_inputs_are_what_sentence_transformers_feeds_the_model(
+    minilm: SentenceTransformerEmbedder,
+) -> None:
+    texts = ["  Leading and trailing spaces.  ", "Ünïcödé and emoji 🚀 text", "word " * 400, "x"]
+    inputs = minilm.model_inputs(texts)
+    model = minilm._load()
+    features = model.preprocess(texts)
+    for row, raw in enumerate(inputs):
+        ids = np.frombuffer(raw, dtype=np.int32)
+        expected = features["input_ids"][row][features["attention_mask"][row].bool()].numpy()
+        np.testing.assert_array_equal(ids, expected)
+    assert len(np.frombuffer(inputs[2], dtype=np.int32)) == 256  # truncated to the window
+    ours = minilm.embed_inputs(inputs)
+    theirs = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    np.testing.assert_allclose(ours, theirs, atol=2e-6)
+    np.testing.assert_allclose(minilm.embed(texts), ours, atol=1e-6)
+
+
+@pytest.mark.integration
+def test_texts_differing_past_the_window_share_one_model_input(
+    minilm: SentenceTransformerEmbedder,
+) -> None:
+    head = "chunking evaluation " * 200
+    a, b, c = minilm.model_inputs([head + "ending one", head + "another ending", "short"])
+    assert a == b != c
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not cpu_supports_bf16(), reason="this CPU has no native bfloat16")
+def test_bf16_is_close_to_fp32_and_has_its_own_identity(
+    minilm: SentenceTransformerEmbedder,
+) -> None:
+    bf16 = SentenceTransformerEmbedder(precision="bf16")
+    texts = ["The quarterly earnings report showed a decline in revenue.", "word " * 300]
+    cosine = np.sum(bf16.embed(texts) * minilm.embed(texts), axis=1)
+    assert cosine.min() > 0.999
+    assert bf16.identity()["precision"] == "bf16"
+    assert bf16.identity() != minilm.identity()
+
+
+def test_unknown_precision_is_refused() -> None:
+    with pytest.raises(SpecError, match="precision"):
+        EMBEDDERS.build("sentence_transformers(precision='fp8')")
 
 
 @pytest.mark.integration

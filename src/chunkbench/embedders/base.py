@@ -44,6 +44,27 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class InputAwareEmbedder(Protocol):
+    """An embedder that can say exactly what its model reads for a text, and embed that.
+
+    Texts with equal model inputs (e.g. two long chunks that start at the same place and are
+    both truncated to the model's window) have equal vectors, so the cache embeds them once.
+    """
+
+    def supports_model_inputs(self, kind: Kind = "document") -> bool:
+        """Whether :meth:`model_inputs` is exact for this model and kind."""
+        ...
+
+    def model_inputs(self, texts: Sequence[str], kind: Kind = "document") -> list[bytes]:
+        """One byte string per text: the model's input after prompts, tokenisation, truncation."""
+        ...
+
+    def embed_inputs(self, inputs: Sequence[bytes], kind: Kind = "document") -> FloatArray:
+        """Embed inputs returned by :meth:`model_inputs`, without tokenising again."""
+        ...
+
+
 EMBEDDERS: Registry[Embedder] = Registry("embedder")
 
 

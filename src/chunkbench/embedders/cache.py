@@ -1,8 +1,14 @@
 """A content-addressed, on-disk embedding cache and the embedder wrapper that uses it.
 
 A vector is stored under ``sha256(format version, canonical JSON of the embedder identity, kind,
-exact model input text)``: only what changes the output is hashed, so a changed model revision,
-prompt or normalisation misses, and the same text is never embedded twice by the same model.
+exact text)``: only what changes the output is hashed, so a changed model revision, prompt,
+precision or normalisation misses, and the same text is never embedded twice by the same model.
+
+Embedders that can say what their model actually reads (:class:`InputAwareEmbedder`: token ids
+after the prompt and truncation) get a second key per vector, on that model input (kind
+``"document:input"``/``"query:input"``). A text missing from the cache is tokenised, and its
+model input looked up before anything is embedded: texts that differ only past the model's
+window cost one embedding. A warm run finds every text under its text key and never tokenises.
 
 Storage is one SQLite database per cache root (``embeddings.sqlite3``) in WAL mode, vectors as
 float32 blobs. Every ``put_many`` is a single transaction, so concurrent processes sharing the
@@ -17,14 +23,15 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from chunkbench.embedders.base import Embedder, FloatArray, Kind
+from chunkbench.embedders.base import Embedder, FloatArray, InputAwareEmbedder, Kind
 from chunkbench.errors import ConfigError, EmbeddingError
 
 CACHE_FORMAT_VERSION = 1
@@ -81,8 +88,8 @@ def canonical_identity(identity: dict[str, Any]) -> str:
         ) from None
 
 
-def cache_keys(identity: dict[str, Any], kind: Kind, texts: Sequence[str]) -> list[bytes]:
-    """The 32-byte cache key of each text for this identity and kind."""
+def cache_keys(identity: dict[str, Any], kind: str, texts: Sequence[str | bytes]) -> list[bytes]:
+    """The 32-byte cache key of each text (or model input, as bytes) for this identity and kind."""
     prefix = hashlib.sha256()
     for part in (str(CACHE_FORMAT_VERSION), canonical_identity(identity), kind):
         data = part.encode()
@@ -91,7 +98,7 @@ def cache_keys(identity: dict[str, Any], kind: Kind, texts: Sequence[str]) -> li
     keys = []
     for text in texts:
         h = prefix.copy()
-        h.update(text.encode("utf-8", "surrogatepass"))
+        h.update(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
         keys.append(h.digest())
     return keys
 
@@ -108,7 +115,7 @@ class EmbeddingCache:
         self._identity_ids: dict[str, int] = {}
 
     def get_many(
-        self, identity: dict[str, Any], kind: Kind, texts: Sequence[str]
+        self, identity: dict[str, Any], kind: str, texts: Sequence[str | bytes]
     ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
         """Look texts up. Returns a hit mask over ``texts`` and the hit vectors, in order.
 
@@ -142,7 +149,11 @@ class EmbeddingCache:
         return mask, flat.reshape(len(hits), dim).astype(np.float32)
 
     def put_many(
-        self, identity: dict[str, Any], kind: Kind, texts: Sequence[str], vectors: FloatArray
+        self,
+        identity: dict[str, Any],
+        kind: str,
+        texts: Sequence[str | bytes],
+        vectors: FloatArray,
     ) -> None:
         """Store one vector per text, atomically (all or nothing). Existing keys are kept."""
         vectors = np.asarray(vectors)
@@ -285,13 +296,18 @@ class _Locked:
 
 
 class CachedEmbedder:
-    """An embedder that embeds each distinct text once: deduplicated per call, cached on disk.
+    """An embedder that embeds each distinct model input once: deduplicated, cached on disk.
 
     It has the inner embedder's name and identity. With ``cache=None`` (``--no-cache``) it still
     deduplicates within a call. The inner embedder is only called for misses, so a lazily loaded
-    model is never loaded when everything is cached. Misses are embedded longest first (similar
-    lengths batch well) and stored in slices of ``flush_every`` texts, so an interrupted run keeps
-    what it already paid for; ``progress(done, total)`` is called after each slice.
+    model is never loaded when everything is cached. Texts are looked up first; for an
+    :class:`InputAwareEmbedder`, missing texts are tokenised and looked up by model input, and
+    only distinct new inputs are embedded. Misses are embedded longest first (similar lengths
+    batch well) and stored in slices of ``flush_every``, so an interrupted run keeps what it
+    already paid for; ``progress(done, total)`` is called after each slice.
+
+    :meth:`model_seconds_for` tells how much model time the inputs behind some texts cost in
+    this process (each slice's time shared by input length), wherever they were embedded.
     """
 
     def __init__(
@@ -308,10 +324,12 @@ class CachedEmbedder:
         self.cache = cache
         self.flush_every = flush_every
         self.progress = progress
-        self._requested = 0
-        self._distinct = 0
-        self._hits = 0
-        self._embedded = 0
+        self._counts = dict.fromkeys(
+            ("requested", "distinct", "hits", "inputs", "input_hits", "embedded"), 0
+        )
+        self._model_seconds = 0.0
+        self._input_of: dict[tuple[str, str], bytes] = {}  # (kind, text) -> model input
+        self._seconds_of: dict[tuple[str, bytes], float] = {}  # (kind, input) -> model seconds
 
     @property
     def name(self) -> str:
@@ -328,60 +346,138 @@ class CachedEmbedder:
             count=len(texts),
         )
         distinct = list(positions)
-        self._requested += len(texts)
-        self._distinct += len(distinct)
+        self._counts["requested"] += len(texts)
+        self._counts["distinct"] += len(distinct)
         if not distinct:
             return self.inner.embed([], kind)
         vectors = self._embed_distinct(distinct, kind)
         return vectors[inverse]
 
     def stats(self) -> dict[str, Any]:
+        """Texts requested, distinct texts, text-cache hits, distinct model inputs behind the
+        missed texts, model-input cache hits, inputs embedded, model seconds, and the inner
+        embedder's own counters."""
         return {
-            "requested": self._requested,
-            "distinct": self._distinct,
-            "hits": self._hits,
-            "embedded": self._embedded,
+            **self._counts,
+            "model_seconds": round(self._model_seconds, 6),
             "inner": self.inner.stats(),
         }
 
+    def model_seconds_for(self, texts: Sequence[str], kind: Kind = "document") -> float:
+        """Model seconds this process spent on the distinct inputs behind ``texts``.
+
+        Texts found in the cache from earlier processes count 0: their cost was paid before.
+        """
+        inputs = {self._input_of.get((kind, t), t.encode("utf-8", "surrogatepass")) for t in texts}
+        return sum(self._seconds_of.get((kind, i), 0.0) for i in inputs)
+
+    def _uses_inputs(self, kind: Kind) -> bool:
+        inner = self.inner
+        return isinstance(inner, InputAwareEmbedder) and inner.supports_model_inputs(kind)
+
     def _embed_distinct(self, texts: list[str], kind: Kind) -> FloatArray:
         identity = self.inner.identity() if self.cache is not None else {}
-        if self.cache is None:
-            mask, hits = np.zeros(len(texts), dtype=bool), np.zeros((0, 0), dtype=np.float32)
-        else:
-            mask, hits = self.cache.get_many(identity, kind, texts)
-        n_hits = int(mask.sum())
-        self._hits += n_hits
-        if n_hits == len(texts):
+        mask, hits = self._lookup(identity, kind, texts)
+        self._counts["hits"] += int(mask.sum())
+        if mask.all():
             return hits
         missing = [t for t, hit in zip(texts, mask, strict=True) if not hit]
-        order = sorted(range(len(missing)), key=lambda i: -len(missing[i]))
-        fresh_sorted = []
+        if self._uses_inputs(kind):
+            fresh = self._embed_by_input(identity, kind, missing)
+        else:
+            fresh = self._embed_new(identity, kind, missing)
+        if self.cache is not None:
+            self.cache.put_many(identity, kind, missing, fresh)
+        if not mask.any():
+            return fresh
+        return _merge(mask, hits, fresh, self.name)
+
+    def _lookup(
+        self, identity: dict[str, Any], kind: str, keys: Sequence[str | bytes]
+    ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+        if self.cache is None:
+            return np.zeros(len(keys), dtype=bool), np.zeros((0, 0), dtype=np.float32)
+        return self.cache.get_many(identity, kind, keys)
+
+    def _embed_by_input(self, identity: dict[str, Any], kind: Kind, texts: list[str]) -> FloatArray:
+        inner = self.inner
+        assert isinstance(inner, InputAwareEmbedder)  # checked by _uses_inputs
+        inputs = inner.model_inputs(texts, kind)
+        positions: dict[bytes, int] = {}
+        inverse = np.fromiter(
+            (positions.setdefault(i, len(positions)) for i in inputs), dtype=np.intp
+        )
+        for text, model_input in zip(texts, inputs, strict=True):
+            self._input_of[(kind, text)] = model_input
+        distinct = list(positions)
+        self._counts["inputs"] += len(distinct)
+        input_kind = f"{kind}:input"
+        mask, hits = self._lookup(identity, input_kind, distinct)
+        self._counts["input_hits"] += int(mask.sum())
+        if mask.all():
+            return hits[inverse]
+        missing = [i for i, hit in zip(distinct, mask, strict=True) if not hit]
+        fresh = self._embed_new(identity, input_kind, missing)
+        vectors = fresh if not mask.any() else _merge(mask, hits, fresh, self.name)
+        return vectors[inverse]
+
+    def _embed_new(
+        self,
+        identity: dict[str, Any],
+        kind: str,
+        items: Sequence[str | bytes],
+    ) -> FloatArray:
+        """Embed items (texts, or model inputs when ``kind`` ends in ``:input``), longest first,
+        storing each slice as soon as it is done."""
+        base_kind: Kind = "query" if kind.startswith("query") else "document"
+        order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+        parts = []
         for start in range(0, len(order), self.flush_every):
-            part = [missing[i] for i in order[start : start + self.flush_every]]
-            vectors = _checked(self.inner.embed(part, kind), len(part))
-            self._embedded += len(part)
+            chosen = order[start : start + self.flush_every]
+            began = time.perf_counter()
+            part = [items[i] for i in chosen]
+            if kind.endswith(":input"):
+                inner = self.inner
+                assert isinstance(inner, InputAwareEmbedder)
+                raw = inner.embed_inputs(cast(list[bytes], part), base_kind)
+            else:
+                raw = self.inner.embed(cast(list[str], part), base_kind)
+            vectors = _checked(raw, len(chosen))
+            self._account(base_kind, part, time.perf_counter() - began)
             if self.cache is not None:
                 self.cache.put_many(identity, kind, part, vectors)
-            fresh_sorted.append(vectors)
+            parts.append(vectors)
             if self.progress is not None:
-                self.progress(min(start + len(part), len(order)), len(order))
-        stacked = fresh_sorted[0] if len(fresh_sorted) == 1 else np.concatenate(fresh_sorted)
+                self.progress(min(start + len(chosen), len(order)), len(order))
+        stacked = parts[0] if len(parts) == 1 else np.concatenate(parts)
         fresh = np.empty_like(stacked)
         fresh[np.asarray(order, dtype=np.intp)] = stacked
-        if n_hits == 0:
-            return fresh
-        if hits.shape[1] != fresh.shape[1]:
-            raise EmbeddingError(
-                f"Cached vectors have {hits.shape[1]} dimensions but {self.name} now returns "
-                f"{fresh.shape[1]}.",
-                "The embedder's identity must change when its output size does; "
-                "run with --no-cache or delete the cache folder.",
-            )
-        out = np.empty((len(texts), fresh.shape[1]), dtype=np.float32)
-        out[mask] = hits
-        out[~mask] = fresh
-        return out
+        return fresh
+
+    def _account(self, kind: Kind, keys: Sequence[str | bytes], seconds: float) -> None:
+        """Count the slice and share its seconds among its inputs by length."""
+        self._counts["embedded"] += len(keys)
+        self._model_seconds += seconds
+        raw = [k if isinstance(k, bytes) else k.encode("utf-8", "surrogatepass") for k in keys]
+        total = sum(len(k) for k in raw) or 1
+        for k in raw:
+            self._seconds_of[(kind, k)] = seconds * len(k) / total
+
+
+def _merge(
+    mask: npt.NDArray[np.bool_], hits: FloatArray, fresh: FloatArray, name: str
+) -> FloatArray:
+    if hits.shape[1] != fresh.shape[1]:
+        raise EmbeddingError(
+            f"Cached vectors have {hits.shape[1]} dimensions but {name} now returns "
+            f"{fresh.shape[1]}.",
+            "The embedder's identity must change when its output size does; "
+            "run with --no-cache or delete the cache folder.",
+        )
+    out = np.empty((len(mask), fresh.shape[1]), dtype=np.float32)
+    out[mask] = hits
+    out[~mask] = fresh
+    return out
 
 
 def _checked(vectors: FloatArray, n: int) -> FloatArray:

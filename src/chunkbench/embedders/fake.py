@@ -26,11 +26,15 @@ _EMPTY_FEATURE = "\x00empty"
 class FakeEmbedder:
     """Hashed word and trigram features; counts its calls so tests can see cache hits."""
 
-    def __init__(self, dimension: int = 64, seed: int = 0) -> None:
+    def __init__(self, dimension: int = 64, seed: int = 0, max_words: int | None = None) -> None:
         if dimension < 1:
             raise ValueError(f"dimension must be at least 1, got {dimension}")
+        if max_words is not None and max_words < 1:
+            raise ValueError(f"max_words must be at least 1, got {max_words}")
         self.dimension = dimension
         self.seed = seed
+        self.max_words = max_words
+        self.inputs_embedded = 0
         self.calls = 0
         self.texts_embedded = 0
         self._salt = (seed % 2**64).to_bytes(8, "little")
@@ -41,11 +45,39 @@ class FakeEmbedder:
         return "fake"
 
     def identity(self) -> dict[str, Any]:
-        return {"embedder": "fake", "version": 1, "dimension": self.dimension, "seed": self.seed}
+        identity: dict[str, Any] = {
+            "embedder": "fake",
+            "version": 1,
+            "dimension": self.dimension,
+            "seed": self.seed,
+        }
+        if self.max_words is not None:
+            identity["max_words"] = self.max_words
+        return identity
+
+    def supports_model_inputs(self, kind: Kind = "document") -> bool:
+        """With ``max_words``, it reads only a text's first words, like a model's window."""
+        return self.max_words is not None
+
+    def model_inputs(self, texts: Sequence[str], kind: Kind = "document") -> list[bytes]:
+        return [self._window(t).encode("utf-8", "surrogatepass") for t in texts]
+
+    def embed_inputs(self, inputs: Sequence[bytes], kind: Kind = "document") -> FloatArray:
+        self.inputs_embedded += len(inputs)
+        return self.embed([i.decode("utf-8", "surrogatepass") for i in inputs], kind)
+
+    def _window(self, text: str) -> str:
+        if self.max_words is None:
+            return text
+        for count, match in enumerate(_WORD.finditer(text), start=1):
+            if count == self.max_words:
+                return text[: match.end()]
+        return text
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
         self.calls += 1
         self.texts_embedded += len(texts)
+        texts = [self._window(t) for t in texts]
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature, weight in _features(text):
@@ -78,9 +110,10 @@ def _features(text: str) -> list[tuple[str, float]]:
 
 
 @EMBEDDERS.register("fake")
-def fake_embedder(dimension: int = 64, seed: int = 0) -> FakeEmbedder:
+def fake_embedder(dimension: int = 64, seed: int = 0, max_words: int | None = None) -> FakeEmbedder:
     """Deterministic hashed word/trigram vectors for tests and dry runs (no model needed).
 
     Texts sharing words are closer than unrelated texts. ``seed`` selects the hashing.
+    ``max_words`` makes it read only each text's first words, as a model truncates its input.
     """
-    return FakeEmbedder(dimension=dimension, seed=seed)
+    return FakeEmbedder(dimension=dimension, seed=seed, max_words=max_words)

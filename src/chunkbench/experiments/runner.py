@@ -27,6 +27,7 @@ from chunkbench.datasets.model import Dataset
 from chunkbench.embedders import EMBEDDERS
 from chunkbench.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
 from chunkbench.evaluation import METRICS, CellResult, evaluate_cell
+from chunkbench.experiments.chunk_store import ChunkStore, chunk_key
 from chunkbench.experiments.config import ExperimentConfig
 from chunkbench.experiments.store import read_cell, write_cell, write_csv, write_json, write_results
 from chunkbench.metrics.aggregate import bootstrap_ci, mean_std
@@ -96,6 +97,7 @@ def evaluate(
 
     cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
     cache = None if cache_dir is None else EmbeddingCache(cache_dir)
+    chunk_store = None if cache_dir is None else ChunkStore(cache_dir)
     tables: list[pa.Table] = []
     cells: list[dict[str, Any]] = []
     embedding_stats: dict[str, Any] = {}
@@ -133,6 +135,14 @@ def evaluate(
                 chunker, _ = CHUNKERS.build(c_spec, context=context)
                 _track(embedder, embed_progress, f"{CHUNKERS.short(c_spec)} x {short_e}")
                 timer = PhaseTimer()
+                store = None
+                # LLM-based chunkers may fall back when the LLM fails: their answers are
+                # cached anyway, so their chunks are recomputed rather than stored.
+                if chunk_store is not None and "llm" not in c_spec.kwargs:
+                    uses_embedder = "context" in CHUNKERS.entry(c_spec.name).dependencies()
+                    identity = _safe_identity(inner) if uses_embedder else None
+                    key = chunk_key(str(c_spec), dataset.fingerprint, identity)
+                    store = (chunk_store, key)
                 result = evaluate_cell(
                     dataset,
                     chunker,
@@ -143,6 +153,7 @@ def evaluate(
                     config.k,
                     cl100k,
                     timer,
+                    store,
                 )
                 totals.merge(timer)
                 table, facts = _cell_table(result), _cell_facts(result, cell_id)
@@ -218,6 +229,7 @@ def _cell_facts(result: CellResult, cell_id: str) -> dict[str, Any]:
         "chunk_tokens": int(result.chunk_tokens.sum()),
         "chunk_tokens_per_doc": tokens_per_doc,
         "timings": result.timings,
+        "embedding": result.embedding,
     }
 
 
