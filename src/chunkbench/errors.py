@@ -45,3 +45,7 @@ class MissingDependencyError(ChunkbenchError):
         )
         self.package = package
         self.extra = extra
+
+
+class LLMError(ChunkbenchError):
+    """An LLM client is misconfigured, its endpoint failed, or it gave an unusable answer."""

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import email.utils
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -30,6 +28,10 @@ import numpy as np
 
 from chunkbench.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
 from chunkbench.errors import EmbeddingError, MissingDependencyError
+from chunkbench.retry import NO_KEY_PLACEHOLDER as _NO_KEY_PLACEHOLDER
+from chunkbench.retry import backoff_delay, scrub
+from chunkbench.retry import is_retryable as _retryable
+from chunkbench.retry import retry_after as _retry_after
 
 if TYPE_CHECKING:
     from openai import OpenAI
@@ -47,13 +49,6 @@ KNOWN_DIMENSIONS = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
 }
-
-_RETRY_STATUSES = frozenset({408, 409, 429})
-_NO_KEY_PLACEHOLDER = "no-key"  # custom endpoints that need no key still get a non-empty header
-_SECRET_PATTERNS = (
-    re.compile(r"sk-[A-Za-z0-9_\-\*\.]{3,}"),
-    re.compile(r"(?i)bearer\s+\S+"),
-)
 
 
 class PreparedInput(NamedTuple):
@@ -263,8 +258,7 @@ class OpenAIEmbedder:
             self._sleep(wait)
 
     def _backoff(self, attempt: int) -> float:
-        ceiling = min(self.backoff_max, self.backoff_base * 2.0**attempt)
-        return ceiling * (0.5 + 0.5 * self._random.random())
+        return backoff_delay(attempt, self.backoff_base, self.backoff_max, self._random)
 
     def _parse(self, response: Any, n: int) -> FloatArray:
         items = list(getattr(response, "data", None) or [])
@@ -325,12 +319,7 @@ class OpenAIEmbedder:
         )
 
     def _scrub(self, text: str) -> str:
-        if self._api_key and self._api_key != _NO_KEY_PLACEHOLDER:
-            text = text.replace(self._api_key, "***")
-        for pattern in _SECRET_PATTERNS:
-            text = pattern.sub("***", text)
-        text = " ".join(text.split())
-        return text[:300] + ("..." if len(text) > 300 else "")
+        return scrub(text, self._api_key)
 
 
 def _encoding() -> Any:
@@ -348,35 +337,6 @@ def _truncate(encoding: Any, ids: list[int], limit: int) -> tuple[str, int]:
         if n <= limit:
             return text, n
         cut -= n - limit
-
-
-def _retryable(exc: Any) -> bool:
-    status = int(exc.status_code)
-    if status == 429 and getattr(exc, "code", None) == "insufficient_quota":
-        return False
-    return status in _RETRY_STATUSES or status >= 500
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds a ``retry-after-ms`` or ``retry-after`` header asks to wait, if any."""
-    value = headers.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _index(item: Any, position: int) -> int:

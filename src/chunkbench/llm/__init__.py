@@ -1,9 +1,12 @@
 """LLM clients for LLM-based chunkers (and, later, question generation).
 
 An LLM is built from a provider spec such as ``openai(model='gpt-4o-mini')`` or
-``anthropic(model='claude-3-5-haiku-latest')`` by :func:`build_llm`; answers are cached on disk
+``anthropic(model='claude-haiku-4-5')`` by :func:`build_llm`; answers are cached on disk
 (keyed by the client's identity, the messages, the sampling parameters and the seed), so a rerun
 asks nothing new.
+
+Providers: ``openai`` (Chat Completions; any OpenAI-compatible endpoint), ``anthropic``
+(Messages API) and ``fake`` (scripted, for tests). See ``docs/llm.md``.
 """
 
 from __future__ import annotations
@@ -43,3 +46,11 @@ def build_llm(spec: str, *, cache_dir: Path | None = None, seed: int = 0) -> LLM
     """Build the LLM client ``spec`` names, with answers cached under ``cache_dir`` (if given)."""
     llm, _ = LLMS.build(spec, cache_dir=cache_dir, seed=seed)
     return llm
+
+
+# Importing the provider modules registers their factories (SDKs are imported lazily).
+from chunkbench.llm import anthropic, fake, openai  # noqa: E402, F401
+from chunkbench.llm.base import BaseLLM, EmptyAnswerError  # noqa: E402
+from chunkbench.llm.fake import FakeLLM  # noqa: E402
+
+__all__ = ["LLM", "LLMS", "BaseLLM", "EmptyAnswerError", "FakeLLM", "build_llm"]
