@@ -129,18 +129,38 @@ def run(
     for table in results_tables(results.overall()):
         screen.print(table)
     for spec, entry in results.manifest["embedding"].items():
-        inner = entry["stats"].get("inner", {})
+        stats = entry["stats"]
+        inner = stats.get("inner", {})
+        if stats.get("requested"):
+            console.print(embedding_line(_short_embedder(spec), stats))
         if inner.get("truncated"):
             console.print(
-                f"[yellow]note:[/] {inner['truncated']} of {inner.get('inputs', '?')} texts embedded by "
-                f"{_short_embedder(spec)} were longer than its {inner.get('max_seq_length', '?')}-token "
-                "window and were truncated (the model never saw their ends)."
+                f"[yellow]note:[/] {inner['truncated']} of {inner.get('tokenized', '?')} texts "
+                f"tokenised by {_short_embedder(spec)} were longer than its "
+                f"{inner.get('max_seq_length', '?')}-token window and were truncated "
+                "(the model never saw their ends)."
             )
     timings = results.manifest["timings"]
     console.print(
         f"[bold]{results.cells_computed}[/] cells computed, [bold]{results.cells_resumed}[/] resumed "
         f"in {timings['wall']:.1f}s. Files: {results.out}/results.parquet, summary.csv, manifest.json"
     )
+
+
+def embedding_line(embedder: str, stats: dict[str, Any]) -> str:
+    """One line on the embedding work: texts asked for, distinct, cached, model inputs, embedded."""
+    parts = [
+        f"{stats['requested']} texts (chunks and questions)",
+        f"{stats['distinct']} distinct",
+        f"{stats['hits']} found in the cache",
+    ]
+    if stats.get("inputs"):
+        parts.append(
+            f"{stats['inputs']} model inputs after truncation, "
+            f"{stats.get('input_hits', 0)} of them already embedded"
+        )
+    parts.append(f"[bold]{stats['embedded']}[/] embedded in {stats.get('model_seconds', 0):.1f}s")
+    return f"{embedder}: " + " -> ".join(parts)
 
 
 def results_tables(rows: list[dict[str, Any]]) -> list[Table]:

@@ -234,6 +234,7 @@ class SentenceTransformerEmbedder:
         self._load_seconds = 0.0
         self._tokenize_seconds = 0.0
         self._tokens = 0
+        self._tokenized = 0
 
     @property
     def name(self) -> str:
@@ -327,6 +328,7 @@ class SentenceTransformerEmbedder:
         head, tail = _special_tokens(tokenizer)
         room = limit - len(head) - len(tail)
         out = []
+        self._tokenized += len(encoded)
         for ids in encoded:
             if len(ids) > room:
                 self._truncated += 1
@@ -376,6 +378,7 @@ class SentenceTransformerEmbedder:
         model = self._load()
         prompt = self._prompt(kind)
         self._count_truncated(model, texts, prompt)
+        self._tokenized += len(texts)
         start = time.perf_counter()
         with self._autocast():
             vectors = model.encode(
@@ -406,6 +409,7 @@ class SentenceTransformerEmbedder:
         return {
             "calls": self._calls,
             "inputs": self._inputs,
+            "tokenized": self._tokenized,
             "truncated": self._truncated,
             "max_seq_length": self._max_seq_length(),
             "tokens": self._tokens,
