@@ -60,6 +60,20 @@ def parse_k(values: str | Sequence[str | int]) -> list[KValue]:
 
 
 def question_table(dataset: Dataset) -> QuestionTable:
+    """The dataset's questions as padded arrays, built once per dataset object."""
+    cached = _QUESTION_TABLES.get(id(dataset))
+    if cached is not None and cached[0] is dataset:
+        return cached[1]
+    table = _question_table(dataset)
+    _QUESTION_TABLES.clear()  # one dataset at a time: never keeps old datasets alive
+    _QUESTION_TABLES[id(dataset)] = (dataset, table)
+    return table
+
+
+_QUESTION_TABLES: dict[int, tuple[Dataset, QuestionTable]] = {}
+
+
+def _question_table(dataset: Dataset) -> QuestionTable:
     doc_index = {d.id: i for i, d in enumerate(dataset.documents)}
     return QuestionTable.from_lists(
         [doc_index[q.doc_id] for q in dataset.questions],

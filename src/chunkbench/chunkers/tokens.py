@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from chunkbench.chunkers.base import CHUNKERS
 from chunkbench.spans import Span
-from chunkbench.tokenizers import get_encoding, token_byte_lengths
+from chunkbench.tokenizers import check_encoding_name, get_encoding, token_byte_lengths
 
 IntArray = npt.NDArray[np.int64]
 
@@ -92,11 +92,12 @@ def fixed_tokens(
         encoding: tiktoken encoding name.
     """
     check_window(size, overlap, "tokens")
-    enc = get_encoding(encoding)
-    byte_lengths = token_byte_lengths(enc)
+    check_encoding_name(encoding)
     step = size - overlap
 
     def chunk(text: str) -> list[Span]:
+        enc = get_encoding(encoding)  # loaded on first use, then cached
+        byte_lengths = token_byte_lengths(enc)
         clean = encodable(text)
         tokens = enc.encode_ordinary(clean)
         ids = np.fromiter(tokens, dtype=np.int64, count=len(tokens))

@@ -28,6 +28,8 @@ def write_cell(path: Path, table: pa.Table, facts: dict[str, Any]) -> None:
 
 def read_cell(path: Path) -> tuple[pa.Table, dict[str, Any]] | None:
     """A finished cell, or None when the file is missing or unreadable (it is then recomputed)."""
+    if not path.is_file():
+        return None
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid):

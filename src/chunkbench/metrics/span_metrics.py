@@ -219,23 +219,45 @@ def score_chunking(questions: QuestionTable, chunks: ChunkTable, block: int = 25
             touch: BoolArray = np.asarray(((a <= b) & em[:, None, :]).any(axis=2))  # (q, chunks)
             n_touch[q_idx] = touch.sum(axis=1)
             n_rel[q_idx] = (((a < b) & em[:, None, :]).any(axis=2)).sum(axis=1)
-            for row, q in enumerate(q_idx):
-                omega[q] = _omega_one(
-                    questions.merged[q][questions.merged_mask[q]], cs, ce, touch[row]
-                )
+            omega[q_idx] = _omega_block(
+                questions.merged[q_idx], questions.merged_mask[q_idx], cs, ce, touch
+            )
     return OmegaScores(omega, n_touch, n_rel)
 
 
-def _omega_one(merged: IntArray, cs: IntArray, ce: IntArray, hit: BoolArray) -> float:
-    if not hit.any():
-        return 0.0
-    h = union(np.stack([cs[hit], ce[hit]], axis=1))
-    both = union(np.concatenate([h, merged]))
-    num = covered_lengths(
-        merged[None], np.ones((1, len(merged)), bool), h[None], np.ones((1, len(h)), bool)
-    )
-    den = int((both[:, 1] - both[:, 0]).sum())
-    return float(num.sum()) / den if den else 0.0
+def _omega_block(
+    merged: IntArray, merged_mask: BoolArray, cs: IntArray, ce: IntArray, touch: BoolArray
+) -> FloatArray:
+    """Precision Ω for a block of questions: |∪E ∩ H| / |H ∪ ∪E|, H = union of touching chunks.
+
+    Only the touching chunks matter, so each question's are gathered into a padded
+    ``(questions, max touching)`` array first; |H ∪ ∪E| = |H| + |∪E| - |∪E ∩ H|.
+    """
+    width = int(touch.sum(axis=1).max(initial=0))
+    if width == 0:
+        return np.zeros(len(touch))
+    order = np.argsort(~touch, axis=1, kind="stable")[:, :width]
+    valid = np.take_along_axis(touch, order, axis=1)
+    spans = np.stack([cs[order], ce[order]], axis=-1)
+    hit_len = union_lengths(spans, valid)
+    excerpt_len = ((merged[..., 1] - merged[..., 0]) * merged_mask).sum(axis=1)
+    num = covered_lengths(merged, merged_mask, spans, valid).sum(axis=1)
+    den = hit_len + excerpt_len - num
+    out: FloatArray = np.where(den > 0, num / np.maximum(den, 1), 0.0)
+    return np.where(valid.any(axis=1), out, 0.0)
+
+
+def union_lengths(spans: IntArray, mask: BoolArray) -> IntArray:
+    """``|∪ spans[q, :]|`` over the valid entries of each row (spans ``(n, k, 2)``)."""
+    s = np.where(mask, spans[..., 0], -1)
+    e = np.where(mask, spans[..., 1], -1)
+    order = np.argsort(s, axis=1, kind="stable")
+    s = np.take_along_axis(s, order, axis=1)
+    e = np.take_along_axis(e, order, axis=1)
+    reach = np.maximum.accumulate(e, axis=1)
+    prev = np.concatenate([np.full((len(s), 1), -1), reach[:, :-1]], axis=1)
+    gain = np.clip(e - np.maximum(s, prev), 0, None)
+    return np.asarray(gain.sum(axis=1), dtype=np.int64)
 
 
 def min_k_depth(n_touching: IntArray, cap: int = 20) -> IntArray:
