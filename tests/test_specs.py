@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from chunkbench.errors import SpecError
-from chunkbench.specs import Registry, Spec, parse_spec
+from chunkbench.specs import FrozenDict, Registry, Spec, parse_spec
 
 REG: Registry[object] = Registry("widget")
 
@@ -76,3 +78,43 @@ def test_short_form_keeps_only_non_defaults() -> None:
     assert REG.short("window(20, mode='chars')") == "window(size=20)"
     assert REG.short("window(mode='x')") == "window(size=10, mode='x')"
     assert REG.short("window") == "window(size=10)"
+
+
+# --- dict parameters ---------------------------------------------------------------------------
+
+DICT_REG: Registry[object] = Registry("gadget")
+
+
+@DICT_REG.register("gadget")
+def gadget(size: int = 3, options: dict[str, Any] | None = None) -> object:
+    """A test gadget with a dict of options."""
+    return (size, options)
+
+
+def test_dict_parameter_round_trips() -> None:
+    spec = DICT_REG.resolve("gadget(options={'sep': ['\\n', ' '], 'keep': True, 'a': {'b': 1}})")
+    assert str(spec) == "gadget(size=3, options={'a': {'b': 1}, 'keep': True, 'sep': ['\\n', ' ']})"
+    assert DICT_REG.resolve(str(spec)) == spec
+    component, _ = DICT_REG.build(spec)
+    assert component == (3, {"a": {"b": 1}, "keep": True, "sep": ["\n", " "]})
+
+
+def test_dict_parameter_is_frozen_sorted_and_hashable() -> None:
+    one = DICT_REG.resolve("gadget(options={'b': 2, 'a': [1, 2]})")
+    two = DICT_REG.resolve("gadget(options={'a': [1, 2], 'b': 2})")
+    assert one == two and hash(one) == hash(two)
+    frozen = dict(one.params)["options"]
+    assert isinstance(frozen, FrozenDict) and frozen == (("a", (1, 2)), ("b", 2))
+    assert one.kwargs["options"] == {"a": [1, 2], "b": 2}
+    assert DICT_REG.resolve("gadget(options={'a': 1})") != one
+
+
+def test_dict_parameter_edge_cases() -> None:
+    assert str(DICT_REG.resolve("gadget(options={})")) == "gadget(size=3, options={})"
+    assert DICT_REG.resolve("gadget(options={})").kwargs["options"] == {}
+    assert DICT_REG.short("gadget(options=None)") == "gadget(size=3)"
+    assert DICT_REG.short("gadget(options={'x': 1})") == "gadget(size=3, options={'x': 1})"
+    # A list of pairs stays a list: only dicts thaw back to dicts.
+    assert Spec.of("gadget", pairs=[("a", 1)]).kwargs == {"pairs": [["a", 1]]}
+    with pytest.raises(SpecError, match=r"'options'.*dictionary"):
+        DICT_REG.resolve("gadget(options=['a'])")

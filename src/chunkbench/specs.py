@@ -1,7 +1,8 @@
 """Component specs: ``name(param=value, ...)`` strings <-> (name, params), and registries.
 
 Spec strings are parsed with :mod:`ast` into literals only (numbers, strings, booleans, None,
-lists/tuples of those); nothing is ever evaluated. Every component (chunker, embedder) is a
+lists/tuples of those, and dicts of those such as ``options={'keep_separator': True}``);
+nothing is ever evaluated. Every component (chunker, embedder) is a
 factory registered by name; :meth:`Registry.build` validates parameters against the factory's
 signature and types, and returns the component with its canonical spec.
 """
@@ -9,6 +10,7 @@ signature and types, and returns the component with its canonical spec.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -42,19 +44,38 @@ class Spec:
         return cls(name, tuple((k, _freeze(v)) for k, v in params.items()))
 
 
+class FrozenDict(tuple[tuple[Any, ParamValue], ...]):
+    """A dict parameter frozen for hashing: its ``(key, value)`` pairs, sorted by key.
+
+    It is a tuple, so specs stay hashable and comparable; being its own type, it thaws back to
+    a dict (not a list) and prints as a dict literal.
+    """
+
+    __slots__ = ()
+
+
 def _freeze(value: ParamValue) -> ParamValue:
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, dict):
+        pairs = sorted(value.items(), key=lambda kv: (str(kv[0]), repr(kv[0])))
+        return FrozenDict((k, _freeze(v)) for k, v in pairs)
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
     return value
 
 
 def _thaw(value: ParamValue) -> ParamValue:
+    if isinstance(value, FrozenDict):
+        return {k: _thaw(v) for k, v in value}
     if isinstance(value, tuple):
         return [_thaw(v) for v in value]
     return value
 
 
 def _format_value(value: ParamValue) -> str:
+    if isinstance(value, FrozenDict):
+        return "{" + ", ".join(f"{k!r}: {_format_value(v)}" for k, v in value) + "}"
     if isinstance(value, tuple):
         return "[" + ", ".join(_format_value(v) for v in value) + "]"
     if isinstance(value, str):
@@ -87,9 +108,14 @@ def parse_spec(text: str) -> tuple[str, tuple[ParamValue, ...], dict[str, ParamV
     except ValueError:
         raise SpecError(
             f"Spec {text!r} has a parameter value that is not a literal.",
-            "Use numbers, quoted strings, True/False/None or lists of those.",
+            "Use numbers, quoted strings, True/False/None, or lists or dicts of those.",
         ) from None
     return node.func.id, args, kwargs
+
+
+@functools.lru_cache(maxsize=512)
+def _signature(factory: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(factory, eval_str=True)
 
 
 @dataclass(frozen=True)
@@ -107,7 +133,7 @@ class Entry(Generic[T]):
         return [p.name for p in self.signature().parameters.values() if p.kind is p.KEYWORD_ONLY]
 
     def signature(self) -> inspect.Signature:
-        return inspect.signature(self.factory, eval_str=True)
+        return _signature(self.factory)
 
 
 class Registry(Generic[T]):
@@ -192,17 +218,8 @@ class Registry(Generic[T]):
         return component, canonical
 
     def _validate(self, entry: Entry[T], values: dict[str, ParamValue]) -> dict[str, ParamValue]:
-        fields: dict[str, Any] = {}
-        for p in entry.parameters():
-            annotation = p.annotation if p.annotation is not inspect.Parameter.empty else Any
-            fields[p.name] = (annotation, ...)
-        model = pydantic.create_model(
-            f"{entry.name}_params",
-            __config__=pydantic.ConfigDict(
-                extra="forbid", strict=False, arbitrary_types_allowed=True
-            ),
-            **fields,
-        )
+        model = _params_model(entry.name, entry.factory)
+        fields = model.model_fields
         try:
             validated = model(**values)
         except pydantic.ValidationError as exc:
@@ -214,6 +231,23 @@ class Registry(Generic[T]):
                 _fix_for(self.kind),
             ) from None
         return {name: getattr(validated, name) for name in fields}
+
+
+@functools.lru_cache(maxsize=512)
+def _params_model(name: str, factory: Callable[..., Any]) -> type[pydantic.BaseModel]:
+    """The pydantic model validating a factory's spec parameters (built once per factory)."""
+    fields: dict[str, Any] = {}
+    for p in _signature(factory).parameters.values():
+        if p.kind is p.KEYWORD_ONLY:
+            continue
+        annotation = p.annotation if p.annotation is not inspect.Parameter.empty else Any
+        fields[p.name] = (annotation, ...)
+    model: type[pydantic.BaseModel] = pydantic.create_model(
+        f"{name}_params",
+        __config__=pydantic.ConfigDict(extra="forbid", strict=False, arbitrary_types_allowed=True),
+        **fields,
+    )
+    return model
 
 
 def _fix_for(kind: str) -> str:

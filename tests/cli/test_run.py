@@ -120,7 +120,9 @@ def test_run_from_yaml_with_flag_override(tmp_path: Path) -> None:
     result = cli("run", str(config), "--out", str(out), "--k", "4")
     assert result.returncode == 0, result.stderr
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["k"] == ["4"] and manifest["embedders"] == ["fake(dimension=32, seed=0, max_words=None)"]
+    assert manifest["k"] == ["4"] and manifest["embedders"] == [
+        "fake(dimension=32, seed=0, max_words=None)"
+    ]
 
 
 def _corrupt(tmp_path: Path, how: str) -> Path:

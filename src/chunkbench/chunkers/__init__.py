@@ -5,4 +5,12 @@ from chunkbench.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn,
 __all__ = ["CHUNKERS", "Chunk", "ChunkerContext", "ChunkerFn", "chunk_document"]
 
 # Importing the chunker modules registers their factories.
-from chunkbench.chunkers import recursive, sentences, tokens  # noqa: F401
+from chunkbench.chunkers import (  # noqa: F401
+    adapters,
+    documentation,
+    llm_semantic,
+    recursive,
+    sentences,
+    structure,
+    tokens,
+)

@@ -24,7 +24,16 @@ DEFAULT_K: tuple[int | Literal["min"], ...] = (1, 3, 5, 10, "min")
 
 
 class ExperimentConfig(BaseModel):
-    """A grid: one dataset x chunkers x embedders, scored at every k."""
+    """A grid: one dataset x chunkers x embedders, scored at every k.
+
+    ``chunkers`` holds spec strings. From Python, an item may also be a splitter object
+    (a LangChain ``TextSplitter``, a LlamaIndex ``NodeParser``, a chonkie chunker, anything with
+    ``split_text(str) -> list[str]``, or what ``from_splitter`` returns): it is registered for
+    this process and replaced by the spec ``splitter(key='<ClassName>-<config hash>')`` (see
+    :func:`chunkbench.chunkers.adapters.register_splitter`). The key depends only on the
+    object's class and configuration, so results name it the same way in every run and a
+    rerun into the same ``out`` folder resumes its cells.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -41,6 +50,32 @@ class ExperimentConfig(BaseModel):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return (value,) if isinstance(value, str) else value
+
+    @field_validator("chunkers", mode="before")
+    @classmethod
+    def _splitter_objects(cls, value: Any) -> Any:
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        if all(isinstance(item, str) for item in items):
+            return value
+        from chunkbench.chunkers.adapters import register_splitter
+
+        specs = []
+        for i, item in enumerate(items):
+            if isinstance(item, str):
+                specs.append(item)
+                continue
+            if isinstance(item, dict):
+                raise ValueError(
+                    f"item {i} is a mapping, not a spec string: in YAML, quote a spec that "
+                    "holds ': ', e.g. \"langchain(options={'keep_separator': True})\""
+                )
+            try:
+                specs.append(register_splitter(item))
+            except TypeError as exc:
+                raise ValueError(
+                    f"item {i} is neither a spec string nor a splitter object: {str(exc).rstrip('.')}"
+                ) from None
+        return tuple(specs)
 
     @field_validator("k", mode="before")
     @classmethod
