@@ -54,7 +54,9 @@ def main() -> None:
     reference: np.ndarray | None = None
     base_rate = None
     print(f"{len(texts)} texts; seconds are the best of {args.repeats} passes")
-    print(f"{'precision':>9} {'batch':>5} {'texts/s':>8} {'vs fp32':>8} {'mean cos':>9} {'min cos':>9}")
+    print(
+        f"{'precision':>9} {'batch':>5} {'texts/s':>8} {'vs fp32':>8} {'mean cos':>9} {'min cos':>9}"
+    )
     for precision in args.precisions.split(","):
         for batch in batch_sizes:
             embedder = SentenceTransformerEmbedder(batch_size=batch, precision=precision)  # type: ignore[arg-type]
