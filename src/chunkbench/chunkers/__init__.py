@@ -10,6 +10,7 @@ from chunkbench.chunkers import (  # noqa: F401
     documentation,
     llm_semantic,
     recursive,
+    semantic,
     sentences,
     structure,
     tokens,
