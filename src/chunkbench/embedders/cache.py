@@ -33,16 +33,15 @@ import numpy.typing as npt
 
 from chunkbench.embedders.base import Embedder, FloatArray, InputAwareEmbedder, Kind
 from chunkbench.errors import ConfigError, EmbeddingError
+from chunkbench.sqlite_db import open_versioned
 
 CACHE_FORMAT_VERSION = 1
 CACHE_DIR_ENV = "CHUNKBENCH_CACHE_DIR"
 DB_NAME = "embeddings.sqlite3"
 
-_BUSY_TIMEOUT_MS = 120_000
 _QUERY_BATCH = 900  # stays under SQLite's smallest limit on bound parameters (999)
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS identities (
     id INTEGER PRIMARY KEY,
     digest TEXT NOT NULL UNIQUE,
@@ -233,39 +232,15 @@ class EmbeddingCache:
         # A connection is never shared across a fork: a child process opens its own.
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path,
-                timeout=_BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA page_size = 8192")  # packs ~1.5 KB vectors densely; new DBs only
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.executescript(_SCHEMA)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (name, value) VALUES ('format_version', ?)",
-                (str(CACHE_FORMAT_VERSION),),
-            )
-            (version,) = conn.execute(
-                "SELECT value FROM meta WHERE name = 'format_version'"
-            ).fetchone()
-        except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(
-                f"Cannot open the embedding cache at {self.path}: {exc}.",
-                "Pass a writable folder with --cache-dir (or CHUNKBENCH_CACHE_DIR), "
-                "delete a damaged cache folder, or run with --no-cache.",
-            ) from None
-        if version != str(CACHE_FORMAT_VERSION):
-            conn.close()
-            raise ConfigError(
-                f"The embedding cache at {self.path} has format {version}, "
-                f"this chunkbench writes format {CACHE_FORMAT_VERSION}.",
-                "Use another --cache-dir or delete that cache folder.",
-            )
+        conn = open_versioned(
+            self.path,
+            _SCHEMA,
+            CACHE_FORMAT_VERSION,
+            what="the embedding cache",
+            fix="Pass a writable folder with --cache-dir (or CHUNKBENCH_CACHE_DIR), "
+            "delete a damaged cache folder, or run with --no-cache.",
+            page_size=8192,  # packs ~1.5 KB vectors densely
+        )
         self._conn, self._pid = conn, os.getpid()
         self._identity_ids = {}
         return conn

@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from chunkbench.errors import ConfigError, LLMError
+from chunkbench.sqlite_db import open_versioned
 
 CACHE_FORMAT_VERSION = 1
 DB_NAME = "llm.sqlite3"
 
-_BUSY_TIMEOUT_MS = 120_000
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS answers (
     key BLOB PRIMARY KEY,   -- sha256 of everything that changes the answer
     identity TEXT NOT NULL, -- the client identity as JSON, for inspection
@@ -141,37 +140,13 @@ class LLMCache:
         # A connection is never shared across a fork: a child process opens its own.
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path,
-                timeout=_BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,  # autocommit: every put is its own transaction
-                check_same_thread=False,
-            )
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.executescript(_SCHEMA)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta (name, value) VALUES ('format_version', ?)",
-                (str(CACHE_FORMAT_VERSION),),
-            )
-            (version,) = conn.execute(
-                "SELECT value FROM meta WHERE name = 'format_version'"
-            ).fetchone()
-        except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(
-                f"Cannot open the LLM answer cache at {self.path}: {exc}.",
-                "Pass a writable folder with --cache-dir (or CHUNKBENCH_CACHE_DIR), "
-                "delete a damaged llm.sqlite3, or run with --no-cache.",
-            ) from None
-        if version != str(CACHE_FORMAT_VERSION):
-            conn.close()
-            raise ConfigError(
-                f"The LLM answer cache at {self.path} has format {version}, "
-                f"this chunkbench writes format {CACHE_FORMAT_VERSION}.",
-                "Use another --cache-dir or delete that file.",
-            )
+        conn = open_versioned(
+            self.path,
+            _SCHEMA,
+            CACHE_FORMAT_VERSION,
+            what="the LLM answer cache",
+            fix="Pass a writable folder with --cache-dir (or CHUNKBENCH_CACHE_DIR), "
+            "delete a damaged llm.sqlite3, or run with --no-cache.",
+        )
         self._conn, self._pid = conn, os.getpid()
         return conn
