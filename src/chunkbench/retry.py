@@ -68,3 +68,60 @@ def scrub(text: str, secret: str = "", limit: int = 300) -> str:
         text = pattern.sub("***", text)
     text = " ".join(text.split())
     return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def error_detail(exc: Any, secret: str = "") -> str:
+    """An SDK status error's own message (``body.error.message`` or ``body.message``), scrubbed."""
+    body = getattr(exc, "body", None)
+    message: Any = None
+    if isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict):
+            message = inner.get("message")
+        message = message or body.get("message")
+    return scrub(str(message or getattr(exc, "message", "") or ""), secret)
+
+
+def status_problem(
+    exc: Any,
+    attempt: int,
+    *,
+    where: str,
+    key_env: str,
+    host: str,
+    detail: str,
+    not_found_fix: str,
+    retry_fix: str,
+    rejected_fix: str,
+) -> tuple[str, str]:
+    """The (problem, fix) of an HTTP status error from ``where`` after ``attempt + 1`` tries.
+
+    401/403 name the key's environment variable; 404, an exhausted quota, a failure that
+    persisted through the retries and any other rejection each get their own sentence.
+    """
+    status = int(exc.status_code)
+    if status == 401:
+        return (
+            f"HTTP 401 from {where}: the API key was rejected.",
+            f"Set {key_env} to a valid API key for {host}.",
+        )
+    if status == 403:
+        return (
+            f"HTTP 403 from {where}: access denied. {detail}",
+            f"Check that the key in {key_env} may use this model (and region).",
+        )
+    if status == 404:
+        return f"HTTP 404 from {where}: model or endpoint not found. {detail}", not_found_fix
+    retryable = is_retryable(exc)
+    if status == 429 and not retryable:
+        return (
+            f"HTTP 429 from {where}: quota exhausted. {detail}",
+            "Check the plan and billing of the account behind the API key.",
+        )
+    if retryable:
+        what = "still rate limited" if status == 429 else "still failing"
+        return (
+            f"HTTP {status} from {where}: {what} after {attempt + 1} attempts. {detail}",
+            retry_fix,
+        )
+    return f"HTTP {status} from {where}: the request was rejected. {detail}", rejected_fix

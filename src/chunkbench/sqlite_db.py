@@ -1,4 +1,4 @@
-"""SQLite files shared safely by threads and processes: the caches' one way of opening them.
+"""SQLite files shared safely by threads and processes: how the caches open them and key them.
 
 A database is opened in WAL mode with a long busy timeout (writers wait for each other instead
 of failing), autocommit (callers open their own transactions), and a format version in a
@@ -7,8 +7,10 @@ of failing), autocommit (callers open their own transactions), and a format vers
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from chunkbench.errors import ConfigError
 
@@ -55,3 +57,11 @@ def open_versioned(
             "Use another --cache-dir or delete that cache file.",
         )
     return conn
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as canonical JSON for cache keys (sorted keys, no whitespace); raises
+    ValueError or TypeError for values JSON cannot hold."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )

@@ -688,14 +688,19 @@ _LLAMA_INDEX_UNSUPPORTED = {
 }
 
 
-def _llama_index_classes(module: Any) -> dict[str, Any]:
-    base = importlib.import_module("llama_index.core.node_parser.interface").NodeParser
+def _concrete_classes(module: Any, base: type) -> dict[str, Any]:
+    """The concrete subclasses of ``base`` that ``module`` exports, by name."""
     out = {}
     for name in getattr(module, "__all__", ()):
         obj = getattr(module, name, None)
         if inspect.isclass(obj) and issubclass(obj, base) and not inspect.isabstract(obj):
             out[name] = obj
     return out
+
+
+def _llama_index_classes(module: Any) -> dict[str, Any]:
+    base = importlib.import_module("llama_index.core.node_parser.interface").NodeParser
+    return _concrete_classes(module, base)
 
 
 @CHUNKERS.register("llama_index")
@@ -757,13 +762,7 @@ _CHONKIE_OWN_TOKENIZERS = ("character", "word", "byte")
 
 
 def _chonkie_classes(module: Any) -> dict[str, Any]:
-    base = module.BaseChunker
-    out = {}
-    for name in getattr(module, "__all__", ()):
-        obj = getattr(module, name, None)
-        if inspect.isclass(obj) and issubclass(obj, base) and not inspect.isabstract(obj):
-            out[name] = obj
-    return out
+    return _concrete_classes(module, module.BaseChunker)
 
 
 @CHUNKERS.register("chonkie")

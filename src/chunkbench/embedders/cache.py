@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from chunkbench.embedders.base import Embedder, FloatArray, InputAwareEmbedder, Kind
 from chunkbench.errors import ConfigError, EmbeddingError
-from chunkbench.sqlite_db import open_versioned
+from chunkbench.sqlite_db import canonical_json, open_versioned
 
 CACHE_FORMAT_VERSION = 1
 CACHE_DIR_ENV = "CHUNKBENCH_CACHE_DIR"
@@ -77,9 +77,7 @@ def resolve_cache_dir(path: str | Path | None = None) -> Path:
 def canonical_identity(identity: dict[str, Any]) -> str:
     """The identity as canonical JSON (sorted keys, no whitespace); raises for non-JSON values."""
     try:
-        return json.dumps(
-            identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        return canonical_json(identity)
     except (TypeError, ValueError) as exc:
         raise EmbeddingError(
             f"Embedder identity {identity!r} cannot be written as JSON: {exc}.",

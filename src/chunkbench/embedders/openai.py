@@ -29,7 +29,7 @@ import numpy as np
 from chunkbench.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
 from chunkbench.errors import EmbeddingError, MissingDependencyError
 from chunkbench.retry import NO_KEY_PLACEHOLDER as _NO_KEY_PLACEHOLDER
-from chunkbench.retry import backoff_delay, scrub
+from chunkbench.retry import backoff_delay, error_detail, scrub, status_problem
 from chunkbench.retry import is_retryable as _retryable
 from chunkbench.retry import retry_after as _retry_after
 
@@ -282,41 +282,19 @@ class OpenAIEmbedder:
         return np.stack(rows).astype(np.float32, copy=False)
 
     def _status_error(self, exc: Any, attempt: int) -> EmbeddingError:
-        status = int(exc.status_code)
-        body = getattr(exc, "body", None)
-        message = body.get("message") if isinstance(body, dict) else None
-        detail = self._scrub(str(message or getattr(exc, "message", "") or ""))
-        where = f"the embedding endpoint {self.host} (model {self.model!r})"
-        if status == 401:
-            return EmbeddingError(
-                f"HTTP 401 from {where}: the API key was rejected.",
-                f"Set {self.api_key_env} to a valid API key for {self.host}.",
-            )
-        if status == 403:
-            return EmbeddingError(
-                f"HTTP 403 from {where}: access denied. {detail}",
-                f"Check that the key in {self.api_key_env} may use this model and region.",
-            )
-        if status == 404:
-            return EmbeddingError(
-                f"HTTP 404 from {where}: not found. {detail}",
-                "Check the model name and base_url (it usually ends in /v1).",
-            )
-        if status == 429 and not _retryable(exc):
-            return EmbeddingError(
-                f"HTTP 429 from {where}: quota exhausted. {detail}",
-                "Check the plan and billing of the account behind the API key.",
-            )
-        if _retryable(exc):
-            return EmbeddingError(
-                f"HTTP {status} from {where}, still failing after {attempt + 1} attempts. {detail}",
-                "Retry later, lower the request rate, or raise max_retries.",
-            )
-        return EmbeddingError(
-            f"HTTP {status} from {where}: the request was rejected. {detail}",
-            "Check the model name, dimensions (only text-embedding-3 models accept it) and "
-            "max_input_tokens for this endpoint.",
+        problem, fix = status_problem(
+            exc,
+            attempt,
+            where=f"the embedding endpoint {self.host} (model {self.model!r})",
+            key_env=self.api_key_env,
+            host=self.host,
+            detail=error_detail(exc, self._api_key),
+            not_found_fix="Check the model name and base_url (it usually ends in /v1).",
+            retry_fix="Retry later, lower the request rate, or raise max_retries.",
+            rejected_fix="Check the model name, dimensions (only text-embedding-3 models accept "
+            "it) and max_input_tokens for this endpoint.",
         )
+        return EmbeddingError(problem, fix)
 
     def _scrub(self, text: str) -> str:
         return scrub(text, self._api_key)

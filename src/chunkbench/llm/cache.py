@@ -10,7 +10,6 @@ so parallel workers can share one folder.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkbench.errors import ConfigError, LLMError
-from chunkbench.sqlite_db import open_versioned
+from chunkbench.sqlite_db import canonical_json, open_versioned
 
 CACHE_FORMAT_VERSION = 1
 DB_NAME = "llm.sqlite3"
@@ -38,9 +37,7 @@ CREATE TABLE IF NOT EXISTS answers (
 def canonical_identity(identity: dict[str, Any]) -> str:
     """The identity as canonical JSON (sorted keys, no whitespace); raises for non-JSON values."""
     try:
-        return json.dumps(
-            identity, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        return canonical_json(identity)
     except (TypeError, ValueError) as exc:
         raise LLMError(
             f"LLM identity {identity!r} cannot be written as JSON: {exc}.",

@@ -24,9 +24,10 @@ from chunkbench.llm.base import Answer, BaseLLM
 from chunkbench.retry import (
     NO_KEY_PLACEHOLDER,
     backoff_delay,
+    error_detail,
     is_retryable,
     retry_after,
-    scrub,
+    status_problem,
 )
 
 
@@ -147,52 +148,16 @@ class RemoteLLM(BaseLLM):
         return backoff_delay(attempt, self.backoff_base, self.backoff_max, self._random)
 
     def _status_error(self, exc: Any, attempt: int) -> LLMError:
-        status = int(exc.status_code)
-        detail = self._detail(exc)
-        where = f"the {self.provider} endpoint {self.host} (model {self.model!r})"
-        if status == 401:
-            return LLMError(
-                f"HTTP 401 from {where}: the API key was rejected.",
-                f"Set {self.api_key_env} to a valid API key for {self.host}.",
-            )
-        if status == 403:
-            return LLMError(
-                f"HTTP 403 from {where}: access denied. {detail}",
-                f"Check that the key in {self.api_key_env} may use this model.",
-            )
-        if status == 404:
-            return LLMError(
-                f"HTTP 404 from {where}: model or endpoint not found. {detail}",
-                f"Check the model name and base_url ({self.base_url_hint}).",
-            )
-        if status == 429 and not is_retryable(exc):
-            return LLMError(
-                f"HTTP 429 from {where}: quota exhausted. {detail}",
-                "Check the plan and billing of the account behind the API key.",
-            )
-        if status == 429:
-            return LLMError(
-                f"HTTP 429 from {where}: still rate limited after {attempt + 1} attempts. {detail}",
-                "Rerun later (answers received so far are cached), lower the request rate, "
-                "or raise max_retries.",
-            )
-        if is_retryable(exc):
-            return LLMError(
-                f"HTTP {status} from {where}, still failing after {attempt + 1} attempts. {detail}",
-                "Rerun later (answers received so far are cached) or raise max_retries.",
-            )
-        return LLMError(
-            f"HTTP {status} from {where}: the request was rejected. {detail}",
-            "Check the model name, temperature and max_tokens for this endpoint.",
+        problem, fix = status_problem(
+            exc,
+            attempt,
+            where=f"the {self.provider} endpoint {self.host} (model {self.model!r})",
+            key_env=self.api_key_env,
+            host=self.host,
+            detail=error_detail(exc, self._api_key),
+            not_found_fix=f"Check the model name and base_url ({self.base_url_hint}).",
+            retry_fix="Rerun later (answers received so far are cached), lower the request "
+            "rate, or raise max_retries.",
+            rejected_fix="Check the model name, temperature and max_tokens for this endpoint.",
         )
-
-    def _detail(self, exc: Any) -> str:
-        """The endpoint's own error message, without secrets."""
-        body = getattr(exc, "body", None)
-        message: Any = None
-        if isinstance(body, dict):
-            inner = body.get("error")
-            if isinstance(inner, dict):
-                message = inner.get("message")
-            message = message or body.get("message")
-        return scrub(str(message or getattr(exc, "message", "") or ""), self._api_key)
+        return LLMError(problem, fix)
