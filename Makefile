@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench release-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,22 +13,26 @@ $(BIN)/python:
 # torch first, pinned to the CPU build, so sentence-transformers does not pull CUDA wheels.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[st,openai,offline,dev]'
+	$(BIN)/pip install -q -e '.[st,openai,offline,dev,release]'
 	touch $(STAMP)
 
 ## demo: install, then evaluate the default grid on the built-in demo dataset
 demo: $(STAMP)
-	$(BIN)/chunkbench run --out results/demo
+	$(BIN)/chunkmark run --out results/demo
 
 ## test: install, then lint, type-check and run the whole test suite
 test: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+## release-check: build sdist and wheel, twine check them, install the wheel in a fresh venv, run the demo
+release-check: $(STAMP)
+	scripts/release_check.sh $(BIN)/python
 
 ## bench: cold/warm timing ratios on the Chroma general benchmark
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 
 clean:
-	rm -rf $(VENV) results .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) results build dist .pytest_cache .mypy_cache .ruff_cache

@@ -4,12 +4,12 @@ chonkie's and LangChain's equivalents of fixed_tokens and recursive, side by sid
 Each chunker chunks the five corpora of Chroma's general benchmark (1.4 MB) ``--repeats``
 times in this process; the best pass counts. Chunkers that embed (semantic) use the ``fake``
 embedder and LLM-based chunkers the ``fake`` LLM, so their figures exclude model time: they
-measure chunkbench's own work. Tokenizers are built and warmed before timing.
+measure chunkmark's own work. Tokenizers are built and warmed before timing.
 
     .venv/bin/python benchmarks/chunkers.py [--data ../shared/datasets/chroma_general]
         [--repeats 3] [--only fixed_tokens,recursive]
 
-The comparison needs the ``bench`` extra: pip install 'chunkbench[bench]'.
+The comparison needs the ``bench`` extra: pip install 'chunkmark[bench]'.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def best_seconds(run: Callable[[], Any], repeats: int) -> float:
 
 
 def ours(spec: str, texts: Sequence[str]) -> Callable[[], Any]:
-    from chunkbench.chunkers import CHUNKERS, ChunkerContext
+    from chunkmark.chunkers import CHUNKERS, ChunkerContext
 
     chunker, _ = CHUNKERS.build(spec, context=ChunkerContext())
     return lambda: [chunker(t) for t in texts]
@@ -54,7 +54,7 @@ def ours(spec: str, texts: Sequence[str]) -> Callable[[], Any]:
 def competitors(size: int) -> dict[str, Callable[[str], Any]]:
     """chonkie's and LangChain's token and recursive splitters, on cl100k_base."""
     out: dict[str, Callable[[str], Any]] = {}
-    from chunkbench.tokenizers import get_encoding
+    from chunkmark.tokenizers import get_encoding
 
     encoding = get_encoding("cl100k_base")
     try:
@@ -65,7 +65,7 @@ def competitors(size: int) -> dict[str, Callable[[str], Any]]:
         out[f"chonkie TokenChunker({size})"] = token.chunk
         out[f"chonkie RecursiveChunker({size})"] = recursive.chunk
     except ImportError:
-        print("chonkie is not installed: pip install 'chunkbench[bench]'")
+        print("chonkie is not installed: pip install 'chunkmark[bench]'")
     try:
         from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter
 
@@ -79,12 +79,12 @@ def competitors(size: int) -> dict[str, Callable[[str], Any]]:
         out[f"LangChain TokenTextSplitter({size})"] = lc_token.split_text
         out[f"LangChain RecursiveCharacterTextSplitter({size}, tokens)"] = lc_recursive.split_text
     except ImportError:
-        print("langchain-text-splitters is not installed: pip install 'chunkbench[bench]'")
+        print("langchain-text-splitters is not installed: pip install 'chunkmark[bench]'")
     return out
 
 
 def main() -> None:
-    default_data = Path(os.environ.get("CHUNKBENCH_SHARED_DIR", ROOT.parent / "shared"))
+    default_data = Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -95,8 +95,8 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the fake LLM's answers are not split points
 
-    from chunkbench.chunkers import CHUNKERS
-    from chunkbench.datasets import load_dataset
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.datasets import load_dataset
 
     dataset = load_dataset(str(args.data))
     texts = [d.text for d in dataset.documents]

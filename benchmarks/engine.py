@@ -1,7 +1,7 @@
 """Cold vs warm runs of the eight reference cells on Chroma's general benchmark, per precision.
 
 For each precision (fp32, and bf16 with ``--precisions fp32,bf16``) it runs the eight cells in
-one ``chunkbench run`` with an empty cache (cold), then again with the same cache and a new
+one ``chunkmark run`` with an empty cache (cold), then again with the same cache and a new
 results folder (warm), and prints:
 
 - seconds by phase, cold and warm, and the warm/cold ratio of the whole command;
@@ -57,11 +57,11 @@ def embedder_spec(precision: str, batch_size: int | None) -> str:
 
 
 def _run_command(options: dict[str, Any], out: Path) -> tuple[Manifest, float]:
-    """Run ``chunkbench run`` as a user would, in a fresh process; return its manifest and seconds."""
+    """Run ``chunkmark run`` as a user would, in a fresh process; return its manifest and seconds."""
     cmd = [
         sys.executable,
         "-m",
-        "chunkbench",
+        "chunkmark",
         "run",
         "--quiet",
         "--dataset",
@@ -179,7 +179,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     default_data = (
-        Path(os.environ.get("CHUNKBENCH_SHARED_DIR", ROOT.parent / "shared"))
+        Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
         / "datasets"
         / "chroma_general"
     )
@@ -194,7 +194,7 @@ def main() -> None:
 
     runs: dict[str, Manifest] = {}
     for precision in args.precisions.split(","):
-        with tempfile.TemporaryDirectory(prefix="chunkbench-bench-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="chunkmark-bench-") as tmp:
             options = {
                 "dataset": str(args.data),
                 "chunkers": chunkers,

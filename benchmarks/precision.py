@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def sample_texts(data: Path, n: int) -> list[str]:
-    from chunkbench.chunkers import CHUNKERS
-    from chunkbench.datasets import load_dataset
-    from chunkbench.evaluation import chunk_dataset
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.datasets import load_dataset
+    from chunkmark.evaluation import chunk_dataset
 
     dataset = load_dataset(str(data))
     texts: list[str] = []
@@ -37,7 +37,7 @@ def sample_texts(data: Path, n: int) -> list[str]:
 
 
 def main() -> None:
-    default_data = Path(os.environ.get("CHUNKBENCH_SHARED_DIR", ROOT.parent / "shared"))
+    default_data = Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=default_data / "datasets/chroma_general")
     parser.add_argument("--sample", type=int, default=256)
@@ -47,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from chunkbench.embedders.sentence_transformers import SentenceTransformerEmbedder
+    from chunkmark.embedders.sentence_transformers import SentenceTransformerEmbedder
 
     texts = sample_texts(args.data, args.sample)
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]

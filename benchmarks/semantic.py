@@ -1,6 +1,6 @@
 """The semantic chunkers on Chroma's general benchmark, cold, against the reference implementation.
 
-Runs each configuration with ``chunkbench run`` in its own fresh process with an empty embedding
+Runs each configuration with ``chunkmark run`` in its own fresh process with an empty embedding
 cache (the pieces, the chunks and the questions are all embedded), then prints chunk counts and
 k=5 metrics (percent) next to the reference's (``chunking_evaluation``, all-MiniLM-L6-v2, all
 472 questions), the differences and whether they are within the tolerances, and each run's wall
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("CHUNKBENCH_SHARED_DIR", ROOT.parent / "shared"))
+SHARED = Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
 MODEL = 'sentence_transformers(model="all-MiniLM-L6-v2")'
 # chunker -> (chunks, recall, precision, precision Ω, IoU, reference seconds for the whole run)
 REFERENCE = {
@@ -45,8 +45,8 @@ def embedder_spec(spec: str, precision: str | None) -> str:
     """``spec`` with ``precision`` set, if given; exits when the embedder has no such parameter."""
     if precision is None:
         return spec
-    from chunkbench.embedders import EMBEDDERS
-    from chunkbench.specs import Spec
+    from chunkmark.embedders import EMBEDDERS
+    from chunkmark.specs import Spec
 
     canonical = EMBEDDERS.resolve(spec)
     names = [p.name for p in EMBEDDERS.entry(canonical.name).parameters()]
@@ -56,8 +56,8 @@ def embedder_spec(spec: str, precision: str | None) -> str:
 
 
 def run(chunker: str, embedder: str, data: Path, out: Path, cache: Path) -> dict[str, Any]:
-    """One ``chunkbench run`` in a fresh process; its k=5 overall row, manifest and seconds."""
-    cmd = [sys.executable, "-m", "chunkbench", "run", "--quiet", "--dataset", str(data)]
+    """One ``chunkmark run`` in a fresh process; its k=5 overall row, manifest and seconds."""
+    cmd = [sys.executable, "-m", "chunkmark", "run", "--quiet", "--dataset", str(data)]
     cmd += ["--chunker", chunker, "--embedder", embedder, "--k", "5"]
     cmd += ["--out", str(out), "--cache-dir", str(cache)]
     env = dict(os.environ)
@@ -80,7 +80,7 @@ def report(chunker: str, result: dict[str, Any], cold: bool) -> bool:
     chunks = int(row["n_chunks"])
     ok = abs(chunks - ref[0]) <= CHUNK_TOLERANCE * ref[0]
     print(f"\n{chunker}")
-    print(f"  {'':<16}{'chunkbench':>12}{'reference':>12}{'difference':>12}{'tolerance':>12}")
+    print(f"  {'':<16}{'chunkmark':>12}{'reference':>12}{'difference':>12}{'tolerance':>12}")
     print(
         f"  {'chunks':<16}{chunks:>12}{ref[0]:>12}{chunks - ref[0]:>+12}"
         f"{f'{CHUNK_TOLERANCE:.0%}':>12}{'' if ok else '  OUTSIDE'}"
@@ -126,7 +126,7 @@ def main() -> None:
 
     print(f"dataset {args.data}, embedder {embedder}, k=5, percent")
     all_ok = True
-    with tempfile.TemporaryDirectory(prefix="chunkbench-semantic-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="chunkmark-semantic-") as tmp:
         for i, chunker in enumerate(chunkers):
             cache = args.cache_dir or Path(tmp) / f"cache-{i}"
             result = run(chunker, embedder, args.data, Path(tmp) / f"out-{i}", cache)

@@ -1,5 +1,5 @@
 """Shared fixtures. Benchmark data is read from ``../shared`` beside the project root, or from
-the folder named by ``CHUNKBENCH_SHARED_DIR``; it is never copied into the repository."""
+the folder named by ``CHUNKMARK_SHARED_DIR``; it is never copied into the repository."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def shared_dir() -> Path:
-    return Path(os.environ.get("CHUNKBENCH_SHARED_DIR", ROOT.parent / "shared")).resolve()
+    return Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared")).resolve()
 
 
 @pytest.fixture(scope="session")
 def chroma_general_dir() -> Path:
     path = shared_dir() / "datasets" / "chroma_general"
     if not (path / "questions_df.csv").exists():
-        pytest.skip(f"benchmark data not found at {path} (set CHUNKBENCH_SHARED_DIR)")
+        pytest.skip(f"benchmark data not found at {path} (set CHUNKMARK_SHARED_DIR)")
     return path
 
 
@@ -27,7 +27,7 @@ def chroma_general_dir() -> Path:
 def golden_dir() -> Path:
     path = shared_dir() / "datasets" / "chroma_general_golden"
     if not path.exists():
-        pytest.skip(f"golden metrics not found at {path} (set CHUNKBENCH_SHARED_DIR)")
+        pytest.skip(f"golden metrics not found at {path} (set CHUNKMARK_SHARED_DIR)")
     return path
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkbench.chunkers import Chunk
-from chunkbench.experiments.chunk_store import ChunkStore, chunk_key
-from chunkbench.experiments.runner import evaluate
+from chunkmark.chunkers import Chunk
+from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
+from chunkmark.experiments.runner import evaluate
 
 SPECS = ["fixed_tokens(size=100, overlap=20)", "recursive(size=80)"]
 

@@ -1,7 +1,7 @@
 """End to end on Chroma's general benchmark with the real tokenizer, model and data.
 
 The reference numbers are the reference implementation's (all-MiniLM-L6-v2, k=5, all 472
-questions, percent) as measured on this kind of machine. chunkbench's spans are exact and its
+questions, percent) as measured on this kind of machine. chunkmark's spans are exact and its
 search is exact, the reference's are not quite, hence tolerances rather than equality.
 Where the reference's positions are off (``test_reference_spans.py`` shows exactly where), the
 fixed-token rows at 400 and 200 tokens differ by up to 0.4 point of precision Omega; those rows
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import chunkbench
+import chunkmark
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ def test_general_benchmark_matches_reference_then_warm_run_embeds_nothing(
         "k": [5, "min"],
         "cache_dir": tmp_path / "cache",
     }
-    cold = chunkbench.evaluate(out=tmp_path / "cold", **options)
+    cold = chunkmark.evaluate(out=tmp_path / "cold", **options)
     rows = {r["chunker"]: r for r in cold.overall() if r["k"] == "5"}
     assert set(rows) == set(REFERENCE)
     for chunker, (chunks, recall, precision, omega, iou) in REFERENCE.items():
@@ -53,7 +53,7 @@ def test_general_benchmark_matches_reference_then_warm_run_embeds_nothing(
         )
         assert abs(100 * row["iou_mean"] - iou) <= 0.1, (chunker, row["iou_mean"])
 
-    warm = chunkbench.evaluate(out=tmp_path / "warm", **options)
+    warm = chunkmark.evaluate(out=tmp_path / "warm", **options)
     (stats,) = [e["stats"] for e in warm.manifest["embedding"].values()]
     assert stats["embedded"] == 0 and stats["hits"] > 0
     assert warm.summary == cold.summary

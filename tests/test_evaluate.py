@@ -1,4 +1,4 @@
-"""``chunkbench.evaluate`` from Python, with a counting fake embedder."""
+"""``chunkmark.evaluate`` from Python, with a counting fake embedder."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import chunkbench
-from chunkbench.embedders import EMBEDDERS
-from chunkbench.embedders.fake import FakeEmbedder
-from chunkbench.errors import ConfigError, SpecError
+import chunkmark
+from chunkmark.embedders import EMBEDDERS
+from chunkmark.embedders.fake import FakeEmbedder
+from chunkmark.errors import ConfigError, SpecError
 
 CREATED: list[FakeEmbedder] = []
 
@@ -27,7 +27,7 @@ def counting_fake(dimension: int = 32) -> FakeEmbedder:
 CHUNKERS_ = ["fixed_tokens(size=100)", "fixed_tokens(size=100, overlap=50)", "words(n=60)"]
 
 
-def _run(tmp_path: Path, out: str, **extra: Any) -> chunkbench.Results:
+def _run(tmp_path: Path, out: str, **extra: Any) -> chunkmark.Results:
     options: dict[str, Any] = {
         "dataset": "demo",
         "chunkers": CHUNKERS_,
@@ -36,7 +36,7 @@ def _run(tmp_path: Path, out: str, **extra: Any) -> chunkbench.Results:
         "cache_dir": tmp_path / "cache",
     }
     options.update(extra)
-    return chunkbench.evaluate(out=tmp_path / out, **options)
+    return chunkmark.evaluate(out=tmp_path / out, **options)
 
 
 def test_questions_embedded_once_and_warm_run_embeds_nothing(tmp_path: Path) -> None:

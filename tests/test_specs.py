@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from chunkbench.errors import SpecError
-from chunkbench.specs import FrozenDict, Registry, Spec, parse_spec
+from chunkmark.errors import SpecError
+from chunkmark.specs import FrozenDict, Registry, Spec, parse_spec
 
 REG: Registry[object] = Registry("widget")
 

@@ -1,5 +1,5 @@
 """Adapters for third-party splitters: offset recovery, each library on real text, splitter
-objects in ``chunkbench.evaluate``, missing extras."""
+objects in ``chunkmark.evaluate``, missing extras."""
 
 from __future__ import annotations
 
@@ -12,20 +12,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import chunkbench
-from chunkbench.chunkers import CHUNKERS
-from chunkbench.chunkers.adapters import (
+import chunkmark
+from chunkmark.chunkers import CHUNKERS
+from chunkmark.chunkers.adapters import (
     SplitterChunker,
     config_hash,
     from_splitter,
     recover_spans,
     register_splitter,
 )
-from chunkbench.datasets import load_dataset
-from chunkbench.errors import ChunkingError, ConfigError, MissingDependencyError, SpecError
-from chunkbench.experiments.config import load_config
-from chunkbench.spans import Span
-from chunkbench.tokenizers import get_encoding
+from chunkmark.datasets import load_dataset
+from chunkmark.errors import ChunkingError, ConfigError, MissingDependencyError, SpecError
+from chunkmark.experiments.config import load_config
+from chunkmark.spans import Span
+from chunkmark.tokenizers import get_encoding
 
 
 @pytest.fixture(scope="module")
@@ -447,8 +447,8 @@ def test_register_splitter_names_and_keeps_the_object() -> None:
 
 
 def test_evaluate_with_a_splitter_object(lc: Any, tmp_path: Path) -> None:
-    def run(splitter: Any) -> chunkbench.Results:
-        return chunkbench.evaluate(
+    def run(splitter: Any) -> chunkmark.Results:
+        return chunkmark.evaluate(
             dataset="demo",
             chunkers=["fixed_tokens(size=200)", splitter],
             embedders=["fake"],
@@ -479,7 +479,7 @@ def test_evaluate_with_a_splitter_object(lc: Any, tmp_path: Path) -> None:
 
 def test_evaluate_refuses_other_objects(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="item 1 is neither a spec string nor a splitter"):
-        chunkbench.evaluate(dataset="demo", chunkers=["words(n=5)", 3.5], out=tmp_path)
+        chunkmark.evaluate(dataset="demo", chunkers=["words(n=5)", 3.5], out=tmp_path)
 
 
 def test_unquoted_yaml_spec_with_a_dict_is_explained(tmp_path: Path) -> None:
@@ -506,7 +506,7 @@ def test_missing_library_names_the_extra(
     monkeypatch: pytest.MonkeyPatch, spec: str, module: str, extra: str
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)
-    with pytest.raises(MissingDependencyError, match=rf"pip install 'chunkbench\[{extra}\]'"):
+    with pytest.raises(MissingDependencyError, match=rf"pip install 'chunkmark\[{extra}\]'"):
         CHUNKERS.build(spec)
 
 

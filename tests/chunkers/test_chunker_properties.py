@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkbench.chunkers import CHUNKERS
-from chunkbench.spans import Span
-from chunkbench.tokenizers import get_encoding
+from chunkmark.chunkers import CHUNKERS
+from chunkmark.spans import Span
+from chunkmark.tokenizers import get_encoding
 
 SEPARATORS = ["\n\n", "\n", ".", "?", "!", " ", ""]
 

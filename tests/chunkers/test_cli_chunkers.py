@@ -1,4 +1,4 @@
-"""`chunkbench chunkers` and `chunkbench chunk`."""
+"""`chunkmark chunkers` and `chunkmark chunk`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from chunkbench.cli import chunkers
-from chunkbench.errors import DatasetError, SpecError
+from chunkmark.cli import chunkers
+from chunkmark.errors import DatasetError, SpecError
 
 TEXT = "Hello world. This is é text.\n\nSecond 😀 paragraph, with more words.\n"
 
@@ -77,7 +77,7 @@ def test_chunk_table(app: typer.Typer, text_file: Path) -> None:
         (["-c", "words(n=2)", "--", "missing.txt"], DatasetError, "Cannot read"),
     ],
 )
-def test_bad_input_raises_chunkbench_errors(
+def test_bad_input_raises_chunkmark_errors(
     app: typer.Typer, text_file: Path, args: list[str], error: type, message: str
 ) -> None:
     argv = ["chunk", *args] if "missing.txt" in args else ["chunk", *args, str(text_file)]
@@ -97,7 +97,7 @@ def test_non_utf8_file_is_a_dataset_error(app: typer.Typer, tmp_path: Path) -> N
 
 def _full_app_available() -> bool:
     return all(
-        importlib.util.find_spec(f"chunkbench.cli.{name}") is not None
+        importlib.util.find_spec(f"chunkmark.cli.{name}") is not None
         for name in ("datasets", "run")
     )
 
@@ -110,9 +110,9 @@ def _full_app_available() -> bool:
 def test_console_script_prints_one_line_and_exits_2(
     text_file: Path, spec: str, message: str
 ) -> None:
-    script = Path(sys.executable).parent / "chunkbench"
+    script = Path(sys.executable).parent / "chunkmark"
     if not script.exists():
-        pytest.skip("the chunkbench console script is not installed")
+        pytest.skip("the chunkmark console script is not installed")
     proc = subprocess.run(
         [str(script), "chunk", "--chunker", spec, str(text_file)],
         capture_output=True,

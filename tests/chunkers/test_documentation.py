@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkbench.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
-from chunkbench.chunkers.documentation import (
+from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
+from chunkmark.chunkers.documentation import (
     DocumentationChunker,
     LLMFallbackWarning,
     section_spans,
 )
-from chunkbench.errors import SpecError
-from chunkbench.llm import FakeLLM
-from chunkbench.spans import Span
+from chunkmark.errors import SpecError
+from chunkmark.llm import FakeLLM
+from chunkmark.spans import Span
 
 
 class FakeContext(ChunkerContext):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from chunkbench.chunkers import CHUNKERS
-from chunkbench.chunkers.tokens import window_bounds
-from chunkbench.errors import SpecError
-from chunkbench.spans import Span
+from chunkmark.chunkers import CHUNKERS
+from chunkmark.chunkers.tokens import window_bounds
+from chunkmark.errors import SpecError
+from chunkmark.spans import Span
 
 
 def _chunk(spec: str, text: str) -> list[Span]:

@@ -14,16 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkbench.chunkers import CHUNKERS, ChunkerContext, chunk_document
-from chunkbench.chunkers.llm_semantic import (
+from chunkmark.chunkers import CHUNKERS, ChunkerContext, chunk_document
+from chunkmark.chunkers.llm_semantic import (
     LLMAnswerWarning,
     LLMSemanticChunker,
     LLMSplitter,
     parse_answer,
 )
-from chunkbench.errors import LLMError, SpecError
-from chunkbench.llm import FakeLLM
-from chunkbench.spans import Span
+from chunkmark.errors import LLMError, SpecError
+from chunkmark.llm import FakeLLM
+from chunkmark.spans import Span
 
 # Ten pieces: with chunk_size=15 every paragraph (13 cl100k tokens) is one piece, and with
 # window_tokens=30 a window holds three pieces (13 + 13 <= 30, the third crosses the limit).

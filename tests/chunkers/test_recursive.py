@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chunkbench.chunkers import CHUNKERS
-from chunkbench.errors import SpecError
+from chunkmark.chunkers import CHUNKERS
+from chunkmark.errors import SpecError
 
 
 def _texts(spec: str, text: str) -> list[str]:

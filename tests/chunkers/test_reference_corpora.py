@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkbench.chunkers import CHUNKERS
+from chunkmark.chunkers import CHUNKERS
 
 pytestmark = pytest.mark.integration
 

@@ -12,20 +12,20 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from chunkbench.chunkers import CHUNKERS, ChunkerContext
-from chunkbench.chunkers.semantic import (
+from chunkmark.chunkers import CHUNKERS, ChunkerContext
+from chunkmark.chunkers.semantic import (
     cluster_segments,
     consecutive_distances,
     cut_threshold,
     neighbour_texts,
     percentile_breaks,
 )
-from chunkbench.embedders import EMBEDDERS
-from chunkbench.embedders.cache import CachedEmbedder, EmbeddingCache
-from chunkbench.embedders.fake import FakeEmbedder
-from chunkbench.errors import ConfigError, SpecError
-from chunkbench.spans import Span
-from chunkbench.tokenizers import count_tokens
+from chunkmark.embedders import EMBEDDERS
+from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
+from chunkmark.embedders.fake import FakeEmbedder
+from chunkmark.errors import ConfigError, SpecError
+from chunkmark.spans import Span
+from chunkmark.tokenizers import count_tokens
 
 # --- the reference's algorithms, written out as loops --------------------------------------------
 

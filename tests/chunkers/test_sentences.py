@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from chunkbench.chunkers import CHUNKERS
-from chunkbench.chunkers.sentences import _WHITESPACE, sentence_spans, word_bounds
-from chunkbench.errors import SpecError
+from chunkmark.chunkers import CHUNKERS
+from chunkmark.chunkers.sentences import _WHITESPACE, sentence_spans, word_bounds
+from chunkmark.errors import SpecError
 
 
 def _sentences(text: str) -> list[str]:

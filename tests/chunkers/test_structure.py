@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from chunkbench.chunkers import CHUNKERS, Chunk
-from chunkbench.chunkers.markdown import parse_blocks, sections
-from chunkbench.errors import SpecError
-from chunkbench.spans import Span
-from chunkbench.tokenizers import count_tokens
+from chunkmark.chunkers import CHUNKERS, Chunk
+from chunkmark.chunkers.markdown import parse_blocks, sections
+from chunkmark.errors import SpecError
+from chunkmark.spans import Span
+from chunkmark.tokenizers import count_tokens
 
 
 def _chunks(spec: str, text: str) -> list[Span | Chunk]:

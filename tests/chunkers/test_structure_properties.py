@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkbench.chunkers import CHUNKERS, Chunk
-from chunkbench.chunkers.markdown import Block, parse_blocks
-from chunkbench.spans import Span, as_array, union
-from chunkbench.tokenizers import count_tokens
+from chunkmark.chunkers import CHUNKERS, Chunk
+from chunkmark.chunkers.markdown import Block, parse_blocks
+from chunkmark.spans import Span, as_array, union
+from chunkmark.tokenizers import count_tokens
 
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

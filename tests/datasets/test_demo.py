@@ -5,9 +5,9 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from chunkbench.datasets import find_problems, load_dataset, load_demo
+from chunkmark.datasets import find_problems, load_dataset, load_demo
 
-DEMO_DIR = Path(str(resources.files("chunkbench.datasets").joinpath("demo_data")))
+DEMO_DIR = Path(str(resources.files("chunkmark.datasets").joinpath("demo_data")))
 
 
 def test_demo_loads_with_enough_questions() -> None:

@@ -13,10 +13,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from chunkbench.cli.datasets import register
-from chunkbench.datasets import download as dl
-from chunkbench.datasets import load_chroma, load_dataset
-from chunkbench.errors import DatasetError
+from chunkmark.cli.datasets import register
+from chunkmark.datasets import download as dl
+from chunkmark.datasets import load_chroma, load_dataset
+from chunkmark.errors import DatasetError
 
 REMOTE = "src/chunking_evaluation/evaluation_framework/general_evaluation_data"
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkbench.datasets import (
+from chunkmark.datasets import (
     Dataset,
     Document,
     Question,
@@ -18,8 +18,8 @@ from chunkbench.datasets import (
     load_jsonl,
     write_jsonl,
 )
-from chunkbench.errors import DatasetError
-from chunkbench.spans import Span
+from chunkmark.errors import DatasetError
+from chunkmark.spans import Span
 
 TEXT = "Line one.\nLine two has the answer.\n"
 
@@ -56,7 +56,7 @@ def load_error(folder: Path) -> str:
     message = str(info.value)
     assert "\n" not in message
     assert "Fix: " in message
-    assert "chunkbench datasets validate" in message
+    assert "chunkmark datasets validate" in message
     return message
 
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkbench.embedders import CachedEmbedder, Embedder, EmbeddingCache, resolve_cache_dir
-from chunkbench.embedders.cache import DB_NAME, cache_keys
-from chunkbench.embedders.fake import FakeEmbedder
-from chunkbench.errors import ConfigError
+from chunkmark.embedders import CachedEmbedder, Embedder, EmbeddingCache, resolve_cache_dir
+from chunkmark.embedders.cache import DB_NAME, cache_keys
+from chunkmark.embedders.fake import FakeEmbedder
+from chunkmark.errors import ConfigError
 
 TEXTS = ["alpha beta", "gamma delta", "alpha beta", "epsilon", "gamma delta", "zeta eta"]
 
@@ -141,7 +141,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     import numpy as np
-    from chunkbench.embedders.cache import EmbeddingCache
+    from chunkmark.embedders.cache import EmbeddingCache
     root, worker = sys.argv[1], int(sys.argv[2])
     cache = EmbeddingCache(root)
     for batch in range(20):
@@ -179,14 +179,14 @@ def test_cached_equals_inner(texts: list[str]) -> None:
 
 
 def test_resolve_cache_dir_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHUNKBENCH_CACHE_DIR", str(tmp_path / "env"))
+    monkeypatch.setenv("CHUNKMARK_CACHE_DIR", str(tmp_path / "env"))
     assert resolve_cache_dir(tmp_path / "explicit") == tmp_path / "explicit"
     assert resolve_cache_dir(str(tmp_path / "s")) == tmp_path / "s"
     assert resolve_cache_dir(None) == tmp_path / "env"
-    monkeypatch.delenv("CHUNKBENCH_CACHE_DIR")
+    monkeypatch.delenv("CHUNKMARK_CACHE_DIR")
     import platformdirs
 
-    assert resolve_cache_dir() == Path(platformdirs.user_cache_dir("chunkbench"))
+    assert resolve_cache_dir() == Path(platformdirs.user_cache_dir("chunkmark"))
 
 
 def test_unwritable_cache_is_a_config_error(tmp_path: Path) -> None:
@@ -214,7 +214,7 @@ def test_interrupted_run_keeps_finished_slices(tmp_path: Path) -> None:
 
 
 def test_slices_report_progress_and_keep_input_order(tmp_path: Path) -> None:
-    from chunkbench.embedders.fake import FakeEmbedder
+    from chunkmark.embedders.fake import FakeEmbedder
 
     texts = [("word " * n).strip() + f" {n}" for n in (5, 1, 9, 3, 7, 2, 8, 4, 6, 10)]
     seen: list[tuple[int, int]] = []
@@ -232,8 +232,8 @@ def test_slices_report_progress_and_keep_input_order(tmp_path: Path) -> None:
 def test_a_damaged_cache_is_a_clear_error(tmp_path: Path) -> None:
     import sqlite3
 
-    from chunkbench.embedders.fake import FakeEmbedder
-    from chunkbench.errors import ConfigError
+    from chunkmark.embedders.fake import FakeEmbedder
+    from chunkmark.errors import ConfigError
 
     cache = EmbeddingCache(tmp_path)
     cache.put_many({"m": 1}, "document", ["a"], np.ones((1, 2), dtype=np.float32))

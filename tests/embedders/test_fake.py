@@ -3,9 +3,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chunkbench.embedders import EMBEDDERS, Embedder
-from chunkbench.embedders.fake import FakeEmbedder
-from chunkbench.errors import SpecError
+from chunkmark.embedders import EMBEDDERS, Embedder
+from chunkmark.embedders.fake import FakeEmbedder
+from chunkmark.errors import SpecError
 
 
 def test_deterministic_and_normalised() -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
-from chunkbench.chunkers import CHUNKERS
-from chunkbench.datasets import load_dataset
-from chunkbench.embedders import CachedEmbedder, EmbeddingCache
-from chunkbench.embedders.fake import FakeEmbedder
-from chunkbench.evaluation import chunk_dataset
-from chunkbench.experiments.runner import evaluate
+from chunkmark.chunkers import CHUNKERS
+from chunkmark.datasets import load_dataset
+from chunkmark.embedders import CachedEmbedder, EmbeddingCache
+from chunkmark.embedders.fake import FakeEmbedder
+from chunkmark.evaluation import chunk_dataset
+from chunkmark.experiments.runner import evaluate
 
 HEAD = "alpha beta gamma delta epsilon zeta eta theta iota kappa"
 

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from chunkbench.embedders import EMBEDDERS, Embedder
-from chunkbench.embedders.openai import OpenAIEmbedder
-from chunkbench.errors import EmbeddingError
+from chunkmark.embedders import EMBEDDERS, Embedder
+from chunkmark.embedders.openai import OpenAIEmbedder
+from chunkmark.errors import EmbeddingError
 
 KEY = "sk-test-SECRET-abcdef123456"
 RECORDED = Path(__file__).parent / "recorded" / "embeddings_text-embedding-3-small_dim8.json"

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkbench.embedders import EMBEDDERS, CachedEmbedder, EmbeddingCache
-from chunkbench.embedders import sentence_transformers as st_module
-from chunkbench.embedders.sentence_transformers import (
+from chunkmark.embedders import EMBEDDERS, CachedEmbedder, EmbeddingCache
+from chunkmark.embedders import sentence_transformers as st_module
+from chunkmark.embedders.sentence_transformers import (
     MINILM_HUB_ID,
     MINILM_SHA256,
     SentenceTransformerEmbedder,
@@ -19,13 +19,13 @@ from chunkbench.embedders.sentence_transformers import (
     minilm_package_dir,
     resolve_model,
 )
-from chunkbench.errors import EmbeddingError, SpecError
+from chunkmark.errors import EmbeddingError, SpecError
 
 
-def test_import_chunkbench_does_not_import_torch() -> None:
+def test_import_chunkmark_does_not_import_torch() -> None:
     code = (
-        "import sys, chunkbench, chunkbench.embedders;"
-        "from chunkbench.embedders import EMBEDDERS;"
+        "import sys, chunkmark, chunkmark.embedders;"
+        "from chunkmark.embedders import EMBEDDERS;"
         "EMBEDDERS.build('sentence_transformers')[0].identity();"
         "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'openai')"
         " if m in sys.modules];"
@@ -62,7 +62,7 @@ def test_minilm_package_with_wrong_hash_is_not_trusted(
 @pytest.mark.integration
 @pytest.mark.parametrize(
     ("model", "fix"),
-    [("chunkbench-test/no-such-model", "local folder"), ("all-MiniLM-L6-v2", "pip install gt-")],
+    [("chunkmark-test/no-such-model", "local folder"), ("all-MiniLM-L6-v2", "pip install gt-")],
 )
 def test_unloadable_hub_model_names_the_fix(
     model: str, fix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

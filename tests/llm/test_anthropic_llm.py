@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from chunkbench.errors import LLMError, MissingDependencyError
-from chunkbench.llm import LLM, EmptyAnswerError, build_llm
-from chunkbench.llm.anthropic import AnthropicLLM
+from chunkmark.errors import LLMError, MissingDependencyError
+from chunkmark.llm import LLM, EmptyAnswerError, build_llm
+from chunkmark.llm.anthropic import AnthropicLLM
 
 KEY = "sk-ant-test-SECRET-abcdef123456"
 RECORDED = Path(__file__).parent / "recorded" / "messages_claude-haiku-4-5.json"
@@ -141,7 +141,7 @@ def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch, llm_server
     monkeypatch.setitem(sys.modules, "anthropic", None)
     with pytest.raises(MissingDependencyError) as info:
         make(llm_server).complete("s", "u")
-    assert "pip install 'chunkbench[anthropic]'" in str(info.value)
+    assert "pip install 'chunkmark[anthropic]'" in str(info.value)
 
 
 def test_empty_content_is_an_empty_answer(llm_server: Any) -> None:

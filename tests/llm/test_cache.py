@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from chunkbench.errors import ConfigError
-from chunkbench.llm.cache import DB_NAME, LLMCache, cache_key
+from chunkmark.errors import ConfigError
+from chunkmark.llm.cache import DB_NAME, LLMCache, cache_key
 
 IDENTITY = {"provider": "openai", "model": "m", "api": "chat.completions", "host": "h"}
 
@@ -77,7 +77,7 @@ def test_processes_write_concurrently(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import sys
-        from chunkbench.llm.cache import LLMCache, cache_key
+        from chunkmark.llm.cache import LLMCache, cache_key
         root, tag = sys.argv[1], sys.argv[2]
         cache = LLMCache(root)
         identity = {"provider": "fake"}

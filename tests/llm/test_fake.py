@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from chunkbench.errors import LLMError, SpecError
-from chunkbench.llm import LLM, EmptyAnswerError, FakeLLM, build_llm
+from chunkmark.errors import LLMError, SpecError
+from chunkmark.llm import LLM, EmptyAnswerError, FakeLLM, build_llm
 
 
 def test_answers_in_order_then_the_last_repeats() -> None:

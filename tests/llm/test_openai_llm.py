@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from chunkbench.errors import LLMError, MissingDependencyError
-from chunkbench.llm import LLM, LLMS, EmptyAnswerError, build_llm
-from chunkbench.llm.openai import OpenAIChatLLM
+from chunkmark.errors import LLMError, MissingDependencyError
+from chunkmark.llm import LLM, LLMS, EmptyAnswerError, build_llm
+from chunkmark.llm.openai import OpenAIChatLLM
 
 KEY = "sk-test-SECRET-llm-abcdef123456"
 RECORDED = Path(__file__).parent / "recorded" / "chat_completions_gpt-4o-mini.json"
@@ -107,7 +107,7 @@ def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch, llm_server
     monkeypatch.setitem(sys.modules, "openai", None)  # makes `import openai` fail
     with pytest.raises(MissingDependencyError) as info:
         make(llm_server).complete("s", "u")
-    assert "pip install 'chunkbench[openai]'" in str(info.value)
+    assert "pip install 'chunkmark[openai]'" in str(info.value)
 
 
 def test_429_honours_retry_after(llm_server: Any) -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chunkbench.metrics import bootstrap_ci, mean_std
+from chunkmark.metrics import bootstrap_ci, mean_std
 
 
 def test_mean_std_is_population_std() -> None:

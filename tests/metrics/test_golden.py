@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from chunkbench.metrics import (
+from chunkmark.metrics import (
     ChunkTable,
     QuestionTable,
     min_k_depth,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkbench.metrics import (
+from chunkmark.metrics import (
     ChunkTable,
     QuestionTable,
     min_k_depth,

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from chunkbench.embedders import l2_normalise
-from chunkbench.retrieval import ExactIndex
+from chunkmark.embedders import l2_normalise
+from chunkmark.retrieval import ExactIndex
 
 
 def test_matches_full_sort() -> None:

@@ -1,0 +1,65 @@
+"""chunkmark: which chunking strategy and embedding model retrieve the text your questions need.
+
+The public API is re-exported here and imported lazily, so ``import chunkmark`` stays light
+(no torch, no pyarrow until used).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "evaluate": "chunkmark.experiments.runner",
+    "Results": "chunkmark.experiments.runner",
+    "ExperimentConfig": "chunkmark.experiments.config",
+    "load_config": "chunkmark.experiments.config",
+    "load_dataset": "chunkmark.datasets",
+    "Dataset": "chunkmark.datasets.model",
+    "Document": "chunkmark.datasets.model",
+    "Question": "chunkmark.datasets.model",
+    "Span": "chunkmark.spans",
+    "Spec": "chunkmark.specs",
+    "Chunk": "chunkmark.chunkers",
+    "CHUNKERS": "chunkmark.chunkers",
+    "EMBEDDERS": "chunkmark.embedders",
+    "ChunkmarkError": "chunkmark.errors",
+}
+
+__all__ = [
+    "CHUNKERS",
+    "EMBEDDERS",
+    "Chunk",
+    "ChunkmarkError",
+    "Dataset",
+    "Document",
+    "ExperimentConfig",
+    "Question",
+    "Results",
+    "Span",
+    "Spec",
+    "__version__",
+    "evaluate",
+    "load_config",
+    "load_dataset",
+]
+
+if TYPE_CHECKING:
+    from chunkmark.chunkers import CHUNKERS, Chunk
+    from chunkmark.datasets import load_dataset
+    from chunkmark.datasets.model import Dataset, Document, Question
+    from chunkmark.embedders import EMBEDDERS
+    from chunkmark.errors import ChunkmarkError
+    from chunkmark.experiments.config import ExperimentConfig, load_config
+    from chunkmark.experiments.runner import Results, evaluate
+    from chunkmark.spans import Span
+    from chunkmark.specs import Spec
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chunkmark' has no attribute {name!r}")
+    return getattr(import_module(module), name)

@@ -1,0 +1,5 @@
+"""``python -m chunkmark``: the command-line app."""
+
+from chunkmark.cli.app import main
+
+main()

@@ -1,0 +1,17 @@
+"""Chunkers: span-native, registered by name, built from spec strings."""
+
+from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_document
+
+__all__ = ["CHUNKERS", "Chunk", "ChunkerContext", "ChunkerFn", "chunk_document"]
+
+# Importing the chunker modules registers their factories.
+from chunkmark.chunkers import (  # noqa: F401
+    adapters,
+    documentation,
+    llm_semantic,
+    recursive,
+    semantic,
+    sentences,
+    structure,
+    tokens,
+)

@@ -1,0 +1,107 @@
+"""The chunker contract and registry.
+
+A chunker is built by a registered factory from a spec string and is a callable
+``str -> Sequence[Span | Chunk]``. Spans index the text that was passed in; ``Chunk.embed_text``
+lets a chunker embed more than its span (e.g. a heading) while metrics still count the span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chunkmark.errors import ChunkingError, ConfigError
+from chunkmark.spans import Span
+from chunkmark.specs import Registry
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A chunk of one document: a span plus, optionally, the text to embed for it."""
+
+    doc_id: str
+    start: int
+    end: int
+    embed_text: str | None = None
+
+    def text(self, document_text: str) -> str:
+        """The text the embedder sees: ``embed_text`` if set, else the span's text."""
+        return (
+            self.embed_text if self.embed_text is not None else document_text[self.start : self.end]
+        )
+
+
+ChunkerFn = Callable[[str], Sequence[Span | Chunk]]
+
+if TYPE_CHECKING:
+    from chunkmark.embedders.base import Embedder
+
+
+@dataclass
+class ChunkerContext:
+    """What a chunker may need besides its parameters; never part of its spec.
+
+    A factory that needs it declares a keyword-only parameter ``context: ChunkerContext`` and
+    :meth:`Registry.build` passes it (``CHUNKERS.build(spec, context=...)``). Semantic chunkers
+    embed with ``embedder`` (the cell's embedder, already cached) unless their spec names
+    another; LLM-based chunkers build their client with :meth:`llm`, cached under ``cache_dir``
+    and seeded with ``seed``.
+    """
+
+    embedder: Embedder | None = None
+    cache_dir: Path | None = None
+    seed: int = 0
+    _built: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def resolve_embedder(self, spec: str | None) -> Embedder:
+        """The embedder a semantic chunker uses: ``spec`` if given, else the cell's embedder."""
+        if spec is None:
+            if self.embedder is None:
+                raise ConfigError(
+                    "This chunker embeds text but was given no embedder.",
+                    "Name one in its spec, e.g. embedder='sentence_transformers', "
+                    "or run it inside an experiment, where it uses the cell's embedder.",
+                )
+            return self.embedder
+        key = f"embedder:{spec}"
+        if key not in self._built:
+            from chunkmark.embedders import EMBEDDERS
+            from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
+
+            inner, _ = EMBEDDERS.build(spec)
+            cache = None if self.cache_dir is None else EmbeddingCache(self.cache_dir)
+            self._built[key] = CachedEmbedder(inner, cache)
+        embedder: Embedder = self._built[key]
+        return embedder
+
+    def llm(self, spec: str) -> Any:
+        """The LLM client a spec names (see ``chunkmark.llm``), cached and seeded."""
+        key = f"llm:{spec}"
+        if key not in self._built:
+            from chunkmark.llm import build_llm
+
+            self._built[key] = build_llm(spec, cache_dir=self.cache_dir, seed=self.seed)
+        return self._built[key]
+
+
+CHUNKERS: Registry[ChunkerFn] = Registry("chunker")
+
+
+def chunk_document(chunker: ChunkerFn, doc_id: str, text: str) -> list[Chunk]:
+    """Run a chunker on one document and check its output: every span within the text, non-empty."""
+    out: list[Chunk] = []
+    for i, piece in enumerate(chunker(text)):
+        if isinstance(piece, Span):
+            chunk = Chunk(doc_id, piece.start, piece.end)
+        else:
+            chunk = Chunk(doc_id, piece.start, piece.end, piece.embed_text)
+        if not 0 <= chunk.start < chunk.end <= len(text):
+            raise ChunkingError(
+                f"Chunker returned an invalid span [{chunk.start}, {chunk.end}) as chunk {i} of "
+                f"document {doc_id!r} (length {len(text)}).",
+                "Chunkers must return non-empty spans inside the document.",
+            )
+        out.append(chunk)
+    return out

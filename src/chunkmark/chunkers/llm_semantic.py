@@ -1,0 +1,270 @@
+"""LLM semantic chunking: an LLM decides where the topic changes (Chroma's LLMSemanticChunker).
+
+1. The text is cut into small pieces by the recursive splitter (``recursive(size=chunk_size,
+   overlap=0)``, lengths in ``cl100k_base`` tokens).
+2. From the first piece not yet decided, pieces are added to a window until it holds more than
+   ``window_tokens`` tokens (the piece that crosses the limit is included). The window is shown to
+   the LLM with every piece wrapped in numbered tags (numbers count from 1 over the whole text).
+3. The LLM answers ``split_after: 3, 7``: the pieces after which a new chunk starts, in
+   increasing order, at least one, all inside the window. The next window starts after the last
+   of them. An answer that cannot be read or breaks these rules is asked again once, with a
+   message saying what was wrong; if the second answer is no better, the window is not split
+   (its pieces stay with the chunk that follows), the next window starts after it, and the
+   window is counted in ``stats()["fallback_windows"]`` (with one warning per chunker).
+4. A chunk is the span from the start of its first piece to the end of its last piece; the text
+   is never searched again.
+
+As in the reference, no window starts within the last four pieces: they join the chunk before
+them, and a text of at most four pieces is one chunk and costs no call. Unlike the reference, a
+window that already reaches the end of the text is the last one (asking again about pieces the
+LLM has seen with nothing new after them would only force extra cuts). Answers come through the
+chunker context's LLM client, so they are cached and seeded; errors of the LLM client (missing
+key, endpoint down) are raised, not hidden.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import TYPE_CHECKING, Any
+
+from chunkmark.chunkers.base import CHUNKERS, ChunkerContext, ChunkerFn
+from chunkmark.chunkers.recursive import recursive
+from chunkmark.spans import Span
+from chunkmark.tokenizers import count_tokens
+
+if TYPE_CHECKING:
+    from chunkmark.llm import LLM
+
+ANSWER_TOKENS = 200  # the answer is one short line
+UNASKED_TAIL = 4  # no window starts within the last pieces of a text
+
+SYSTEM_PROMPT = (
+    "You divide documents into passages that each stay on one topic. The document has been cut "
+    "into small numbered pieces; each piece is wrapped in <piece N> and </piece N> tags. Decide "
+    "after which pieces the subject changes, so that consecutive pieces about the same thing "
+    "stay together. Reply with a single line of the form 'split_after: N, M' listing piece "
+    "numbers in increasing order, and nothing else."
+)
+
+_MARKER = re.compile(r"split[\s_-]*after\s*[:=]", re.IGNORECASE)
+_BARE_LIST = re.compile(r"^[\[(]?\s*\d+(?:\s*(?:,|;|and|\s)\s*\d+)*\s*[\])]?\.?$", re.IGNORECASE)
+
+
+class LLMAnswerWarning(UserWarning):
+    """An LLM gave answers that could not be used, so part of a text was not split by it."""
+
+
+def parse_answer(answer: str, first: int, last: int) -> tuple[list[int] | None, str]:
+    """The piece numbers in an answer, if they are valid for a window of pieces first..last.
+
+    Returns ``(numbers, "")`` with increasing, distinct numbers, or ``(None, reason)``.
+    Accepts ``split_after: 3, 5`` anywhere in the answer (the last such line wins; the numbers
+    may be on the following line), or an answer that is only a list of numbers.
+    """
+    found = _numbers(answer)
+    if found is None:
+        return None, "it has no line starting with 'split_after:'"
+    if not found:
+        return None, "it lists no piece number"
+    outside = [n for n in found if not first <= n <= last]
+    if outside:
+        return None, f"{outside[0]} is not a piece of this window ({first} to {last})"
+    if any(b < a for a, b in pairwise(found)):
+        return None, "the numbers are not in increasing order"
+    return sorted(set(found)), ""
+
+
+def _numbers(answer: str) -> list[int] | None:
+    lines = answer.strip().splitlines()
+    for i in reversed(range(len(lines))):
+        match = _MARKER.search(lines[i])
+        if match is None:
+            continue
+        rest = lines[i][match.end() :]
+        if not re.search(r"\d", rest):
+            following = [line for line in lines[i + 1 :] if line.strip()]
+            rest = following[0] if following else ""
+        return [int(n) for n in re.findall(r"\d+", rest)]
+    text = answer.strip().strip("`").strip()
+    if _BARE_LIST.match(text):
+        return [int(n) for n in re.findall(r"\d+", text)]
+    return None
+
+
+@dataclass
+class _Counts:
+    texts: int = 0
+    pieces: int = 0
+    windows: int = 0
+    corrections: int = 0
+    fallback_windows: int = 0
+
+
+class LLMSplitter:
+    """Pieces of a text and the LLM's cuts between them; shared by the LLM-based chunkers."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        chunk_size: int = 50,
+        window_tokens: int = 800,
+        encoding: str = "cl100k_base",
+        *,
+        owner: str = "llm_semantic",
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be a positive number of tokens, got {chunk_size}")
+        if window_tokens < 1:
+            raise ValueError(f"window_tokens must be positive, got {window_tokens}")
+        self.llm = llm
+        self.chunk_size = chunk_size
+        self.window_tokens = window_tokens
+        self.encoding = encoding
+        self.owner = owner
+        self._pieces: ChunkerFn = recursive(size=chunk_size, overlap=0, encoding=encoding)
+        self._counts = _Counts()
+        self._warned = False
+
+    def groups(self, text: str) -> list[list[Span]]:
+        """The text's pieces, grouped into chunks by the LLM's cuts (in order, none empty)."""
+        pieces = [Span(p.start, p.end) for p in self._pieces(text)]
+        self._counts.texts += 1
+        self._counts.pieces += len(pieces)
+        cuts = self.cuts(text, pieces)
+        groups: list[list[Span]] = []
+        current: list[Span] = []
+        for i, piece in enumerate(pieces):
+            current.append(piece)
+            if i in cuts:
+                groups.append(current)
+                current = []
+        if current:
+            groups.append(current)
+        return groups
+
+    def cuts(self, text: str, pieces: list[Span]) -> set[int]:
+        """Indices (0-based) of the pieces after which a chunk ends."""
+        texts = [text[p.start : p.end] for p in pieces]
+        tokens = count_tokens(texts, self.encoding)
+        n = len(pieces)
+        cuts: set[int] = set()
+        start = 0  # the first piece not yet decided
+        while start < n - UNASKED_TAIL:
+            end = start  # the window is pieces[start:end]
+            total = 0
+            while end < n and total <= self.window_tokens:
+                total += tokens[end]
+                end += 1
+            numbers = self._ask(texts, start, end)
+            if numbers is None:
+                start = end
+            else:
+                cuts.update(k - 1 for k in numbers)
+                start = numbers[-1]
+            if end == n:
+                break
+        cuts.discard(n - 1)
+        return cuts
+
+    def stats(self) -> dict[str, Any]:
+        """``texts`` and ``pieces`` seen, ``windows`` asked, ``corrections`` (second asks),
+        ``fallback_windows`` (left unsplit after two unusable answers)."""
+        c = self._counts
+        return {
+            "texts": c.texts,
+            "pieces": c.pieces,
+            "windows": c.windows,
+            "corrections": c.corrections,
+            "fallback_windows": c.fallback_windows,
+        }
+
+    def _ask(self, texts: list[str], start: int, end: int) -> list[int] | None:
+        """The LLM's cuts for pieces[start:end] as 1-based numbers, or None after two misses."""
+        from chunkmark.llm import EmptyAnswerError
+
+        first, last = start + 1, end
+        prompt = _window_prompt(texts, first, last)
+        self._counts.windows += 1
+        user = prompt
+        for attempt in range(2):
+            try:
+                answer = self.llm.complete(SYSTEM_PROMPT, user, max_tokens=ANSWER_TOKENS)
+            except EmptyAnswerError:
+                answer, (numbers, reason) = "", (None, "it is empty")
+            else:
+                numbers, reason = parse_answer(answer, first, last)
+            if numbers is not None:
+                return numbers
+            if attempt == 0:
+                self._counts.corrections += 1
+                user = _correction_prompt(prompt, answer, reason, first, last)
+        self._counts.fallback_windows += 1
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"{self.owner}: the LLM {self.llm.name!r} gave no usable answer for pieces "
+                f"{first} to {last} ({reason}), even when told what was wrong; those pieces "
+                "were not split. Later such windows are only counted, in "
+                "stats()['fallback_windows'].",
+                LLMAnswerWarning,
+                stacklevel=2,
+            )
+        return None
+
+
+def _window_prompt(texts: list[str], first: int, last: int) -> str:
+    body = "\n".join(f"<piece {i}>{texts[i - 1]}</piece {i}>" for i in range(first, last + 1))
+    return (
+        f"Pieces {first} to {last} of the document:\n\n{body}\n\n"
+        "After which of these pieces does a new topic begin? Answer with one line, "
+        f"'split_after:' followed by piece numbers from {first} to {last} in increasing order. "
+        f"Give at least one number; if all these pieces belong together, give {last}."
+    )
+
+
+def _correction_prompt(prompt: str, answer: str, reason: str, first: int, last: int) -> str:
+    shown = " ".join(answer.split())[:200] or "(nothing)"
+    return (
+        f"{prompt}\n\nYour previous answer was: {shown}\nIt cannot be used: {reason}. "
+        f"Answer again with exactly one line, 'split_after:' followed by increasing piece "
+        f"numbers between {first} and {last}."
+    )
+
+
+class LLMSemanticChunker:
+    """Chunks are runs of consecutive pieces between the LLM's cuts (see the module docs)."""
+
+    def __init__(self, splitter: LLMSplitter) -> None:
+        self.splitter = splitter
+
+    def __call__(self, text: str) -> list[Span]:
+        return [Span(g[0].start, g[-1].end) for g in self.splitter.groups(text)]
+
+    def stats(self) -> dict[str, Any]:
+        """The splitter's counters plus the LLM client's (``llm``: requests, cache hits, ...)."""
+        return {**self.splitter.stats(), "llm": self.splitter.llm.stats()}
+
+
+@CHUNKERS.register("llm_semantic")
+def llm_semantic(
+    llm: str = "openai(model='gpt-4o-mini')",
+    chunk_size: int = 50,
+    window_tokens: int = 800,
+    encoding: str = "cl100k_base",
+    *,
+    context: ChunkerContext | None = None,
+) -> LLMSemanticChunker:
+    """An LLM picks topic boundaries between small recursive pieces (LLMSemanticChunker).
+
+    Args:
+        llm: the LLM spec (see ``chunkmark.llm``), e.g. ``anthropic(model='...')``.
+        chunk_size: piece size in tokens (the recursive splitter's ``size``).
+        window_tokens: about how many tokens of pieces the LLM sees per question.
+        encoding: tiktoken encoding that measures pieces and windows.
+    """
+    ctx = context if context is not None else ChunkerContext()
+    client: LLM = ctx.llm(llm)
+    return LLMSemanticChunker(LLMSplitter(client, chunk_size, window_tokens, encoding))

@@ -1,0 +1,186 @@
+"""``chunkmark datasets``: validate, download, list and show datasets."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from chunkmark.datasets import Dataset, Problem, find_problems, load_dataset
+from chunkmark.datasets import download as downloads
+from chunkmark.datasets.demo import DEMO_NAME
+from chunkmark.errors import DatasetError
+
+PathArg = Annotated[
+    str,
+    typer.Argument(
+        help="A dataset folder (Chroma or JSONL layout) or a built-in name: demo, chroma-general.",
+        show_default=False,
+    ),
+]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``datasets`` command group to ``app``."""
+    group = typer.Typer(
+        help="Validate, download, list and inspect datasets.",
+        no_args_is_help=True,
+        add_completion=False,
+    )
+    group.command("validate")(validate)
+    group.command("download")(download)
+    group.command("list")(list_datasets)
+    group.command("show")(show)
+    app.add_typer(group, name="datasets")
+
+
+def validate(path: PathArg) -> None:
+    """List every problem in a dataset; exit code 1 if there is any."""
+    console = Console(soft_wrap=True, highlight=False)
+    folder = _folder_of(path)
+    problems = find_problems(folder)
+    if problems:
+        console.print(_problem_table(problems, folder))
+        noun = "problem" if len(problems) == 1 else "problems"
+        console.print(f"{len(problems)} {noun} in {folder}")
+        raise typer.Exit(code=1)
+    dataset = load_dataset(folder)
+    console.print(
+        f"ok: {len(dataset.documents)} documents, {len(dataset.questions)} questions, "
+        f"fingerprint {dataset.fingerprint}",
+        highlight=False,
+    )
+
+
+def download(
+    name: Annotated[
+        str, typer.Argument(help="The dataset to download: chroma-general.", show_default=False)
+    ],
+    force: Annotated[
+        bool, typer.Option("--force", help="Download again even if the cache is complete.")
+    ] = False,
+) -> None:
+    """Download a public dataset into the cache (verifying each file's SHA-256)."""
+    console = Console(soft_wrap=True, highlight=False)
+    if not force and downloads.is_downloaded(name):
+        console.print(f"{name} is already downloaded: {downloads.dataset_dir(name)}")
+        return
+    folder = downloads.download(name, force=force, progress=console.print)
+    dataset = load_dataset(folder)
+    console.print(
+        f"ok: {name} in {folder} ({len(dataset.documents)} documents, "
+        f"{len(dataset.questions)} questions)",
+        highlight=False,
+    )
+
+
+def list_datasets() -> None:
+    """List the built-in datasets and whether each is available."""
+    table = Table("name", "description", "status")
+    demo = load_dataset(DEMO_NAME)
+    description = (
+        f"{len(demo.documents)} short markdown documents, {len(demo.questions)} questions."
+    )
+    table.add_row(DEMO_NAME, description, "built in")
+    for name, remote in downloads.DOWNLOADABLE.items():
+        folder = downloads.dataset_dir(name)
+        status = (
+            f"downloaded: {folder}"
+            if downloads.is_downloaded(name)
+            else f"not downloaded (chunkmark datasets download {name})"
+        )
+        table.add_row(name, remote.description, status)
+    Console().print(table)
+
+
+def show(path: PathArg) -> None:
+    """Summarise a dataset: counts, document sizes and excerpt lengths."""
+    dataset = load_dataset(path)
+    console = Console()
+    excerpts = [len(s) for q in dataset.questions for s in q.excerpts]
+    console.print(
+        f"{dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} "
+        f"questions, {len(excerpts)} excerpts, fingerprint {dataset.fingerprint}",
+        highlight=False,
+    )
+    console.print(_documents_table(dataset))
+    table = Table("per question / excerpt", "min", "median", "mean", "max", title="lengths")
+    rows = {
+        "excerpt characters": excerpts,
+        "excerpts per question": [len(q.excerpts) for q in dataset.questions],
+        "question characters": [len(q.text) for q in dataset.questions],
+    }
+    for label, values in rows.items():
+        table.add_row(label, *_summary(values))
+    console.print(table)
+
+
+def _folder_of(path: str) -> Path:
+    """The folder behind a built-in name (the cached one for downloads), else ``path``."""
+    if path == DEMO_NAME:
+        from importlib import resources
+
+        root = resources.files("chunkmark.datasets").joinpath("demo_data")
+        if isinstance(root, Path):
+            return root
+    if path in downloads.DOWNLOADABLE and not Path(path).exists():
+        if not downloads.is_downloaded(path):
+            raise DatasetError(
+                f"{path} is not downloaded yet.", f"Run: chunkmark datasets download {path}"
+            )
+        return downloads.dataset_dir(path)
+    return Path(path)
+
+
+def _problem_table(problems: list[Problem], folder: Path) -> Table:
+    table = Table("file", "line", "problem", "fix", title=f"problems in {folder}")
+    for problem in problems:
+        table.add_row(
+            _relative(problem.file, folder),
+            "" if problem.line is None else str(problem.line),
+            problem.message,
+            problem.fix,
+        )
+    return table
+
+
+def _relative(file: str, folder: Path) -> str:
+    try:
+        relative = Path(file).relative_to(folder)
+    except ValueError:
+        return file
+    return file if relative == Path() else str(relative)
+
+
+def _documents_table(dataset: Dataset) -> Table:
+    questions: dict[str, int] = {}
+    excerpts: dict[str, int] = {}
+    for q in dataset.questions:
+        questions[q.doc_id] = questions.get(q.doc_id, 0) + 1
+        excerpts[q.doc_id] = excerpts.get(q.doc_id, 0) + len(q.excerpts)
+    table = Table("document", "characters", "questions", "excerpts", title="documents")
+    for doc in dataset.documents:
+        table.add_row(
+            doc.id,
+            f"{len(doc.text):,}",
+            str(questions.get(doc.id, 0)),
+            str(excerpts.get(doc.id, 0)),
+        )
+    total = sum(len(d.text) for d in dataset.documents)
+    table.add_row("total", f"{total:,}", str(len(dataset.questions)), str(sum(excerpts.values())))
+    return table
+
+
+def _summary(values: list[int]) -> tuple[str, str, str, str]:
+    if not values:
+        return ("-", "-", "-", "-")
+    return (
+        str(min(values)),
+        f"{statistics.median(values):g}",
+        f"{statistics.fmean(values):.1f}",
+        str(max(values)),
+    )

@@ -1,0 +1,76 @@
+"""The embedder contract and registry.
+
+An embedder turns texts into float32, L2-normalised rows. It declares its identity (everything
+that changes its output) so results and the embedding cache can name it exactly. Models are
+loaded lazily: building an embedder is cheap, the first ``embed`` call loads the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkmark.specs import Registry
+
+Kind = Literal["document", "query"]
+FloatArray = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What every embedder provides."""
+
+    @property
+    def name(self) -> str:
+        """Public model name, e.g. ``all-MiniLM-L6-v2``."""
+        ...
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes the vectors (name, revision, dimensions, prompts, normalisation).
+
+        It keys the embedding cache and is recorded in the manifest.
+        """
+        ...
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
+        """Embed ``texts`` into an ``(len(texts), dim)`` float32 array of L2-normalised rows."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counters of the work done so far (inputs embedded, truncated inputs, API calls...)."""
+        ...
+
+
+@runtime_checkable
+class InputAwareEmbedder(Protocol):
+    """An embedder that can say exactly what its model reads for a text, and embed that.
+
+    Texts with equal model inputs (e.g. two long chunks that start at the same place and are
+    both truncated to the model's window) have equal vectors, so the cache embeds them once.
+    """
+
+    def supports_model_inputs(self, kind: Kind = "document") -> bool:
+        """Whether :meth:`model_inputs` is exact for this model and kind."""
+        ...
+
+    def model_inputs(self, texts: Sequence[str], kind: Kind = "document") -> list[bytes]:
+        """One byte string per text: the model's input after prompts, tokenisation, truncation."""
+        ...
+
+    def embed_inputs(self, inputs: Sequence[bytes], kind: Kind = "document") -> FloatArray:
+        """Embed inputs returned by :meth:`model_inputs`, without tokenising again."""
+        ...
+
+
+EMBEDDERS: Registry[Embedder] = Registry("embedder")
+
+
+def l2_normalise(x: npt.NDArray[Any]) -> FloatArray:
+    arr: FloatArray = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: FloatArray = (arr / norms).astype(np.float32, copy=False)
+    return out

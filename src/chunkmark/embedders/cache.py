@@ -1,0 +1,463 @@
+"""A content-addressed, on-disk embedding cache and the embedder wrapper that uses it.
+
+A vector is stored under ``sha256(format version, canonical JSON of the embedder identity, kind,
+exact text)``: only what changes the output is hashed, so a changed model revision, prompt,
+precision or normalisation misses, and the same text is never embedded twice by the same model.
+
+Embedders that can say what their model actually reads (:class:`InputAwareEmbedder`: token ids
+after the prompt and truncation) get a second key per vector, on that model input (kind
+``"document:input"``/``"query:input"``). A text missing from the cache is tokenised, and its
+model input looked up before anything is embedded: texts that differ only past the model's
+window cost one embedding. A warm run finds every text under its text key and never tokenises.
+
+Storage is one SQLite database per cache root (``embeddings.sqlite3``) in WAL mode, vectors as
+float32 blobs. Every ``put_many`` is a single transaction, so concurrent processes sharing the
+cache see either all of a batch or none of it; writers wait for each other (busy timeout) instead
+of failing, and a key written twice keeps its first vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkmark.embedders.base import Embedder, FloatArray, InputAwareEmbedder, Kind
+from chunkmark.errors import ConfigError, EmbeddingError
+from chunkmark.sqlite_db import canonical_json, open_versioned
+
+CACHE_FORMAT_VERSION = 1
+CACHE_DIR_ENV = "CHUNKMARK_CACHE_DIR"
+DB_NAME = "embeddings.sqlite3"
+
+_QUERY_BATCH = 900  # stays under SQLite's smallest limit on bound parameters (999)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS identities (
+    id INTEGER PRIMARY KEY,
+    digest TEXT NOT NULL UNIQUE,
+    identity TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    id INTEGER PRIMARY KEY,  -- the key's first 8 bytes: a rowid lookup, the fastest SQLite has
+    key BLOB NOT NULL,       -- the full 32-byte key, checked on every read
+    identity_id INTEGER NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+"""
+
+
+def _rowid(key: bytes) -> int:
+    return int.from_bytes(key[:8], "little", signed=True)
+
+
+def resolve_cache_dir(path: str | Path | None = None) -> Path:
+    """The embedding cache folder: ``path`` if given, else ``$CHUNKMARK_CACHE_DIR``, else the
+    user cache folder (``platformdirs.user_cache_dir("chunkmark")``)."""
+    if path is not None and str(path) != "":
+        return Path(path).expanduser()
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("chunkmark"))
+
+
+def canonical_identity(identity: dict[str, Any]) -> str:
+    """The identity as canonical JSON (sorted keys, no whitespace); raises for non-JSON values."""
+    try:
+        return canonical_json(identity)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(
+            f"Embedder identity {identity!r} cannot be written as JSON: {exc}.",
+            "Identities may hold only strings, numbers, booleans, None, lists and dicts.",
+        ) from None
+
+
+def cache_keys(identity: dict[str, Any], kind: str, texts: Sequence[str | bytes]) -> list[bytes]:
+    """The 32-byte cache key of each text (or model input, as bytes) for this identity and kind."""
+    prefix = hashlib.sha256()
+    for part in (str(CACHE_FORMAT_VERSION), canonical_identity(identity), kind):
+        data = part.encode()
+        prefix.update(len(data).to_bytes(8, "little"))
+        prefix.update(data)
+    keys = []
+    for text in texts:
+        h = prefix.copy()
+        h.update(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
+        keys.append(h.digest())
+    return keys
+
+
+class EmbeddingCache:
+    """Float32 vectors on disk, keyed by (identity, kind, text); safe across processes/threads."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).expanduser()
+        self.path = self.root / DB_NAME
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+        self._identity_ids: dict[str, int] = {}
+
+    def get_many(
+        self, identity: dict[str, Any], kind: str, texts: Sequence[str | bytes]
+    ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+        """Look texts up. Returns a hit mask over ``texts`` and the hit vectors, in order.
+
+        The vectors array has one row per ``True`` in the mask (shape ``(0, 0)`` with no hits).
+        """
+        keys = cache_keys(identity, kind, texts)
+        ids = [_rowid(k) for k in keys]
+        found: dict[bytes, tuple[int, bytes]] = {}
+        with self._connection() as conn:
+            for start in range(0, len(ids), _QUERY_BATCH):
+                batch = ids[start : start + _QUERY_BATCH]
+                marks = ",".join("?" * len(batch))
+                rows = conn.execute(
+                    f"SELECT key, dim, vector FROM vectors WHERE id IN ({marks})", batch
+                )
+                for key, dim, blob in rows:
+                    found[key] = (dim, blob)  # a different key under the same id stays a miss
+        mask = np.array([k in found for k in keys], dtype=bool)
+        if not found:
+            return mask, np.zeros((0, 0), dtype=np.float32)
+        hits = [found[k] for k in keys if k in found]
+        dims = {dim for dim, _ in hits}
+        if len(dims) != 1:
+            raise EmbeddingError(
+                f"The embedding cache at {self.path} holds vectors of different sizes "
+                f"({sorted(dims)}) for one embedder identity.",
+                "Delete the cache folder or run with --no-cache.",
+            )
+        dim = dims.pop()
+        flat = np.frombuffer(b"".join(blob for _, blob in hits), dtype="<f4")
+        return mask, flat.reshape(len(hits), dim).astype(np.float32)
+
+    def put_many(
+        self,
+        identity: dict[str, Any],
+        kind: str,
+        texts: Sequence[str | bytes],
+        vectors: FloatArray,
+    ) -> None:
+        """Store one vector per text, atomically (all or nothing). Existing keys are kept."""
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise EmbeddingError(
+                f"Cannot cache {vectors.shape} vectors for {len(texts)} texts.",
+                "The embedder must return one row per text.",
+            )
+        if not texts:
+            return
+        keys = cache_keys(identity, kind, texts)
+        data = np.ascontiguousarray(vectors, dtype="<f4")
+        dim = int(data.shape[1])
+        with self._connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                identity_id = self._identity_id(conn, identity)
+                rows = (
+                    (_rowid(k), k, identity_id, dim, v.tobytes())
+                    for k, v in zip(keys, data, strict=True)
+                )
+                conn.executemany(
+                    "INSERT OR IGNORE INTO vectors (id, key, identity_id, dim, vector) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def __len__(self) -> int:
+        with self._connection() as conn:
+            (count,) = conn.execute("SELECT COUNT(*) FROM vectors").fetchone()
+        return int(count)
+
+    def summary(self) -> list[tuple[dict[str, Any], int]]:
+        """Each embedder identity in the cache with its number of vectors."""
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT i.identity, COUNT(v.id) FROM identities i "
+                "LEFT JOIN vectors v ON v.identity_id = i.id GROUP BY i.id ORDER BY i.id"
+            ).fetchall()
+        return [(json.loads(text), int(n)) for text, n in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _identity_id(self, conn: sqlite3.Connection, identity: dict[str, Any]) -> int:
+        text = canonical_identity(identity)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        cached = self._identity_ids.get(digest)
+        if cached is not None:
+            return cached
+        conn.execute(
+            "INSERT OR IGNORE INTO identities (digest, identity) VALUES (?, ?)", (digest, text)
+        )
+        (identity_id,) = conn.execute(
+            "SELECT id FROM identities WHERE digest = ?", (digest,)
+        ).fetchone()
+        self._identity_ids[digest] = int(identity_id)
+        return int(identity_id)
+
+    def _connection(self) -> _Locked:
+        return _Locked(self)
+
+    def _open(self) -> sqlite3.Connection:
+        # A connection is never shared across a fork: a child process opens its own.
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        conn = open_versioned(
+            self.path,
+            _SCHEMA,
+            CACHE_FORMAT_VERSION,
+            what="the embedding cache",
+            fix="Pass a writable folder with --cache-dir (or CHUNKMARK_CACHE_DIR), "
+            "delete a damaged cache folder, or run with --no-cache.",
+            page_size=8192,  # packs ~1.5 KB vectors densely
+        )
+        self._conn, self._pid = conn, os.getpid()
+        self._identity_ids = {}
+        return conn
+
+
+class _Locked:
+    """Context manager: the cache's connection, held under its thread lock."""
+
+    def __init__(self, cache: EmbeddingCache) -> None:
+        self._cache = cache
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._cache._lock.acquire()
+        try:
+            return self._cache._open()
+        except BaseException:
+            self._cache._lock.release()
+            raise
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        self._cache._lock.release()
+        if isinstance(exc, sqlite3.Error):
+            raise ConfigError(
+                f"The embedding cache at {self._cache.path} cannot be used: {exc}.",
+                "Delete that cache folder (it only holds vectors that can be recomputed), "
+                "pass another --cache-dir, or run with --no-cache.",
+            ) from None
+
+
+class CachedEmbedder:
+    """An embedder that embeds each distinct model input once: deduplicated, cached on disk.
+
+    It has the inner embedder's name and identity. With ``cache=None`` (``--no-cache``) it still
+    deduplicates within a call. The inner embedder is only called for misses, so a lazily loaded
+    model is never loaded when everything is cached. Texts are looked up first; for an
+    :class:`InputAwareEmbedder`, missing texts are tokenised and looked up by model input, and
+    only distinct new inputs are embedded. Misses are embedded longest first (similar lengths
+    batch well) and stored in slices of ``flush_every``, so an interrupted run keeps what it
+    already paid for; ``progress(done, total)`` is called after each slice.
+
+    :meth:`model_seconds_for` tells how much model time the inputs behind some texts cost in
+    this process (each slice's time shared by input length), wherever they were embedded.
+    """
+
+    def __init__(
+        self,
+        inner: Embedder,
+        cache: EmbeddingCache | None,
+        *,
+        flush_every: int = 512,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        if flush_every < 1:
+            raise ValueError(f"flush_every must be at least 1, got {flush_every}")
+        self.inner = inner
+        self.cache = cache
+        self.flush_every = flush_every
+        self.progress = progress
+        self._counts = dict.fromkeys(
+            ("requested", "distinct", "hits", "inputs", "input_hits", "embedded"), 0
+        )
+        self._model_seconds = 0.0
+        self._input_of: dict[tuple[str, str], bytes] = {}  # (kind, text) -> model input
+        self._seconds_of: dict[tuple[str, bytes], float] = {}  # (kind, input) -> model seconds
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
+        positions: dict[str, int] = {}
+        inverse = np.fromiter(
+            (positions.setdefault(t, len(positions)) for t in texts),
+            dtype=np.intp,
+            count=len(texts),
+        )
+        distinct = list(positions)
+        self._counts["requested"] += len(texts)
+        self._counts["distinct"] += len(distinct)
+        if not distinct:
+            return self.inner.embed([], kind)
+        vectors = self._embed_distinct(distinct, kind)
+        return vectors[inverse]
+
+    def stats(self) -> dict[str, Any]:
+        """Texts requested, distinct texts, text-cache hits, distinct model inputs behind the
+        missed texts, model-input cache hits, inputs embedded, model seconds, and the inner
+        embedder's own counters."""
+        return {
+            **self._counts,
+            "model_seconds": round(self._model_seconds, 6),
+            "inner": self.inner.stats(),
+        }
+
+    def model_seconds_for(self, texts: Sequence[str], kind: Kind = "document") -> float:
+        """Model seconds this process spent on the distinct inputs behind ``texts``.
+
+        Texts found in the cache from earlier processes count 0: their cost was paid before.
+        """
+        inputs = {self._input_of.get((kind, t), t.encode("utf-8", "surrogatepass")) for t in texts}
+        return sum(self._seconds_of.get((kind, i), 0.0) for i in inputs)
+
+    def _uses_inputs(self, kind: Kind) -> bool:
+        inner = self.inner
+        return isinstance(inner, InputAwareEmbedder) and inner.supports_model_inputs(kind)
+
+    def _embed_distinct(self, texts: list[str], kind: Kind) -> FloatArray:
+        identity = self.inner.identity() if self.cache is not None else {}
+        mask, hits = self._lookup(identity, kind, texts)
+        self._counts["hits"] += int(mask.sum())
+        if mask.all():
+            return hits
+        missing = [t for t, hit in zip(texts, mask, strict=True) if not hit]
+        if self._uses_inputs(kind):
+            fresh = self._embed_by_input(identity, kind, missing)
+        else:
+            fresh = self._embed_new(identity, kind, missing)
+        if self.cache is not None:
+            self.cache.put_many(identity, kind, missing, fresh)
+        if not mask.any():
+            return fresh
+        return _merge(mask, hits, fresh, self.name)
+
+    def _lookup(
+        self, identity: dict[str, Any], kind: str, keys: Sequence[str | bytes]
+    ) -> tuple[npt.NDArray[np.bool_], FloatArray]:
+        if self.cache is None:
+            return np.zeros(len(keys), dtype=bool), np.zeros((0, 0), dtype=np.float32)
+        return self.cache.get_many(identity, kind, keys)
+
+    def _embed_by_input(self, identity: dict[str, Any], kind: Kind, texts: list[str]) -> FloatArray:
+        inner = self.inner
+        assert isinstance(inner, InputAwareEmbedder)  # checked by _uses_inputs
+        inputs = inner.model_inputs(texts, kind)
+        positions: dict[bytes, int] = {}
+        inverse = np.fromiter(
+            (positions.setdefault(i, len(positions)) for i in inputs), dtype=np.intp
+        )
+        for text, model_input in zip(texts, inputs, strict=True):
+            self._input_of[(kind, text)] = model_input
+        distinct = list(positions)
+        self._counts["inputs"] += len(distinct)
+        input_kind = f"{kind}:input"
+        mask, hits = self._lookup(identity, input_kind, distinct)
+        self._counts["input_hits"] += int(mask.sum())
+        if mask.all():
+            return hits[inverse]
+        missing = [i for i, hit in zip(distinct, mask, strict=True) if not hit]
+        fresh = self._embed_new(identity, input_kind, missing)
+        vectors = fresh if not mask.any() else _merge(mask, hits, fresh, self.name)
+        return vectors[inverse]
+
+    def _embed_new(
+        self,
+        identity: dict[str, Any],
+        kind: str,
+        items: Sequence[str | bytes],
+    ) -> FloatArray:
+        """Embed items (texts, or model inputs when ``kind`` ends in ``:input``), longest first,
+        storing each slice as soon as it is done."""
+        base_kind: Kind = "query" if kind.startswith("query") else "document"
+        order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+        parts = []
+        for start in range(0, len(order), self.flush_every):
+            chosen = order[start : start + self.flush_every]
+            began = time.perf_counter()
+            part = [items[i] for i in chosen]
+            if kind.endswith(":input"):
+                inner = self.inner
+                assert isinstance(inner, InputAwareEmbedder)
+                raw = inner.embed_inputs(cast(list[bytes], part), base_kind)
+            else:
+                raw = self.inner.embed(cast(list[str], part), base_kind)
+            vectors = _checked(raw, len(chosen))
+            self._account(base_kind, part, time.perf_counter() - began)
+            if self.cache is not None:
+                self.cache.put_many(identity, kind, part, vectors)
+            parts.append(vectors)
+            if self.progress is not None:
+                self.progress(min(start + len(chosen), len(order)), len(order))
+        stacked = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        fresh = np.empty_like(stacked)
+        fresh[np.asarray(order, dtype=np.intp)] = stacked
+        return fresh
+
+    def _account(self, kind: Kind, keys: Sequence[str | bytes], seconds: float) -> None:
+        """Count the slice and share its seconds among its inputs by length."""
+        self._counts["embedded"] += len(keys)
+        self._model_seconds += seconds
+        raw = [k if isinstance(k, bytes) else k.encode("utf-8", "surrogatepass") for k in keys]
+        total = sum(len(k) for k in raw) or 1
+        for k in raw:
+            self._seconds_of[(kind, k)] = seconds * len(k) / total
+
+
+def _merge(
+    mask: npt.NDArray[np.bool_], hits: FloatArray, fresh: FloatArray, name: str
+) -> FloatArray:
+    if hits.shape[1] != fresh.shape[1]:
+        raise EmbeddingError(
+            f"Cached vectors have {hits.shape[1]} dimensions but {name} now returns "
+            f"{fresh.shape[1]}.",
+            "The embedder's identity must change when its output size does; "
+            "run with --no-cache or delete the cache folder.",
+        )
+    out = np.empty((len(mask), fresh.shape[1]), dtype=np.float32)
+    out[mask] = hits
+    out[~mask] = fresh
+    return out
+
+
+def _checked(vectors: FloatArray, n: int) -> FloatArray:
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim != 2 or array.shape[0] != n:
+        raise EmbeddingError(
+            f"The embedder returned an array of shape {array.shape} for {n} texts.",
+            "An embedder must return one row per text.",
+        )
+    return array

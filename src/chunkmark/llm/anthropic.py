@@ -1,0 +1,89 @@
+"""Anthropic's Messages API, through the official ``anthropic`` SDK.
+
+``pip install 'chunkmark[anthropic]'``. Requests go to ``{base_url}/v1/messages`` with the
+system prompt as the ``system`` parameter, one user message, ``max_tokens`` and ``temperature``
+(omitted when None). The API takes no seed; the run's seed still keys the answer cache.
+``base_url`` defaults to ``$ANTHROPIC_BASE_URL``, else Anthropic. The key comes from
+``$ANTHROPIC_API_KEY`` (or the variable ``api_key_env`` names).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from chunkmark.llm import LLMS
+from chunkmark.llm.base import Answer
+from chunkmark.llm.remote import RemoteLLM
+
+
+class AnthropicLLM(RemoteLLM):
+    """A Claude model behind the Messages API (or a server that speaks it)."""
+
+    provider: ClassVar[str] = "anthropic"
+    api: ClassVar[str] = "messages"
+    sdk: ClassVar[str] = "anthropic"
+    default_base_url: ClassVar[str] = "https://api.anthropic.com"
+    base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    base_url_hint: ClassVar[str] = "for Anthropic it is the host, without /v1"
+
+    def _make_client(self, sdk: Any, api_key: str) -> Any:
+        return sdk.Anthropic(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+        )
+
+    def _send(self, client: Any, system: str, user: str, max_tokens: int) -> Answer:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": user}],
+        }
+        if system:
+            kwargs["system"] = system
+        if self.temperature is not None:
+            # As a body field: every SDK version sends it, whether or not create() names it.
+            kwargs["extra_body"] = {"temperature": self.temperature}
+        response = client.messages.create(**kwargs)
+        blocks = getattr(response, "content", None) or []
+        text = "".join(
+            str(getattr(block, "text", "") or "")
+            for block in blocks
+            if getattr(block, "type", None) == "text"
+        )
+        usage = getattr(response, "usage", None)
+        return Answer(
+            text,
+            getattr(response, "stop_reason", None),
+            int(getattr(usage, "input_tokens", 0) or 0),
+            int(getattr(usage, "output_tokens", 0) or 0),
+        )
+
+
+@LLMS.register("anthropic")
+def anthropic_llm(
+    model: str = "claude-haiku-4-5",
+    base_url: str | None = None,
+    api_key_env: str = "ANTHROPIC_API_KEY",
+    temperature: float | None = 0.0,
+    max_retries: int = 5,
+    timeout: float = 60.0,
+    *,
+    cache_dir: Path | None = None,
+    seed: int = 0,
+) -> AnthropicLLM:
+    """Anthropic Claude models through the Messages API.
+
+    The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
+    ``$ANTHROPIC_BASE_URL``, else Anthropic. The API has no seed parameter: the seed only keys
+    the cache. Retries with backoff on 429/5xx/529.
+    """
+    return AnthropicLLM(
+        model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        max_retries=max_retries,
+        timeout=timeout,
+        seed=seed,
+        cache_dir=cache_dir,
+    )

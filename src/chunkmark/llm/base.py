@@ -1,0 +1,117 @@
+"""What every LLM client shares: the answer cache, counters, and the empty-answer check.
+
+A provider implements :meth:`BaseLLM.identity` and :meth:`BaseLLM._answer`; :meth:`complete`
+looks the request up in the cache first and stores what the provider answers.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar, NamedTuple
+
+from chunkmark.errors import LLMError
+from chunkmark.llm.cache import LLMCache, cache_key
+
+
+class EmptyAnswerError(LLMError):
+    """The model answered with nothing but whitespace (it is not cached)."""
+
+
+class Answer(NamedTuple):
+    """What a provider returned for one request."""
+
+    text: str
+    stop_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class BaseLLM(ABC):
+    """An LLM client with an optional on-disk answer cache (``llm.sqlite3`` in ``cache_dir``)."""
+
+    provider: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        temperature: float | None = 0.0,
+        seed: int = 0,
+        cache_dir: Path | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("model must not be empty")
+        self.model = model
+        self.temperature = temperature
+        self.seed = seed
+        self.cache = None if cache_dir is None else LLMCache(cache_dir)
+        self._calls = 0
+        self._hits = 0
+        self._requests = 0
+        self._retries = 0
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._empty = 0
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """Provider, model and endpoint: what changes the answers besides the request."""
+
+    @abstractmethod
+    def _answer(self, system: str, user: str, max_tokens: int) -> Answer:
+        """Ask the model (no cache involved); counts its own requests and retries."""
+
+    def complete(self, system: str, user: str, *, max_tokens: int = 1024) -> str:
+        """The model's answer, from the cache when this exact request was answered before.
+
+        Raises :class:`EmptyAnswerError` (an :class:`LLMError`) when the answer is empty.
+        """
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        self._calls += 1
+        key = b""
+        if self.cache is not None:
+            key = cache_key(
+                self.identity(),
+                system,
+                user,
+                max_tokens=max_tokens,
+                temperature=self.temperature,
+                seed=self.seed,
+            )
+            cached = self.cache.get(key)
+            if cached is not None:
+                self._hits += 1
+                return cached
+        answer = self._answer(system, user, max_tokens)
+        self._input_tokens += answer.input_tokens
+        self._output_tokens += answer.output_tokens
+        if not answer.text.strip():
+            self._empty += 1
+            raise EmptyAnswerError(
+                f"The {self.provider} model {self.model!r} returned an empty answer "
+                f"(stop reason {answer.stop_reason!r}).",
+                "Raise max_tokens if the stop reason says the answer was cut off; otherwise "
+                "use a model that follows instructions more reliably.",
+            )
+        if self.cache is not None:
+            self.cache.put(key, self.identity(), answer.text)
+        return answer.text
+
+    def stats(self) -> dict[str, Any]:
+        """``calls`` to :meth:`complete`, ``cache_hits``, HTTP ``requests`` (attempts) and
+        ``retries``, tokens in and out as the endpoint reported them, ``empty_answers``."""
+        return {
+            "calls": self._calls,
+            "cache_hits": self._hits,
+            "requests": self._requests,
+            "retries": self._retries,
+            "input_tokens": self._input_tokens,
+            "output_tokens": self._output_tokens,
+            "empty_answers": self._empty,
+        }

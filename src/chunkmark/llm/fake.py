@@ -1,0 +1,97 @@
+"""A deterministic, scriptable LLM for tests and dry runs; it never touches the network.
+
+``FakeLLM(answers)`` answers from a list (in order; the last answer repeats once the list is
+used up) or from a callable ``(system, user) -> str``; with neither it answers a fixed text
+derived from the prompts. ``fail_after=n`` makes every request after the first ``n`` raise an
+:class:`~chunkmark.errors.LLMError`, like an endpoint going down. Every request that reaches
+it (cache misses) is kept in ``prompts``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from chunkmark.errors import LLMError
+from chunkmark.llm import LLMS
+from chunkmark.llm.base import Answer, BaseLLM
+
+Responder = Callable[[str, str], str]
+
+
+class FakeLLM(BaseLLM):
+    """Scripted answers; counts requests like a real client (see :meth:`stats`)."""
+
+    provider: ClassVar[str] = "fake"
+
+    def __init__(
+        self,
+        answers: Sequence[str] | Responder = (),
+        *,
+        model: str = "fake",
+        fail_after: int | None = None,
+        temperature: float | None = 0.0,
+        seed: int = 0,
+        cache_dir: Path | None = None,
+    ) -> None:
+        if fail_after is not None and fail_after < 0:
+            raise ValueError(f"fail_after must be >= 0, got {fail_after}")
+        super().__init__(model, temperature=temperature, seed=seed, cache_dir=cache_dir)
+        self.respond: Responder | None = answers if callable(answers) else None
+        self.answers: list[str] = [] if callable(answers) else list(answers)
+        self.fail_after = fail_after
+        self.prompts: list[tuple[str, str, int]] = []
+
+    def identity(self) -> dict[str, Any]:
+        if self.respond is not None:
+            script = (
+                f"callable:{getattr(self.respond, '__qualname__', type(self.respond).__name__)}"
+            )
+        else:
+            script = hashlib.sha256(json.dumps(self.answers).encode()).hexdigest()[:16]
+        return {"provider": self.provider, "model": self.model, "script": script}
+
+    def _answer(self, system: str, user: str, max_tokens: int) -> Answer:
+        self._requests += 1
+        if self.fail_after is not None and self._requests > self.fail_after:
+            raise LLMError(
+                f"The fake LLM is scripted to fail after {self.fail_after} requests.",
+                "Raise fail_after, or leave it unset.",
+            )
+        self.prompts.append((system, user, max_tokens))
+        if self.respond is not None:
+            text = self.respond(system, user)
+        elif self.answers:
+            text = self.answers[min(len(self.prompts), len(self.answers)) - 1]
+        else:
+            digest = hashlib.sha256(f"{system}\0{user}".encode()).hexdigest()[:12]
+            text = f"fake answer {digest}"
+        return Answer(text, "stop", len(system.split()) + len(user.split()), len(text.split()))
+
+
+@LLMS.register("fake")
+def fake_llm(
+    answers: list[str] | None = None,
+    model: str = "fake",
+    fail_after: int | None = None,
+    temperature: float | None = 0.0,
+    *,
+    cache_dir: Path | None = None,
+    seed: int = 0,
+) -> FakeLLM:
+    """A scripted LLM for tests: answers in order (the last repeats), no network.
+
+    With no answers it returns a fixed text derived from the prompts. ``fail_after=n`` makes
+    every request after the first n fail with an LLMError.
+    """
+    return FakeLLM(
+        answers or (),
+        model=model,
+        fail_after=fail_after,
+        temperature=temperature,
+        seed=seed,
+        cache_dir=cache_dir,
+    )

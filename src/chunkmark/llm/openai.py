@@ -1,0 +1,86 @@
+"""OpenAI Chat Completions, and any endpoint that speaks it (vLLM, Ollama, LM Studio, ...).
+
+Requests go through the official ``openai`` SDK (``pip install 'chunkmark[openai]'``) to
+``{base_url}/chat/completions`` with the system prompt as a ``system`` message, ``max_tokens``,
+``temperature`` (omitted when None) and ``seed``. ``base_url`` defaults to ``$OPENAI_BASE_URL``,
+else OpenAI. The key comes from ``$OPENAI_API_KEY`` (or the variable ``api_key_env`` names); an
+endpoint other than api.openai.com may need none.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from chunkmark.llm import LLMS
+from chunkmark.llm.base import Answer
+from chunkmark.llm.remote import RemoteLLM
+
+
+class OpenAIChatLLM(RemoteLLM):
+    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+
+    provider: ClassVar[str] = "openai"
+    api: ClassVar[str] = "chat.completions"
+    sdk: ClassVar[str] = "openai"
+    default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
+    base_url_hint: ClassVar[str] = "for OpenAI-compatible servers it usually ends in /v1"
+
+    def _make_client(self, sdk: Any, api_key: str) -> Any:
+        return sdk.OpenAI(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+        )
+
+    def _send(self, client: Any, system: str, user: str, max_tokens: int) -> Answer:
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": user})
+        extra: dict[str, Any] = {}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        response = client.chat.completions.create(
+            model=self.model, messages=messages, max_tokens=max_tokens, seed=self.seed, **extra
+        )
+        choices = list(getattr(response, "choices", None) or [])
+        text, reason = "", None
+        if choices:
+            message = getattr(choices[0], "message", None)
+            text = str(getattr(message, "content", None) or "")
+            reason = getattr(choices[0], "finish_reason", None)
+        usage = getattr(response, "usage", None)
+        return Answer(
+            text,
+            reason,
+            int(getattr(usage, "prompt_tokens", 0) or 0),
+            int(getattr(usage, "completion_tokens", 0) or 0),
+        )
+
+
+@LLMS.register("openai")
+def openai_llm(
+    model: str = "gpt-4o-mini",
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    temperature: float | None = 0.0,
+    max_retries: int = 5,
+    timeout: float = 60.0,
+    *,
+    cache_dir: Path | None = None,
+    seed: int = 0,
+) -> OpenAIChatLLM:
+    """OpenAI chat models, or any OpenAI-compatible endpoint given by base_url.
+
+    The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
+    ``$OPENAI_BASE_URL``, else OpenAI. The run's seed is sent with every request;
+    ``temperature=None`` leaves it to the endpoint. Retries with backoff on 429/5xx.
+    """
+    return OpenAIChatLLM(
+        model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        max_retries=max_retries,
+        timeout=timeout,
+        seed=seed,
+        cache_dir=cache_dir,
+    )

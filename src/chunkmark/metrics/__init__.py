@@ -1,0 +1,24 @@
+"""Span metrics (recall, precision, precision Ω, IoU, F1), rank metrics, aggregation."""
+
+from chunkmark.metrics.aggregate import bootstrap_ci, mean_std
+from chunkmark.metrics.span_metrics import (
+    ChunkTable,
+    OmegaScores,
+    QuestionTable,
+    RetrievalScores,
+    min_k_depth,
+    score_chunking,
+    score_retrieval,
+)
+
+__all__ = [
+    "ChunkTable",
+    "OmegaScores",
+    "QuestionTable",
+    "RetrievalScores",
+    "bootstrap_ci",
+    "mean_std",
+    "min_k_depth",
+    "score_chunking",
+    "score_retrieval",
+]

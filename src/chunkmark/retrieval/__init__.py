@@ -1,0 +1,5 @@
+"""Retrieval backends. The default is exact cosine search."""
+
+from chunkmark.retrieval.exact import ExactIndex
+
+__all__ = ["ExactIndex"]

@@ -1,0 +1,254 @@
+"""Component specs: ``name(param=value, ...)`` strings <-> (name, params), and registries.
+
+Spec strings are parsed with :mod:`ast` into literals only (numbers, strings, booleans, None,
+lists/tuples of those, and dicts of those such as ``options={'keep_separator': True}``);
+nothing is ever evaluated. Every component (chunker, embedder) is a
+factory registered by name; :meth:`Registry.build` validates parameters against the factory's
+signature and types, and returns the component with its canonical spec.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import pydantic
+
+from chunkmark.errors import SpecError
+
+T = TypeVar("T")
+ParamValue = Any
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A component name and its parameters, hashable and printable."""
+
+    name: str
+    params: tuple[tuple[str, ParamValue], ...] = ()
+
+    @property
+    def kwargs(self) -> dict[str, ParamValue]:
+        return {k: _thaw(v) for k, v in self.params}
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={_format_value(v)}" for k, v in self.params)
+        return f"{self.name}({inner})"
+
+    @classmethod
+    def of(cls, name: str, **params: ParamValue) -> Spec:
+        return cls(name, tuple((k, _freeze(v)) for k, v in params.items()))
+
+
+class FrozenDict(tuple[tuple[Any, ParamValue], ...]):
+    """A dict parameter frozen for hashing: its ``(key, value)`` pairs, sorted by key.
+
+    It is a tuple, so specs stay hashable and comparable; being its own type, it thaws back to
+    a dict (not a list) and prints as a dict literal.
+    """
+
+    __slots__ = ()
+
+
+def _freeze(value: ParamValue) -> ParamValue:
+    if isinstance(value, FrozenDict):
+        return value
+    if isinstance(value, dict):
+        pairs = sorted(value.items(), key=lambda kv: (str(kv[0]), repr(kv[0])))
+        return FrozenDict((k, _freeze(v)) for k, v in pairs)
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: ParamValue) -> ParamValue:
+    if isinstance(value, FrozenDict):
+        return {k: _thaw(v) for k, v in value}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def _format_value(value: ParamValue) -> str:
+    if isinstance(value, FrozenDict):
+        return "{" + ", ".join(f"{k!r}: {_format_value(v)}" for k, v in value) + "}"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return repr(value)
+    return repr(value)
+
+
+def parse_spec(text: str) -> tuple[str, tuple[ParamValue, ...], dict[str, ParamValue]]:
+    """Parse ``name`` or ``name(a, b=1, c="x")`` into (name, positional args, keyword args).
+
+    Raises :class:`SpecError` for anything that is not a plain call with literal arguments.
+    """
+    source = text.strip()
+    hint = "Write it as name(param=value, ...), e.g. fixed_tokens(size=200, overlap=0)."
+    try:
+        node = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        raise SpecError(f"Cannot parse spec {text!r}.", hint) from None
+    if isinstance(node, ast.Name):
+        return node.id, (), {}
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        raise SpecError(f"Cannot parse spec {text!r}: expected a component name.", hint)
+    try:
+        args = tuple(ast.literal_eval(a) for a in node.args)
+        kwargs: dict[str, ParamValue] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                raise SpecError(f"Spec {text!r} uses '**', which is not allowed.", hint)
+            kwargs[kw.arg] = ast.literal_eval(kw.value)
+    except ValueError:
+        raise SpecError(
+            f"Spec {text!r} has a parameter value that is not a literal.",
+            "Use numbers, quoted strings, True/False/None, or lists or dicts of those.",
+        ) from None
+    return node.func.id, args, kwargs
+
+
+@functools.lru_cache(maxsize=512)
+def _signature(factory: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(factory, eval_str=True)
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    name: str
+    factory: Callable[..., T]
+    summary: str
+
+    def parameters(self) -> list[inspect.Parameter]:
+        """The spec parameters: everything but keyword-only dependencies such as ``context``."""
+        return [p for p in self.signature().parameters.values() if p.kind is not p.KEYWORD_ONLY]
+
+    def dependencies(self) -> list[str]:
+        """Keyword-only parameters: supplied by the caller of :meth:`Registry.build`, not specs."""
+        return [p.name for p in self.signature().parameters.values() if p.kind is p.KEYWORD_ONLY]
+
+    def signature(self) -> inspect.Signature:
+        return _signature(self.factory)
+
+
+class Registry(Generic[T]):
+    """Named factories of one kind of component (``chunker``, ``embedder``)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._entries: dict[str, Entry[T]] = {}
+
+    def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def decorate(factory: Callable[..., T]) -> Callable[..., T]:
+            if name in self._entries:
+                raise ValueError(f"{self.kind} {name!r} is registered twice")
+            doc = inspect.getdoc(factory) or ""
+            self._entries[name] = Entry(name, factory, doc.split("\n\n")[0].replace("\n", " "))
+            return factory
+
+        return decorate
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Entry[T]]:
+        return iter(sorted(self._entries.values(), key=lambda e: e.name))
+
+    def entry(self, name: str) -> Entry[T]:
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self._entries))
+            raise SpecError(
+                f"Unknown {self.kind} {name!r}.",
+                f"Use one of: {known} (see `chunkmark {self.kind}s`).",
+            ) from None
+
+    def resolve(self, spec: str | Spec) -> Spec:
+        """Canonical spec: every parameter bound by name, defaults filled in, types validated."""
+        if isinstance(spec, Spec):
+            name, args, kwargs = spec.name, (), spec.kwargs
+        else:
+            name, args, kwargs = parse_spec(spec)
+        entry = self.entry(name)
+        sig = entry.signature().replace(parameters=entry.parameters())
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            valid = ", ".join(p.name for p in sig.parameters.values())
+            raise SpecError(
+                f"Bad parameters for {self.kind} {name!r}: {exc}.", f"Valid parameters: {valid}."
+            ) from None
+        bound.apply_defaults()
+        values = self._validate(entry, dict(bound.arguments))
+        return Spec.of(name, **values)
+
+    def short(self, spec: str | Spec) -> str:
+        """For display: the first parameter, then only those that differ from their defaults."""
+        canonical = self.resolve(spec)
+        defaults = {p.name: _freeze(p.default) for p in self.entry(canonical.name).parameters()}
+        kept = tuple(
+            (k, v)
+            for i, (k, v) in enumerate(canonical.params)
+            if i == 0 or defaults.get(k, inspect.Parameter.empty) != v
+        )
+        return str(Spec(canonical.name, kept))
+
+    def build(self, spec: str | Spec, **dependencies: Any) -> tuple[T, Spec]:
+        """Build the component a spec names; returns it with its canonical spec.
+
+        ``dependencies`` (e.g. ``context=ChunkerContext(...)``) are passed to factories that
+        declare them as keyword-only parameters and ignored by the others; they are never part
+        of the spec.
+        """
+        canonical = self.resolve(spec)
+        entry = self.entry(canonical.name)
+        wanted = {k: v for k, v in dependencies.items() if k in entry.dependencies()}
+        try:
+            component = entry.factory(**canonical.kwargs, **wanted)
+        except (ValueError, TypeError) as exc:
+            raise SpecError(
+                f"Bad {self.kind} spec {canonical}: {exc}", _fix_for(self.kind)
+            ) from None
+        return component, canonical
+
+    def _validate(self, entry: Entry[T], values: dict[str, ParamValue]) -> dict[str, ParamValue]:
+        model = _params_model(entry.name, entry.factory)
+        fields = model.model_fields
+        try:
+            validated = model(**values)
+        except pydantic.ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise SpecError(
+                f"Bad value for {self.kind} {entry.name!r} parameter {where!r}: "
+                f"{err['msg']} (got {err.get('input')!r}).",
+                _fix_for(self.kind),
+            ) from None
+        return {name: getattr(validated, name) for name in fields}
+
+
+@functools.lru_cache(maxsize=512)
+def _params_model(name: str, factory: Callable[..., Any]) -> type[pydantic.BaseModel]:
+    """The pydantic model validating a factory's spec parameters (built once per factory)."""
+    fields: dict[str, Any] = {}
+    for p in _signature(factory).parameters.values():
+        if p.kind is p.KEYWORD_ONLY:
+            continue
+        annotation = p.annotation if p.annotation is not inspect.Parameter.empty else Any
+        fields[p.name] = (annotation, ...)
+    model: type[pydantic.BaseModel] = pydantic.create_model(
+        f"{name}_params",
+        __config__=pydantic.ConfigDict(extra="forbid", strict=False, arbitrary_types_allowed=True),
+        **fields,
+    )
+    return model
+
+
+def _fix_for(kind: str) -> str:
+    return f"See `chunkmark {kind}s` for the parameters and their types."
