@@ -114,13 +114,13 @@ def report_run(name: str, cold: Manifest, warm: Manifest, cold_cmd: float, warm_
         print(f"  {phase:<20} {c:9.2f} {w:9.2f}")
     wall = cold.manifest["timings"]["wall"]
     (entry,) = cold.manifest["embedding"].values()
-    stats = entry["stats"]
-    inner = stats["inner"]
+    inner = entry["stats"]  # EmbedderStats.to_dict(): the model's work, and the cache's
+    stats = inner["cache"]
     model = inner["model_seconds"]
     print(
         f"embedding work: {stats['requested']} texts requested, {stats['distinct']} distinct, "
         f"{stats['inputs']} distinct model inputs, {stats['embedded']} embedded "
-        f"({inner['truncated']} texts truncated at {inner['max_seq_length']} tokens)"
+        f"({inner['truncated']} texts truncated at {inner['window']} tokens)"
     )
     print(
         f"cold grid: wall {wall:.1f}s, inside the model {model:.1f}s: wall/model {wall / model:.3f}"
@@ -135,7 +135,7 @@ def report_run(name: str, cold: Manifest, warm: Manifest, cold_cmd: float, warm_
     print(f"  {'chunker':<38}{'wall':>8}{'spent':>8}{'inputs':>8}{'ratio':>8}")
     for cell in cold.manifest["cells"]:
         cell_wall = sum(cell["timings"].values())
-        spent = cell["embedding"].get("model_seconds", 0.0)
+        spent = cell["embedding"]["cache"].get("model_seconds", 0.0)
         own = cell["embedding"].get("model_seconds_attributed", 0.0)
         ratio = (cell_wall - spent + own) / own if own else float("nan")
         print(

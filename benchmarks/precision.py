@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def sample_texts(data: Path, n: int) -> list[str]:
     from chunkmark.chunkers import CHUNKERS
     from chunkmark.datasets import load_dataset
-    from chunkmark.evaluation import chunk_dataset
+    from chunkmark.experiments.cell import chunk_dataset
 
     dataset = load_dataset(str(data))
     texts: list[str] = []

@@ -4,7 +4,8 @@ Runs ``chunkmark run`` from this tree and from a reference commit (checked out w
 ``git worktree`` into a temporary folder) on two grids: the built-in demo grid, and the eight
 fixed/recursive cells of Chroma's general benchmark (all-MiniLM-L6-v2, k=1,3,5,10,min). Both
 trees share one embedding cache (pass ``--cache-dir`` to keep it between runs), so the model runs
-once per distinct input. Prints, per grid, whether the two ``summary.csv`` files are identical
+once per distinct input; the chunk store is emptied before every run, so each tree chunks and
+counts tokens with its own code. Prints, per grid, whether the two ``summary.csv`` files are identical
 and, where they are not, a unified diff; the exit status is 1 if any grid differs.
 
     .venv/bin/python benchmarks/same_summary.py --ref COMMIT [--data DIR] [--cache-dir DIR]
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +49,8 @@ def grid_args(grid: str, data: Path) -> list[str]:
 
 
 def run(tree: Path, args: list[str], out: Path, cache_dir: Path) -> Path:
+    # Share embeddings, never chunks: each tree must chunk with its own code.
+    shutil.rmtree(cache_dir / "chunks", ignore_errors=True)
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "HF_HUB_OFFLINE": "1"}
     cmd = [sys.executable, "-m", "chunkmark", "run", "--quiet", "--out", str(out)]
     cmd += ["--cache-dir", str(cache_dir), *args]

@@ -106,7 +106,7 @@ def report(chunker: str, result: dict[str, Any], cold: bool) -> bool:
     phases = ", ".join(f"{k} {v:.1f}s" for k, v in timings.items() if k != "wall")
     print(f"  phases: {phases}")
     for spec, entry in result["manifest"]["embedding"].items():
-        stats = entry["stats"]
+        stats = entry["stats"]["cache"]
         print(f"  embedded {stats['embedded']} texts ({stats['hits']} cache hits) with {spec}")
     return ok
 

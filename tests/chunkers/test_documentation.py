@@ -98,8 +98,8 @@ def test_short_sections_are_one_chunk_each() -> None:
         "### Tiny\n\nSmall.",
     ]
     stats = chunker.stats()
-    assert stats["sections"] == 4 and stats["short_sections"] == 3
-    assert stats["whole_sections"] == 1 and stats["capped_chunks"] == 0
+    assert stats.counters["sections"] == 4 and stats.counters["short_sections"] == 3
+    assert stats.counters["whole_sections"] == 1 and stats.counters["capped_chunks"] == 0
 
 
 def test_without_llm_long_sections_go_to_paragraphs() -> None:
@@ -126,7 +126,7 @@ def test_fallback_none_still_cuts_at_max_length() -> None:
     assert all(c.end - c.start <= 600 for c in out)
     assert long_parts[0].start == DOC.index(LONG)
     assert long_parts[-1].end == DOC.index(LONG) + len(LONG)
-    assert chunker.stats()["capped_chunks"] == 1
+    assert chunker.stats().counters["capped_chunks"] == 1
 
 
 def test_llm_splits_long_sections_at_piece_boundaries() -> None:
@@ -147,8 +147,8 @@ def test_llm_splits_long_sections_at_piece_boundaries() -> None:
     assert len(fake.prompts) == 1  # short sections never reach the LLM
     assert f"<piece {n}>" in fake.prompts[0][1]
     stats = chunker.stats()
-    assert stats["llm_sections"] == 1 and stats["paragraph_sections"] == 0
-    assert stats["llm"]["requests"] == 1
+    assert stats.counters["llm_sections"] == 1 and stats.counters["paragraph_sections"] == 0
+    assert stats.llm is not None and stats.llm.requests == 1
 
 
 def test_llm_chunks_are_packed_within_max_length() -> None:
@@ -171,12 +171,14 @@ def test_llm_failure_falls_back_to_paragraphs_and_stops_asking() -> None:
     with pytest.warns(LLMFallbackWarning, match="scripted to fail") as record:
         out = chunker(doc)
     assert len(record) == 1
-    assert fake.stats()["requests"] == 1  # the second long section did not ask again
+    assert fake.stats().requests == 1  # the second long section did not ask again
     assert out == build("documentation()")(doc)
     stats = chunker.stats()
-    assert stats["llm_fallback_sections"] == 2 and stats["paragraph_sections"] == 2
-    assert stats["llm_sections"] == 0
-    assert "scripted to fail" in stats["llm_error"]
+    assert (
+        stats.counters["llm_fallback_sections"] == 2 and stats.counters["paragraph_sections"] == 2
+    )
+    assert stats.counters["llm_sections"] == 0
+    assert stats.error is not None and "scripted to fail" in stats.error
 
 
 def test_llm_failure_with_fallback_none_keeps_the_section_whole() -> None:
@@ -186,7 +188,7 @@ def test_llm_failure_with_fallback_none_keeps_the_section_whole() -> None:
     with pytest.warns(LLMFallbackWarning, match="kept whole"):
         out = chunker(DOC)
     assert texts(DOC, out)[2] == LONG
-    assert chunker.stats()["whole_sections"] == 1
+    assert chunker.stats().counters["whole_sections"] == 1
 
 
 def test_unreachable_endpoint_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,7 +213,7 @@ def test_missing_key_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
     chunker, _ = CHUNKERS.build("documentation(llm='openai()')", context=ChunkerContext())
     with pytest.warns(LLMFallbackWarning, match="OPENAI_API_KEY is not set"):
         chunker(DOC)
-    assert chunker.stats()["llm_fallback_sections"] == 1
+    assert chunker.stats().counters["llm_fallback_sections"] == 1
 
 
 def test_invalid_answers_are_not_llm_failures() -> None:
@@ -223,8 +225,8 @@ def test_invalid_answers_are_not_llm_failures() -> None:
     assert [type(w.message).__name__ for w in record] == ["LLMAnswerWarning"]
     assert texts(DOC, out)[2] == LONG  # the window was left unsplit
     stats = chunker.stats()
-    assert stats["llm_sections"] == 1 and stats["llm_fallback_sections"] == 0
-    assert stats["llm_semantic"]["fallback_windows"] == 1
+    assert stats.counters["llm_sections"] == 1 and stats.counters["llm_fallback_sections"] == 0
+    assert stats.counters["llm_semantic.fallback_windows"] == 1
 
 
 def test_bad_parameters() -> None:

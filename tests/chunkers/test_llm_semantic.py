@@ -121,8 +121,9 @@ def test_windows_and_cuts_by_hand() -> None:
     ]
     assert TEXT[spans[1].start : spans[1].end] == "\n\n".join(PARAS[2:5])
     stats = chunker.stats()
-    assert stats["windows"] == 3 and stats["pieces"] == 10 and stats["fallback_windows"] == 0
-    assert stats["llm"]["requests"] == 3
+    assert stats.counters["windows"] == 3 and stats.counters["pieces"] == 10
+    assert stats.fallbacks == 0 and stats.counters["fallback_windows"] == 0
+    assert stats.llm is not None and stats.llm.requests == 3
     assert all(max_tokens == 200 for _, _, max_tokens in fake.prompts)
 
 
@@ -168,13 +169,13 @@ def test_two_invalid_answers_leave_the_window_unsplit_and_warn_once() -> None:
         [6, 7, 8],
     ]
     assert spans == [piece_span(1, 5), piece_span(6, 7), piece_span(8, 10)]
-    assert chunker.stats()["fallback_windows"] == 1 and chunker.stats()["corrections"] == 1
+    assert chunker.stats().fallbacks == 1 and chunker.stats().counters["corrections"] == 1
     assert len(record) == 1
     fake.answers = ["nonsense"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a second fallback is counted, not warned about again
         chunker(TEXT)
-    assert chunker.stats()["fallback_windows"] == 3
+    assert chunker.stats().fallbacks == 3
 
 
 def test_empty_answer_counts_as_invalid() -> None:
@@ -196,10 +197,12 @@ def test_answers_are_cached_across_runs(tmp_path: Path) -> None:
     )
     first, _ = CHUNKERS.build(spec, context=ChunkerContext(cache_dir=tmp_path, seed=1))
     spans = first(TEXT)
-    assert first.stats()["llm"]["requests"] == 3
+    llm = first.stats().llm
+    assert llm is not None and (llm.calls, llm.requests, llm.cache_hits) == (3, 3, 0)
     rerun, _ = CHUNKERS.build(spec, context=ChunkerContext(cache_dir=tmp_path, seed=1))
     assert rerun(TEXT) == spans
-    assert rerun.stats()["llm"]["requests"] == 0 and rerun.stats()["llm"]["cache_hits"] == 3
+    llm = rerun.stats().llm
+    assert llm is not None and (llm.calls, llm.requests, llm.cache_hits) == (3, 0, 3)
 
 
 def test_built_without_context() -> None:

@@ -476,7 +476,7 @@ def test_real_model_on_the_smallest_corpus(chroma_general_dir: Path, tmp_path: P
     inner, _ = EMBEDDERS.build("sentence_transformers(model='all-MiniLM-L6-v2')")
     context = ChunkerContext(embedder=CachedEmbedder(inner, EmbeddingCache(tmp_path)))
     spans = chunk("cluster_semantic(max_size=400, min_size=50)", text, context)
-    inputs = inner.stats()["inputs"]
+    inputs = inner.stats().inputs
     n_pieces = len(pieces(text, 50))
     assert inputs == len({text[p.start : p.end] for p in pieces(text, 50)})
     # Measured on chatlogs.md: 34 chunks from 223 pieces (the reference's chunk count over the
@@ -486,8 +486,8 @@ def test_real_model_on_the_smallest_corpus(chroma_general_dir: Path, tmp_path: P
     assert_exact_ordered_disjoint_covering(text, spans)
 
     smaller = chunk("cluster_semantic(max_size=200, min_size=50)", text, context)
-    assert inner.stats()["inputs"] == inputs  # same pieces: nothing new embedded
+    assert inner.stats().inputs == inputs  # same pieces: nothing new embedded
     assert len(smaller) > len(spans)
     fresh = ChunkerContext(embedder=CachedEmbedder(inner, EmbeddingCache(tmp_path)))
     assert chunk("cluster_semantic(max_size=400, min_size=50)", text, fresh) == spans
-    assert inner.stats()["inputs"] == inputs
+    assert inner.stats().inputs == inputs

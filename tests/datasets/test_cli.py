@@ -8,8 +8,8 @@ import typer
 from typer.testing import CliRunner, Result
 
 from chunkmark.cli.datasets import register
-from chunkmark.datasets import download as dl
 from chunkmark.errors import DatasetError
+from chunkmark.paths import CACHE_DIR_ENV
 
 WIDE = {"COLUMNS": "200"}
 
@@ -22,7 +22,7 @@ def run(*args: str) -> Result:
 
 @pytest.fixture(autouse=True)
 def _empty_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(dl.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
 
 
 def bad_dataset(folder: Path) -> Path:

@@ -17,6 +17,7 @@ from chunkmark.cli.datasets import register
 from chunkmark.datasets import download as dl
 from chunkmark.datasets import load_chroma, load_dataset
 from chunkmark.errors import DatasetError
+from chunkmark.paths import CACHE_DIR_ENV, resolve_cache_dir
 
 REMOTE = "src/chunking_evaluation/evaluation_framework/general_evaluation_data"
 
@@ -55,7 +56,7 @@ class Server:
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "cache"
-    monkeypatch.setenv(dl.CACHE_ENV, str(root))
+    monkeypatch.setenv(CACHE_DIR_ENV, str(root))
     return root
 
 
@@ -87,6 +88,14 @@ def test_pinned_hashes_match_the_shared_copy(chroma_general_dir: Path) -> None:
 def test_cache_dir_follows_the_environment(cache: Path) -> None:
     assert dl.dataset_dir("chroma-general") == cache / "datasets" / "chroma-general"
     assert not dl.is_downloaded("chroma-general")
+
+
+def test_datasets_share_the_cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv(CACHE_DIR_ENV, "~/cache")
+    assert dl.dataset_dir("chroma-general") == tmp_path / "cache" / "datasets" / "chroma-general"
+    monkeypatch.delenv(CACHE_DIR_ENV)
+    assert dl.dataset_dir("chroma-general") == resolve_cache_dir() / "datasets" / "chroma-general"
 
 
 @pytest.mark.integration

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from chunkmark.embedders import CachedEmbedder, Embedder, EmbeddingCache, resolve_cache_dir
 from chunkmark.embedders.cache import DB_NAME, cache_keys
 from chunkmark.embedders.fake import FakeEmbedder
-from chunkmark.errors import ConfigError
+from chunkmark.errors import ConfigError, EmbeddingError
+from chunkmark.stats import EmbedderStats
 
 TEXTS = ["alpha beta", "gamma delta", "alpha beta", "epsilon", "gamma delta", "zeta eta"]
 
@@ -23,13 +24,14 @@ def test_second_embed_is_all_hits(tmp_path: Path) -> None:
     inner = FakeEmbedder()
     cached = CachedEmbedder(inner, EmbeddingCache(tmp_path))
     first = cached.embed(TEXTS)
-    assert inner.stats() == {"calls": 1, "inputs": 4}  # duplicates embedded once
+    assert (inner.stats().requests, inner.stats().inputs) == (1, 4)  # duplicates embedded once
     second = cached.embed(TEXTS)
-    assert inner.stats() == {"calls": 1, "inputs": 4}  # nothing new embedded
+    assert (inner.stats().requests, inner.stats().inputs) == (1, 4)  # nothing new embedded
     np.testing.assert_array_equal(first, second)
     np.testing.assert_array_equal(first, FakeEmbedder().embed(TEXTS))
-    stats = cached.stats()
-    assert (stats["requested"], stats["distinct"], stats["hits"], stats["embedded"]) == (
+    stats = cached.stats().cache
+    assert stats is not None
+    assert (stats.requested, stats.distinct, stats.hits, stats.embedded) == (
         12,
         8,
         4,
@@ -45,7 +47,7 @@ def test_partial_hits_keep_input_order(tmp_path: Path) -> None:
     cached.embed(["b", "d"])
     texts = ["a", "b", "c", "d", "a"]
     out = cached.embed(texts)
-    assert inner.stats()["inputs"] == 4  # b, d, then only a, c
+    assert inner.stats().inputs == 4  # b, d, then only a, c
     np.testing.assert_array_equal(out, FakeEmbedder().embed(texts))
 
 
@@ -54,7 +56,7 @@ def test_different_identity_misses(tmp_path: Path) -> None:
     CachedEmbedder(FakeEmbedder(seed=0), cache).embed(TEXTS)
     other = FakeEmbedder(seed=1)
     out = CachedEmbedder(other, cache).embed(TEXTS)
-    assert other.stats()["inputs"] == 4
+    assert other.stats().inputs == 4
     np.testing.assert_array_equal(out, FakeEmbedder(seed=1).embed(TEXTS))
     assert sorted(n for _, n in cache.summary()) == [4, 4]
 
@@ -64,7 +66,7 @@ def test_query_and_document_are_separate_keys(tmp_path: Path) -> None:
     cached = CachedEmbedder(inner, EmbeddingCache(tmp_path))
     cached.embed(["same text"], kind="document")
     cached.embed(["same text"], kind="query")
-    assert inner.stats() == {"calls": 2, "inputs": 2}
+    assert (inner.stats().requests, inner.stats().inputs) == (2, 2)
     identity = inner.identity()
     assert cache_keys(identity, "query", ["x"]) != cache_keys(identity, "document", ["x"])
 
@@ -83,6 +85,23 @@ def test_round_trip_across_instances(tmp_path: Path) -> None:
     assert (tmp_path / DB_NAME).exists()
 
 
+def test_key_format_is_stable() -> None:
+    """Keys of existing caches must keep matching: these digests were written by format 1."""
+    keys = cache_keys({"embedder": "fake", "dim": 8}, "document", ["alpha", b"\x01\x02"])
+    assert [k.hex() for k in keys] == [
+        "5c9fd96623e04291ec84bb0ace6382ce78f8074314185b972c34c1159db1ebe9",
+        "49df53c593cd39c635be4a6bbf72cba6867aabfc2777d701a8bc2047d73590bc",
+    ]
+
+
+def test_identity_that_is_not_json_is_an_embedding_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError, match=r"Embedder identity .* cannot be written as JSON"):
+        cache_keys({"dim": float("inf")}, "document", ["x"])
+    vectors = np.ones((1, 2), dtype=np.float32)
+    with pytest.raises(EmbeddingError, match="cannot be written as JSON"):
+        EmbeddingCache(tmp_path).put_many({"m": object()}, "document", ["x"], vectors)
+
+
 def test_no_hits_returns_empty(tmp_path: Path) -> None:
     mask, hits = EmbeddingCache(tmp_path).get_many({"a": 1}, "document", ["x", "y"])
     assert mask.tolist() == [False, False]
@@ -93,11 +112,11 @@ def test_without_cache_still_dedupes() -> None:
     inner = FakeEmbedder()
     cached = CachedEmbedder(inner, None)
     out = cached.embed(TEXTS)
-    assert inner.stats() == {"calls": 1, "inputs": 4}
+    assert (inner.stats().requests, inner.stats().inputs) == (1, 4)
     np.testing.assert_array_equal(out, FakeEmbedder().embed(TEXTS))
     cached.embed(TEXTS)
-    assert inner.stats()["inputs"] == 8
-    assert cached.stats()["hits"] == 0
+    assert inner.stats().inputs == 8
+    assert cached.stats().cache.hits == 0
 
 
 def test_empty_input(tmp_path: Path) -> None:
@@ -116,8 +135,8 @@ class _Exploding:
     def embed(self, texts: Any, kind: Any = "document") -> Any:
         raise AssertionError("the inner model was used although everything was cached")
 
-    def stats(self) -> dict[str, Any]:
-        return {}
+    def stats(self) -> EmbedderStats:
+        return EmbedderStats()
 
 
 def test_all_hits_never_touch_inner(tmp_path: Path) -> None:
@@ -209,7 +228,7 @@ def test_interrupted_run_keeps_finished_slices(tmp_path: Path) -> None:
         CachedEmbedder(_FailsOnSecondCall(), EmbeddingCache(tmp_path), flush_every=4).embed(texts)
     inner = FakeEmbedder()
     out = CachedEmbedder(inner, EmbeddingCache(tmp_path), flush_every=4).embed(texts)
-    assert inner.stats()["inputs"] == 6  # the first 4 were stored before the failure
+    assert inner.stats().inputs == 6  # the first 4 were stored before the failure
     np.testing.assert_array_equal(out, FakeEmbedder().embed(texts))
 
 

@@ -40,7 +40,7 @@ def test_counts_calls_and_inputs() -> None:
     emb = FakeEmbedder()
     emb.embed(["a", "b"])
     emb.embed(["c"], kind="query")
-    assert emb.stats() == {"calls": 2, "inputs": 3}
+    assert (emb.stats().requests, emb.stats().inputs) == (2, 3)
 
 
 def test_registered_and_protocol() -> None:

@@ -43,9 +43,9 @@ def test_embeds_in_wire_format(embedding_server: Any) -> None:
     assert request["encoding_format"] == "base64"
     assert "dimensions" not in request
     assert embedding_server.auth_headers == [f"Bearer {KEY}"]
-    assert emb.stats()["requests"] == 1
-    assert emb.stats()["retries"] == 0
-    assert emb.stats()["inputs"] == 3
+    assert emb.stats().requests == 1
+    assert emb.stats().retries == 0
+    assert emb.stats().inputs == 3
     assert isinstance(emb, Embedder)
 
 
@@ -57,7 +57,7 @@ def test_dimensions_and_identity(embedding_server: Any) -> None:
     assert identity["dimensions"] == 5
     assert identity["base_url"] == embedding_server.url.split("/")[2]
     assert KEY not in json.dumps(identity)
-    assert KEY not in json.dumps(emb.stats())
+    assert KEY not in json.dumps(emb.stats().to_dict())
 
 
 def test_order_follows_index(embedding_server: Any) -> None:
@@ -96,7 +96,7 @@ def test_batches_at_300k_tokens(embedding_server: Any) -> None:
     assert len(sizes) == 2 and sum(sizes) == 45
     first = sum(tokens[: sizes[0]])
     assert first <= 300_000 < first + tokens[sizes[0]]  # the first request is as full as allowed
-    assert emb.stats()["tokens_sent"] == sum(tokens)
+    assert emb.stats().tokens == sum(tokens)
 
 
 def test_long_inputs_truncated_and_counted(embedding_server: Any) -> None:
@@ -106,7 +106,7 @@ def test_long_inputs_truncated_and_counted(embedding_server: Any) -> None:
     sent = embedding_server.requests[0]["input"][1]
     assert long.startswith(sent) and len(sent) < len(long)
     assert [p.tokens for p in emb.prepare([long])] == [8191]
-    assert emb.stats()["truncated"] == 1
+    assert emb.stats().truncated == 1
 
 
 def test_empty_string_sent_as_space(embedding_server: Any) -> None:
@@ -114,7 +114,7 @@ def test_empty_string_sent_as_space(embedding_server: Any) -> None:
     out = emb.embed(["", "x"])
     assert embedding_server.requests[0]["input"] == [" ", "x"]
     assert out.shape == (2, 8)
-    assert emb.stats()["empty_inputs"] == 1
+    assert emb.stats().extra["empty_inputs"] == 1
 
 
 def test_prompts_are_prepended(embedding_server: Any) -> None:
@@ -132,8 +132,8 @@ def test_429_honours_retry_after(embedding_server: Any) -> None:
     out = emb.embed(["a", "b"])
     assert waits == [7.0, 0.25]
     np.testing.assert_allclose(out, embedding_server.expected(["a", "b"]), rtol=1e-6)
-    assert emb.stats()["retries"] == 2
-    assert emb.stats()["requests"] == 3
+    assert emb.stats().retries == 2
+    assert emb.stats().requests == 3
 
 
 def test_500_then_success(embedding_server: Any) -> None:
@@ -142,7 +142,7 @@ def test_500_then_success(embedding_server: Any) -> None:
     waits: list[float] = []
     emb = make(embedding_server, waits, backoff_base=0.5)
     emb.embed(["a"])
-    assert emb.stats()["retries"] == 2
+    assert emb.stats().retries == 2
     assert 0.25 <= waits[0] <= 0.5 and 0.5 <= waits[1] <= 1.0  # exponential, jittered
 
 
@@ -150,7 +150,7 @@ def test_timeout_is_retried(embedding_server: Any) -> None:
     embedding_server.fail(200, delay=1.0)
     emb = make(embedding_server, timeout=0.2)
     emb.embed(["a"])
-    assert emb.stats()["retries"] == 1
+    assert emb.stats().retries == 1
 
 
 def test_401_fails_at_once_without_leaking_the_key(embedding_server: Any) -> None:
@@ -215,7 +215,7 @@ def test_unreachable_endpoint() -> None:
     with pytest.raises(EmbeddingError, match="after 3 attempts"):
         emb.embed(["a"])
     assert len(waits) == 2
-    assert emb.stats()["retries"] == 2
+    assert emb.stats().retries == 2
 
 
 def test_missing_key_for_openai(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -245,7 +245,7 @@ def test_recorded_response(embedding_server: Any) -> None:
     expected = np.array(recorded["expected_float"], dtype=np.float32)
     np.testing.assert_allclose(out, expected, atol=1e-6)
     assert out[0] @ out[1] > out[0] @ out[2]
-    assert emb.stats()["tokens_sent"] == recorded["response"]["body"]["usage"]["total_tokens"]
+    assert emb.stats().tokens == recorded["response"]["body"]["usage"]["total_tokens"]
 
 
 def test_wrong_number_of_embeddings(embedding_server: Any) -> None:

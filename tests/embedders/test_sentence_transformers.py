@@ -159,16 +159,16 @@ def test_minilm_embeds_offline(minilm: SentenceTransformerEmbedder) -> None:
         "The quarterly earnings report showed a decline in revenue.",
         "word " * 400,
     ]
-    before = minilm.stats()["truncated"]
+    before = minilm.stats().truncated
     out = minilm.embed(texts)
     assert out.shape == (4, 384)
     assert out.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, rtol=1e-5)
     assert out[0] @ out[1] > out[0] @ out[2] + 0.3
     stats = minilm.stats()
-    assert stats["truncated"] - before == 1
-    assert stats["max_seq_length"] == 256
-    assert stats["model_seconds"] > 0
+    assert stats.truncated - before == 1
+    assert stats.window == 256
+    assert stats.model_seconds > 0
     assert minilm.embed(texts[:1], kind="query").shape == (1, 384)
 
 
@@ -181,7 +181,7 @@ def test_minilm_cached_run_does_not_load_the_model(
     fresh = SentenceTransformerEmbedder("all-MiniLM-L6-v2", batch_size=minilm.batch_size)
     second = CachedEmbedder(fresh, EmbeddingCache(tmp_path)).embed(texts)
     np.testing.assert_array_equal(first, second)
-    assert fresh.stats()["calls"] == 0 and fresh.stats()["load_seconds"] == 0
+    assert fresh.stats().requests == 0 and fresh.stats().extra["load_seconds"] == 0
 
 
 @pytest.mark.integration

@@ -56,7 +56,7 @@ def test_messages_wire_format(llm_server: Any) -> None:
     assert llm_server.api_keys() == [KEY]
     assert "anthropic-version" in llm_server.headers[0]
     stats = llm.stats()
-    assert stats["requests"] == 1 and stats["input_tokens"] == 6 and stats["output_tokens"] == 6
+    assert stats.requests == 1 and stats.input_tokens == 6 and stats.output_tokens == 6
     assert isinstance(llm, LLM)
     assert llm.identity() == {
         "provider": "anthropic",
@@ -80,7 +80,7 @@ def test_seed_keys_the_cache(llm_server: Any, tmp_path: Path) -> None:
     assert len(llm_server.requests) == 2
     again = build_llm(spec, cache_dir=tmp_path, seed=1)
     assert again.complete("s", "u") == "answer to: u"
-    assert len(llm_server.requests) == 2 and again.stats()["cache_hits"] == 1
+    assert len(llm_server.requests) == 2 and again.stats().cache_hits == 1
 
 
 def test_429_honours_retry_after_and_529_is_retried(llm_server: Any) -> None:
@@ -90,7 +90,7 @@ def test_429_honours_retry_after_and_529_is_retried(llm_server: Any) -> None:
     llm = make(llm_server, waits, backoff_base=0.5)
     assert llm.complete("s", "u") == "answer to: u"
     assert waits[0] == 5.0 and 0.5 <= waits[1] <= 1.0
-    assert llm.stats()["retries"] == 2 and len(llm_server.requests) == 3
+    assert llm.stats().retries == 2 and len(llm_server.requests) == 3
 
 
 def test_401_names_the_variable_without_the_key(llm_server: Any) -> None:
@@ -128,7 +128,7 @@ def test_timeout_is_retried(llm_server: Any) -> None:
     llm_server.fail(200, delay=1.0)
     llm = make(llm_server, timeout=0.2)
     assert llm.complete("s", "u") == "answer to: u"
-    assert llm.stats()["retries"] == 1
+    assert llm.stats().retries == 1
 
 
 def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,8 +164,8 @@ def test_recorded_exchange(llm_server: Any) -> None:
     assert llm_server.requests == [request, request]
     assert len(waits) == 1
     usage = recorded["response"]["body"]["usage"]
-    assert llm.stats()["input_tokens"] == usage["input_tokens"]
-    assert llm.stats()["output_tokens"] == usage["output_tokens"]
+    assert llm.stats().input_tokens == usage["input_tokens"]
+    assert llm.stats().output_tokens == usage["output_tokens"]
 
 
 def test_recorded_overload_exhausted_reports_the_server_message(llm_server: Any) -> None:

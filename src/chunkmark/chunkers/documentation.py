@@ -27,13 +27,14 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
 from chunkmark.chunkers.llm_semantic import LLMSplitter
 from chunkmark.chunkers.recursive import recursive
 from chunkmark.errors import LLMError
 from chunkmark.spans import Span
+from chunkmark.stats import ChunkerStats
 
 if TYPE_CHECKING:
     from chunkmark.llm import LLM
@@ -126,18 +127,25 @@ class DocumentationChunker:
             out.extend(self._split(text, section))
         return out
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> ChunkerStats:
         """Counters: ``sections``, ``short_sections`` (kept whole), ``llm_sections`` (split by
         the LLM), ``paragraph_sections`` and ``whole_sections`` (the fallbacks),
-        ``llm_fallback_sections`` (sections the LLM should have split but could not),
-        ``capped_chunks`` (chunks cut at max_length), ``llm_error`` (the first failure), and
-        the LLM splitter's and client's counters."""
-        out: dict[str, Any] = {f.name: getattr(self._counts, f.name) for f in fields(_Counts)}
-        out["llm_error"] = self.llm_error
+        ``llm_fallback_sections`` (sections the LLM should have split but could not: also
+        ``fallbacks``), ``capped_chunks`` (chunks cut at max_length), and the LLM splitter's
+        counters prefixed ``llm_semantic.``; ``error`` is the first LLM failure, ``llm`` the
+        client's work."""
+        counters = {f.name: int(getattr(self._counts, f.name)) for f in fields(_Counts)}
+        llm = None
         if self.splitter is not None:
-            out["llm_semantic"] = self.splitter.stats()
-            out["llm"] = self.splitter.llm.stats()
-        return out
+            for name, value in self.splitter.counters().items():
+                counters[f"llm_semantic.{name}"] = value
+            llm = self.splitter.llm.stats()
+        return ChunkerStats(
+            fallbacks=self._counts.llm_fallback_sections,
+            counters=counters,
+            llm=llm,
+            error=self.llm_error,
+        )
 
     def _split(self, text: str, section: Span) -> list[Span | Chunk]:
         body = text[section.start : section.end]
@@ -205,7 +213,7 @@ class DocumentationChunker:
         )
         warnings.warn(
             f"documentation: the LLM failed ({self.llm_error}). This section and every later "
-            f"long section are {instead}; stats()['llm_fallback_sections'] counts them.",
+            f"long section are {instead}; stats().fallbacks counts them.",
             LLMFallbackWarning,
             stacklevel=3,
         )
@@ -218,7 +226,7 @@ def _paragraphs_for(max_length: int) -> ChunkerFn:
     return chunker
 
 
-@CHUNKERS.register("documentation")
+@CHUNKERS.register("documentation", calls_llm=True, needs=("context",))
 def documentation(
     max_length: int = 1000,
     short_section: int = 200,

@@ -10,7 +10,7 @@
    of them. An answer that cannot be read or breaks these rules is asked again once, with a
    message saying what was wrong; if the second answer is no better, the window is not split
    (its pieces stay with the chunk that follows), the next window starts after it, and the
-   window is counted in ``stats()["fallback_windows"]`` (with one warning per chunker).
+   window is counted in ``stats().fallbacks`` (with one warning per chunker).
 4. A chunk is the span from the start of its first piece to the end of its last piece; the text
    is never searched again.
 
@@ -28,11 +28,12 @@ import re
 import warnings
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chunkmark.chunkers.base import CHUNKERS, ChunkerContext, ChunkerFn
 from chunkmark.chunkers.recursive import recursive
 from chunkmark.spans import Span
+from chunkmark.stats import ChunkerStats
 from chunkmark.tokenizers import count_tokens
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ class LLMSplitter:
         cuts.discard(n - 1)
         return cuts
 
-    def stats(self) -> dict[str, Any]:
+    def counters(self) -> dict[str, int]:
         """``texts`` and ``pieces`` seen, ``windows`` asked, ``corrections`` (second asks),
         ``fallback_windows`` (left unsplit after two unusable answers)."""
         c = self._counts
@@ -208,7 +209,7 @@ class LLMSplitter:
                 f"{self.owner}: the LLM {self.llm.name!r} gave no usable answer for pieces "
                 f"{first} to {last} ({reason}), even when told what was wrong; those pieces "
                 "were not split. Later such windows are only counted, in "
-                "stats()['fallback_windows'].",
+                "stats().fallbacks.",
                 LLMAnswerWarning,
                 stacklevel=2,
             )
@@ -243,12 +244,16 @@ class LLMSemanticChunker:
     def __call__(self, text: str) -> list[Span]:
         return [Span(g[0].start, g[-1].end) for g in self.splitter.groups(text)]
 
-    def stats(self) -> dict[str, Any]:
-        """The splitter's counters plus the LLM client's (``llm``: requests, cache hits, ...)."""
-        return {**self.splitter.stats(), "llm": self.splitter.llm.stats()}
+    def stats(self) -> ChunkerStats:
+        """The splitter's counters; ``fallbacks`` are the windows left unsplit after two
+        unusable answers; ``llm`` the client's requests, cache hits and tokens."""
+        counters = self.splitter.counters()
+        return ChunkerStats(
+            fallbacks=counters["fallback_windows"], counters=counters, llm=self.splitter.llm.stats()
+        )
 
 
-@CHUNKERS.register("llm_semantic")
+@CHUNKERS.register("llm_semantic", calls_llm=True, needs=("context",))
 def llm_semantic(
     llm: str = "openai(model='gpt-4o-mini')",
     chunk_size: int = 50,

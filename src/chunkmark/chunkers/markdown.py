@@ -35,10 +35,10 @@ import numpy.typing as npt
 from chunkmark.chunkers.sentences import sentence_spans, word_bounds
 from chunkmark.chunkers.tokens import char_offsets, encodable
 from chunkmark.spans import Span
-from chunkmark.tokenizers import count_tokens, token_byte_lengths
+from chunkmark.tokenizers import count_tokens, encode_array, token_byte_lengths
 
 if TYPE_CHECKING:
-    from tiktoken import Encoding
+    from chunkmark.tokenizers import Encoding
 
 BlockKind = Literal["heading", "text", "code", "table"]
 PieceKind = Literal["section", "paragraph", "heading", "text", "code", "table", "line", "word"]
@@ -274,7 +274,7 @@ class TokenCounter:
     def token_ends(self, start: int, end: int) -> IntArray:
         """Offsets where the tokens of ``[start, end)`` end (a split character rounds up)."""
         piece = self._clean[start:end]
-        ids = np.array(self._encoding.encode_ordinary(piece), dtype=np.int64)
+        ids = encode_array(piece, self._encoding)
         byte_ends = np.cumsum(self._byte_lengths[ids])
         return char_offsets(piece, byte_ends, round_up=True) + start
 

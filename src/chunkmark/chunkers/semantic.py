@@ -88,7 +88,7 @@ THRESHOLD_TOLERANCE = 1e-6  # width at which the reference's bisection stops
 _NO_BREAKS: IntArray = np.zeros(0, dtype=np.int64)
 
 
-@CHUNKERS.register("kamradt")
+@CHUNKERS.register("kamradt", embeds=True, needs=("context",))
 def kamradt(
     breakpoint_percentile: float = 95,
     buffer_size: int = 1,
@@ -126,7 +126,7 @@ def kamradt(
     return chunk
 
 
-@CHUNKERS.register("kamradt_modified")
+@CHUNKERS.register("kamradt_modified", embeds=True, needs=("context",))
 def kamradt_modified(
     avg_size: int = 400,
     min_size: int = 50,
@@ -168,7 +168,7 @@ def kamradt_modified(
     return chunk
 
 
-@CHUNKERS.register("cluster_semantic")
+@CHUNKERS.register("cluster_semantic", embeds=True, needs=("context",))
 def cluster_semantic(
     max_size: int = 400,
     min_size: int = 50,

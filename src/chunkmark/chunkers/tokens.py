@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from chunkmark.chunkers.base import CHUNKERS
 from chunkmark.spans import Span
-from chunkmark.tokenizers import check_encoding_name, get_encoding, token_byte_lengths
+from chunkmark.tokenizers import (
+    check_encoding_name,
+    encode_array,
+    get_encoding,
+    token_byte_lengths,
+)
 
 IntArray = npt.NDArray[np.int64]
 
@@ -81,18 +85,6 @@ def char_offsets(text: str, byte_offsets: IntArray, *, round_up: bool) -> IntArr
     return np.where(at_end, len(text), starts_before[inside] - 1)
 
 
-def encode_array(enc: Any, text: str) -> IntArray:
-    """Token ids of ``text`` as an array, special-token text encoded as ordinary text.
-
-    tiktoken's ``encode_to_numpy`` fills a buffer without building a Python list of ints.
-    """
-    if hasattr(enc, "encode_to_numpy"):
-        raw = enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
-        return np.asarray(raw, dtype=np.int64)
-    tokens = enc.encode_ordinary(text)
-    return np.fromiter(tokens, dtype=np.int64, count=len(tokens))
-
-
 @CHUNKERS.register("fixed_tokens")
 def fixed_tokens(
     size: int = 400, overlap: int = 0, encoding: str = "cl100k_base"
@@ -112,7 +104,7 @@ def fixed_tokens(
         enc = get_encoding(encoding)  # loaded on first use, then cached
         byte_lengths = token_byte_lengths(enc)
         clean = encodable(text)
-        ids = encode_array(enc, clean)
+        ids = encode_array(clean, enc)
         sizes = byte_lengths[ids]
         token_ends = np.cumsum(sizes)
         token_starts = token_ends - sizes

@@ -1,13 +1,34 @@
-"""The ``chunkmark`` command-line app."""
+"""The ``chunkmark`` command-line app.
+
+Every way it can fail ends in a short message on stderr, never a traceback: a usage mistake
+(unknown command or option, missing or bad value) is one ``error: ...`` line naming the
+nearest valid spelling plus a pointer at ``--help`` (exit status 2); a ChunkmarkError is one
+line with its fix (exit status 2); anything unexpected is one line naming a log file that holds
+the traceback (exit status 1).
+"""
 
 from __future__ import annotations
 
+import difflib
+import os
+import platform
+import re
 import sys
+import traceback
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
 
-import click
 import typer
 
 from chunkmark.errors import ChunkmarkError
+from chunkmark.retry import SECRET_PATTERNS, scrub
+
+LOG_DIR_ENV = "CHUNKMARK_LOG_DIR"
+USAGE_EXIT = 2
+UNEXPECTED_EXIT = 1
+INTERRUPTED_EXIT = 130
 
 app = typer.Typer(
     name="chunkmark",
@@ -20,7 +41,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from chunkmark import __version__
+        from chunkmark.version import __version__
 
         typer.echo(f"chunkmark {__version__}")
         raise typer.Exit()
@@ -40,22 +61,22 @@ def _root(
 
 
 def main() -> None:
-    """Entry point: run the app; a ChunkmarkError becomes one line on stderr and exit code 2."""
-    _register_commands()
+    """Entry point: run the app and turn every failure into a short message and exit status."""
     try:
+        _register_commands()
         code = app(standalone_mode=False)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
     except ChunkmarkError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        _exit_with([f"error: {_one_line(str(exc))}"], USAGE_EXIT)
     except typer.Abort:
-        typer.echo("aborted", err=True)
-        sys.exit(130)
+        _exit_with(["aborted"], INTERRUPTED_EXIT)
     except KeyboardInterrupt:
+        _exit_with(["interrupted; finished cells are kept on disk"], INTERRUPTED_EXIT)
+    except Exception as exc:
+        if _is_usage_error(exc):
+            _usage_exit(exc)
+        _unexpected_exit(exc)
+    if code == INTERRUPTED_EXIT:  # typer turns Ctrl-C inside a command into exit status 130
         typer.echo("interrupted; finished cells are kept on disk", err=True)
-        sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -68,8 +89,218 @@ def _register_commands() -> None:
     if _registered:
         return
     _registered = True
-    from chunkmark.cli import chunkers, datasets, run
+    from chunkmark.cli import chunkers, datasets, metrics, run
 
     chunkers.register(app)
+    metrics.register(app)
     datasets.register(app)
     run.register(app)
+
+
+def _exit_with(lines: Sequence[str], code: int) -> NoReturn:
+    """Print ``lines`` on stderr and exit with status ``code``."""
+    for line in lines:
+        typer.echo(line, err=True)
+    sys.exit(code)
+
+
+# --- usage errors -------------------------------------------------------------------------
+
+
+def _is_usage_error(exc: Exception) -> bool:
+    """Whether ``exc`` is the command-line parser's own error (a typo, a missing value...).
+
+    Recent typer versions raise their own ``TyperException`` classes; older ones raise
+    click's ``ClickException`` (click is then already imported).
+    """
+    kinds: list[type] = []
+    typer_base = getattr(typer, "TyperException", None)
+    if isinstance(typer_base, type):
+        kinds.append(typer_base)
+    click = sys.modules.get("click")
+    click_base = getattr(click, "ClickException", None)
+    if isinstance(click_base, type):
+        kinds.append(click_base)
+    return isinstance(exc, tuple(kinds))
+
+
+def _usage_exit(exc: Exception) -> NoReturn:
+    """Report a usage error: help text for a bare group, else one line plus a ``--help`` hint."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a group run without a command: its help
+        help_text = str(exc).strip()  # empty when rich has printed the help already
+        if help_text:
+            typer.echo(help_text, err=True)
+        sys.exit(USAGE_EXIT)
+    path = getattr(_context_of(exc), "command_path", None) or "chunkmark"
+    _exit_with([f"error: {usage_message(exc)}", f"Run '{path} --help' for usage."], USAGE_EXIT)
+
+
+def _context_of(exc: Exception) -> Any:
+    """The parser context of the command ``exc`` is about: its own, else the innermost one
+    on its traceback (some parser errors are raised without one), else None."""
+    ctx = getattr(exc, "ctx", None)
+    tb = None if ctx is not None else exc.__traceback__
+    while tb is not None:
+        candidate = tb.tb_frame.f_locals.get("ctx")
+        if hasattr(candidate, "command_path"):
+            ctx = candidate
+        tb = tb.tb_next
+    return ctx
+
+
+def usage_message(exc: Exception) -> str:
+    """One line for a command-line parser error, with the nearest valid spelling if any."""
+    ctx = _context_of(exc)
+    if type(exc).__name__ == "NoSuchOption":
+        option = str(getattr(exc, "option_name", ""))
+        known = list(getattr(exc, "possibilities", None) or []) or _option_names(ctx)
+        return f"no such option {option}.{_did_you_mean(option, known)}"
+    formatted = getattr(exc, "format_message", None)
+    message = _one_line(str(formatted() if callable(formatted) else exc))
+    command = re.match(r"No such command (['\"])(.*)\1\.", message)
+    if command:
+        name = command.group(2)
+        return f"no such command {name!r}.{_did_you_mean(name, _command_names(ctx), quote=True)}"
+    needs = re.match(r"Option '(.+)' requires (an argument|(\d+) arguments)\.$", message)
+    if needs:
+        values = f"{needs.group(3)} values" if needs.group(3) else "a value"
+        return f"option {needs.group(1)} needs {values}."
+    return _lower_first(message)
+
+
+def _did_you_mean(word: str, candidates: Sequence[str], *, quote: bool = False) -> str:
+    """`` Did you mean X?`` naming the closest candidates, or "" when none is close."""
+    matches = difflib.get_close_matches(word, sorted(set(candidates)), n=3, cutoff=0.6)
+    if not matches:
+        return ""
+    names = [repr(m) if quote else m for m in matches]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    return f" Did you mean {listed}?"
+
+
+def _option_names(ctx: Any) -> list[str]:
+    """Every option spelling the context's command accepts, help included."""
+    if ctx is None:
+        return []
+    names = list(getattr(ctx, "help_option_names", []))
+    for param in getattr(ctx.command, "params", []):
+        if getattr(param, "param_type_name", "") == "option":
+            names += [*param.opts, *param.secondary_opts]
+    return names
+
+
+def _command_names(ctx: Any) -> list[str]:
+    """The subcommand names of the context's command (a group), else none."""
+    lister = getattr(getattr(ctx, "command", None), "list_commands", None)
+    return list(lister(ctx)) if callable(lister) else []
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its lines joined by spaces."""
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _lower_first(text: str) -> str:
+    """``text`` with its first letter lower-case, unless it starts an acronym."""
+    if len(text) > 1 and text[0].isupper() and not text[1].isupper():
+        return text[0].lower() + text[1:]
+    return text
+
+
+# --- unexpected errors --------------------------------------------------------------------
+
+_SECRET_WORD = r"(?:api[-_]?key|key|secret|password|passwd|token)(?![a-z])"
+_SECRET_OPTION = re.compile(rf"(?i)^--?[\w-]*{_SECRET_WORD}")
+_SECRET_ASSIGNMENT = re.compile(
+    rf"(?i)(\b[\w-]*{_SECRET_WORD}[\w-]*\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,)]+)"
+)
+_KEY_LIKE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_\-]{32,}$")
+
+
+def log_dir() -> Path:
+    """Where crash logs go: ``$CHUNKMARK_LOG_DIR``, else the user log folder."""
+    env = os.environ.get(LOG_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_log_dir("chunkmark"))
+
+
+def _unexpected_exit(exc: Exception) -> NoReturn:
+    """Report a bug: one line on stderr, the traceback in a log file (or on stderr if the log
+    cannot be written), exit status 1."""
+    name = type(exc).__name__
+    detail = scrub(scrub_secrets(str(exc))).rstrip(".")
+    summary = f"error: unexpected {name}: {detail}." if detail else f"error: unexpected {name}."
+    report = crash_report(exc, sys.argv)
+    try:
+        path = write_log(report)
+    except OSError as log_exc:
+        reason = log_exc.strerror or type(log_exc).__name__
+        typer.echo(report, err=True)
+        _exit_with(
+            [
+                f"{summary} The traceback above could not be saved in {log_dir()} ({reason}); "
+                "please include it when you report this."
+            ],
+            UNEXPECTED_EXIT,
+        )
+    _exit_with(
+        [f"{summary} The traceback is in {path}; please include it when you report this."],
+        UNEXPECTED_EXIT,
+    )
+
+
+def crash_report(exc: BaseException, argv: Sequence[str]) -> str:
+    """The log text for ``exc``: versions, the command line and the traceback, secrets hidden.
+
+    No environment variables: only what is needed to reproduce the failure.
+    """
+    from chunkmark.version import __version__
+
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return (
+        f"chunkmark {__version__}, Python {platform.python_version()} on {platform.platform()}\n"
+        f"time: {datetime.now().astimezone().isoformat(timespec='seconds')}\n"
+        f"command: {' '.join(scrub_args(argv))}\n\n"
+        f"{scrub_secrets(trace)}"
+    )
+
+
+def write_log(report: str) -> Path:
+    """Write ``report`` to a new file in :func:`log_dir` (readable by the user only)."""
+    folder = log_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = (folder / f"chunkmark-{stamp}-{os.getpid()}.log").absolute()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(report)
+    return path
+
+
+def scrub_args(argv: Sequence[str]) -> list[str]:
+    """The command line with every argument that looks like a key replaced by ``***``."""
+    shown: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            shown.append("***")
+            hide_next = False
+        elif _SECRET_OPTION.match(arg):
+            option, has_value, _ = arg.partition("=")
+            shown.append(f"{option}=***" if has_value else option)
+            hide_next = not has_value
+        elif _KEY_LIKE.match(arg):
+            shown.append("***")
+        else:
+            shown.append(scrub_secrets(arg))
+    return shown
+
+
+def scrub_secrets(text: str) -> str:
+    """``text`` (lines kept) with keys, bearer tokens and ``key=...`` values replaced."""
+    for pattern in SECRET_PATTERNS:
+        text = pattern.sub("***", text)
+    return _SECRET_ASSIGNMENT.sub(lambda m: f"{m.group(1)}***", text)

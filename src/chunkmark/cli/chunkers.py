@@ -46,7 +46,9 @@ def _registry_table(title: str, registry: Registry[Any]) -> Table:
     table.add_column("parameters")
     table.add_column("summary")
     for entry in registry:
-        table.add_row(entry.name, Text(_describe_parameters(entry)), Text(entry.summary))
+        labels = entry.traits.labels()
+        summary = f"{entry.summary} [{', '.join(labels)}]" if labels else entry.summary
+        table.add_row(entry.name, Text(_describe_parameters(entry)), Text(summary))
     return table
 
 

@@ -129,17 +129,10 @@ def run(
     for table in results_tables(results.overall()):
         screen.print(table)
     for spec, entry in results.manifest["embedding"].items():
-        stats = entry["stats"]
-        inner = stats.get("inner", {})
-        if stats.get("requested"):
-            console.print(embedding_line(_short_embedder(spec), stats))
-        if inner.get("truncated"):
-            console.print(
-                f"[yellow]note:[/] {inner['truncated']} of {inner.get('tokenized', '?')} texts "
-                f"tokenised by {_short_embedder(spec)} were longer than its "
-                f"{inner.get('max_seq_length', '?')}-token window and were truncated "
-                "(the model never saw their ends)."
-            )
+        for line in embedding_lines(_short_embedder(spec), entry["stats"]):
+            console.print(line)
+    for line in chunking_lines(results.manifest["cells"]):
+        console.print(line)
     timings = results.manifest["timings"]
     console.print(
         f"[bold]{results.cells_computed}[/] cells computed, [bold]{results.cells_resumed}[/] resumed "
@@ -147,24 +140,63 @@ def run(
     )
 
 
-def embedding_line(embedder: str, stats: dict[str, Any]) -> str:
-    """One line on the embedding work: texts asked for, distinct, cached, model inputs, embedded."""
-    parts = [
-        f"{stats['requested']} texts (chunks and questions)",
-        f"{stats['distinct']} distinct",
-        f"{stats['hits']} found in the cache",
-    ]
-    if stats.get("inputs"):
+def embedding_lines(embedder: str, stats: dict[str, Any]) -> list[str]:
+    """What the embedder did (``EmbedderStats.to_dict()``): one line on the cache's work
+    (texts asked for, distinct, cached, model inputs, embedded) and a note on truncation."""
+    lines = []
+    cache = stats.get("cache") or {}
+    if cache.get("requested"):
+        parts = [
+            f"{cache['requested']} texts (chunks and questions)",
+            f"{cache['distinct']} distinct",
+            f"{cache['hits']} found in the cache",
+        ]
+        if cache.get("inputs"):
+            parts.append(
+                f"{cache['inputs']} model inputs after truncation, "
+                f"{cache.get('input_hits', 0)} of them already embedded"
+            )
         parts.append(
-            f"{stats['inputs']} model inputs after truncation, "
-            f"{stats.get('input_hits', 0)} of them already embedded"
+            f"[bold]{cache['embedded']}[/] embedded in {cache.get('model_seconds', 0):.1f}s"
         )
-    parts.append(f"[bold]{stats['embedded']}[/] embedded in {stats.get('model_seconds', 0):.1f}s")
-    return f"{embedder}: " + " -> ".join(parts)
+        lines.append(f"{embedder}: " + " -> ".join(parts))
+    if stats.get("truncated"):
+        window = f"{stats['window']}-token" if stats.get("window") else "input"
+        lines.append(
+            f"[yellow]note:[/] {stats['truncated']} of {stats['measured']} texts measured by "
+            f"{embedder} were longer than its {window} window and were truncated "
+            "(the model never saw their ends)."
+        )
+    return lines
+
+
+def chunking_lines(cells: list[dict[str, Any]]) -> list[str]:
+    """One line per cell whose chunker called an LLM or fell back (``ChunkerStats``)."""
+    lines = []
+    for cell in cells:
+        stats = cell.get("chunking")
+        if not stats or not (stats.get("llm") or stats.get("fallbacks")):
+            continue
+        parts = []
+        llm = stats.get("llm")
+        if llm:
+            parts.append(
+                f"{llm['calls']} LLM calls ({llm['cache_hits']} cached, {llm['requests']} "
+                f"requests, {llm['retries']} retries)"
+            )
+        if stats.get("fallbacks"):
+            why = f": {stats['error']}" if stats.get("error") else ""
+            parts.append(f"[yellow]{stats['fallbacks']} fallbacks[/]{why}")
+        lines.append(f"{_short_chunker(cell['chunker'])}: " + ", ".join(parts))
+    return lines
 
 
 def results_tables(rows: list[dict[str, Any]]) -> list[Table]:
-    """One table per (dataset, embedder): a row per chunker x k, metrics in percent."""
+    """One table per (dataset, embedder): a row per chunker x k, the catalog's on-screen metrics
+    in percent."""
+    from chunkmark.metrics import METRICS
+
+    shown = [m for m in METRICS if m.on_screen]
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["dataset"], r["embedder"]), []).append(r)
@@ -175,17 +207,7 @@ def results_tables(rows: list[dict[str, Any]]) -> list[Table]:
             title_justify="left",
         )
         table.add_column("chunker", justify="left", overflow="fold")
-        for name in (
-            "k",
-            "chunks",
-            "tok/chunk",
-            "recall",
-            "precision",
-            "prec. Ω",
-            "IoU",
-            "F1",
-            "MRR",
-        ):
+        for name in ("k", "chunks", "tok/chunk", *(m.label for m in shown)):
             table.add_column(name, justify="right", no_wrap=True)
         for r in group:
             table.add_row(
@@ -193,12 +215,7 @@ def results_tables(rows: list[dict[str, Any]]) -> list[Table]:
                 str(r["k"]),
                 str(r["n_chunks"]),
                 f"{r['mean_chunk_tokens']:.0f}",
-                _pct(r["recall_mean"]),
-                _pct(r["precision_mean"], 2),
-                _pct(r["precision_omega_mean"]),
-                _pct(r["iou_mean"], 2),
-                _pct(r["f1_mean"], 2),
-                _pct(r["mrr_mean"]),
+                *(_pct(r[f"{m.name}_mean"], m.digits) for m in shown),
             )
         tables.append(table)
     return tables

@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from chunkmark.datasets.chroma import load_chroma, write_chroma
+from chunkmark.datasets.chroma import load_chroma, scan_chroma, write_chroma
 from chunkmark.datasets.demo import DEMO_NAME, load_demo
-from chunkmark.datasets.jsonl import load_jsonl, write_jsonl
+from chunkmark.datasets.jsonl import load_jsonl, scan_jsonl, write_jsonl
 from chunkmark.datasets.model import Dataset, Document, Question
-from chunkmark.datasets.validate import Problem, detect_layout, find_problems, raise_first
+from chunkmark.datasets.validate import Problem, detect_layout, raise_first
 from chunkmark.errors import DatasetError
 
 BUILTIN_NAMES = (DEMO_NAME, "chroma-general")
@@ -60,6 +60,22 @@ def load_dataset(source: str | Path) -> Dataset:
         )
     layout = detect_layout(folder, raise_first(folder))
     return load_chroma(folder) if layout == "chroma" else load_jsonl(folder)
+
+
+def find_problems(path: str | Path) -> list[Problem]:
+    """Every problem in the dataset folder ``path`` (either layout); empty when it loads.
+
+    It lives here, above both loaders, because it picks a layout's scanner:
+    :mod:`~chunkmark.datasets.validate` holds only the checks the loaders share.
+    """
+    folder = Path(path)
+    problems: list[Problem] = []
+    layout = detect_layout(folder, problems.append)
+    if layout == "chroma":
+        scan_chroma(folder, problems.append)
+    elif layout == "jsonl":
+        scan_jsonl(folder, problems.append)
+    return problems
 
 
 def _note(line: str) -> None:

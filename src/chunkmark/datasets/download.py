@@ -6,8 +6,9 @@ atomically, so the cache holds either nothing or a verified copy of each file.
 
 Environment variables:
 
-- ``CHUNKMARK_CACHE_DIR``: the cache root (default: the user cache dir of "chunkmark");
-  datasets go to ``<cache>/datasets/<name>/``.
+- ``CHUNKMARK_CACHE_DIR``: the cache root (default: the user cache dir of "chunkmark"), as
+  :func:`chunkmark.paths.resolve_cache_dir` finds it; datasets go to
+  ``<cache>/datasets/<name>/``.
 - ``CHUNKMARK_DOWNLOAD_BASE_URL``: replaces the repository's raw base URL, for mirrors and
   tests; file paths below it are the repository's.
 """
@@ -23,12 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from chunkmark.errors import DatasetError
 from chunkmark.files import write_bytes_atomic
+from chunkmark.paths import resolve_cache_dir
 
-CACHE_ENV = "CHUNKMARK_CACHE_DIR"
 BASE_URL_ENV = "CHUNKMARK_DOWNLOAD_BASE_URL"
 _TIMEOUT_SECONDS = 60.0
 
@@ -100,15 +99,9 @@ CHROMA_GENERAL = RemoteDataset(
 DOWNLOADABLE: dict[str, RemoteDataset] = {CHROMA_GENERAL.name: CHROMA_GENERAL}
 
 
-def cache_dir() -> Path:
-    """The cache root: ``$CHUNKMARK_CACHE_DIR`` or the user cache dir of "chunkmark"."""
-    override = os.environ.get(CACHE_ENV)
-    return Path(override) if override else Path(platformdirs.user_cache_dir("chunkmark"))
-
-
 def dataset_dir(name: str) -> Path:
     """Where the downloadable dataset ``name`` is (or would be) cached."""
-    return cache_dir() / "datasets" / _remote(name).name
+    return resolve_cache_dir() / "datasets" / _remote(name).name
 
 
 def is_downloaded(name: str) -> bool:

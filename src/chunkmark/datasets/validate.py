@@ -1,10 +1,12 @@
-"""Dataset checks: every problem in a dataset folder, where it is and how to fix it.
+"""Dataset checks shared by the loaders: problems, where they are and how to fix them.
 
-:func:`find_problems` lists every problem in a folder of either layout (Chroma's
-``questions_df.csv`` + ``corpora/``, or chunkmark's JSONL). The loaders run the very same
-checks through a reporter that raises :class:`~chunkmark.errors.DatasetError` at the first
-problem, so a dataset that validates always loads and a loader's error is one of the lines
-``chunkmark datasets validate PATH`` prints.
+The layout loaders (:mod:`~chunkmark.datasets.chroma`, :mod:`~chunkmark.datasets.jsonl`) scan a
+folder and hand each :class:`Problem` to a reporter. :func:`chunkmark.datasets.find_problems`
+collects every problem in a folder of either layout (Chroma's ``questions_df.csv`` +
+``corpora/``, or chunkmark's JSONL); the loaders run the very same checks through a reporter
+that raises :class:`~chunkmark.errors.DatasetError` at the first problem, so a dataset that
+validates always loads and a loader's error is one of the lines ``chunkmark datasets validate
+PATH`` prints. This module imports neither loader, so both can import it.
 """
 
 from __future__ import annotations
@@ -43,20 +45,6 @@ class Problem:
 
 
 Report = Callable[[Problem], None]
-
-
-def find_problems(path: str | Path) -> list[Problem]:
-    """Every problem in the dataset folder ``path`` (either layout); empty when it loads."""
-    from chunkmark.datasets import chroma, jsonl
-
-    folder = Path(path)
-    problems: list[Problem] = []
-    layout = detect_layout(folder, problems.append)
-    if layout == "chroma":
-        chroma.scan_chroma(folder, problems.append)
-    elif layout == "jsonl":
-        jsonl.scan_jsonl(folder, problems.append)
-    return problems
 
 
 def detect_layout(folder: Path, report: Report) -> Layout | None:
@@ -127,9 +115,7 @@ def load_strict(
     """Run a layout's scanner, raising a one-line :class:`DatasetError` at the first problem."""
     dataset = scan(folder, raise_first(folder))
     if dataset is None:  # pragma: no cover - raise_first raises before this
-        raise DatasetError(
-            f"{folder}: not a {layout} dataset.", "Run chunkmark datasets validate."
-        )
+        raise DatasetError(f"{folder}: not a {layout} dataset.", "Run chunkmark datasets validate.")
     return dataset
 
 

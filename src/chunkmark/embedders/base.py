@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.specs import Registry
+from chunkmark.stats import EmbedderStats
 
 Kind = Literal["document", "query"]
 FloatArray = npt.NDArray[np.float32]
@@ -39,8 +40,8 @@ class Embedder(Protocol):
         """Embed ``texts`` into an ``(len(texts), dim)`` float32 array of L2-normalised rows."""
         ...
 
-    def stats(self) -> dict[str, Any]:
-        """Counters of the work done so far (inputs embedded, truncated inputs, API calls...)."""
+    def stats(self) -> EmbedderStats:
+        """The work done so far: inputs embedded, truncated inputs, requests, model seconds."""
         ...
 
 

@@ -18,11 +18,10 @@ of failing, and a key written twice keeps its first vector.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,11 +31,12 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.embedders.base import Embedder, FloatArray, InputAwareEmbedder, Kind
-from chunkmark.errors import ConfigError, EmbeddingError
-from chunkmark.sqlite_db import canonical_json, open_versioned
+from chunkmark.errors import EmbeddingError
+from chunkmark.paths import resolve_cache_dir as resolve_cache_dir  # re-exported
+from chunkmark.sqlite_db import SQLiteStore, canonical_identity
+from chunkmark.stats import CacheStats, EmbedderStats
 
 CACHE_FORMAT_VERSION = 1
-CACHE_DIR_ENV = "CHUNKMARK_CACHE_DIR"
 DB_NAME = "embeddings.sqlite3"
 
 _QUERY_BATCH = 900  # stays under SQLite's smallest limit on bound parameters (999)
@@ -61,34 +61,10 @@ def _rowid(key: bytes) -> int:
     return int.from_bytes(key[:8], "little", signed=True)
 
 
-def resolve_cache_dir(path: str | Path | None = None) -> Path:
-    """The embedding cache folder: ``path`` if given, else ``$CHUNKMARK_CACHE_DIR``, else the
-    user cache folder (``platformdirs.user_cache_dir("chunkmark")``)."""
-    if path is not None and str(path) != "":
-        return Path(path).expanduser()
-    env = os.environ.get(CACHE_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("chunkmark"))
-
-
-def canonical_identity(identity: dict[str, Any]) -> str:
-    """The identity as canonical JSON (sorted keys, no whitespace); raises for non-JSON values."""
-    try:
-        return canonical_json(identity)
-    except (TypeError, ValueError) as exc:
-        raise EmbeddingError(
-            f"Embedder identity {identity!r} cannot be written as JSON: {exc}.",
-            "Identities may hold only strings, numbers, booleans, None, lists and dicts.",
-        ) from None
-
-
 def cache_keys(identity: dict[str, Any], kind: str, texts: Sequence[str | bytes]) -> list[bytes]:
     """The 32-byte cache key of each text (or model input, as bytes) for this identity and kind."""
     prefix = hashlib.sha256()
-    for part in (str(CACHE_FORMAT_VERSION), canonical_identity(identity), kind):
+    for part in (str(CACHE_FORMAT_VERSION), _identity_json(identity), kind):
         data = part.encode()
         prefix.update(len(data).to_bytes(8, "little"))
         prefix.update(data)
@@ -100,15 +76,26 @@ def cache_keys(identity: dict[str, Any], kind: str, texts: Sequence[str | bytes]
     return keys
 
 
-class EmbeddingCache:
+def _identity_json(identity: dict[str, Any]) -> str:
+    return canonical_identity(identity, what="Embedder identity", error=EmbeddingError)
+
+
+class EmbeddingCache(SQLiteStore):
     """Float32 vectors on disk, keyed by (identity, kind, text); safe across processes/threads."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).expanduser()
-        self.path = self.root / DB_NAME
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = -1
+        super().__init__(
+            self.root / DB_NAME,
+            schema=_SCHEMA,
+            version=CACHE_FORMAT_VERSION,
+            what="the embedding cache",
+            fix="Pass a writable folder with --cache-dir (or CHUNKMARK_CACHE_DIR), "
+            "delete a damaged cache folder, or run with --no-cache.",
+            damaged_fix="Delete that cache folder (it only holds vectors that can be "
+            "recomputed), pass another --cache-dir, or run with --no-cache.",
+            page_size=8192,  # packs ~1.5 KB vectors densely
+        )
         self._identity_ids: dict[str, int] = {}
 
     def get_many(
@@ -121,7 +108,7 @@ class EmbeddingCache:
         keys = cache_keys(identity, kind, texts)
         ids = [_rowid(k) for k in keys]
         found: dict[bytes, tuple[int, bytes]] = {}
-        with self._connection() as conn:
+        with self.connection() as conn:
             for start in range(0, len(ids), _QUERY_BATCH):
                 batch = ids[start : start + _QUERY_BATCH]
                 marks = ",".join("?" * len(batch))
@@ -164,52 +151,34 @@ class EmbeddingCache:
         keys = cache_keys(identity, kind, texts)
         data = np.ascontiguousarray(vectors, dtype="<f4")
         dim = int(data.shape[1])
-        with self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                identity_id = self._identity_id(conn, identity)
-                rows = (
-                    (_rowid(k), k, identity_id, dim, v.tobytes())
-                    for k, v in zip(keys, data, strict=True)
-                )
-                conn.executemany(
-                    "INSERT OR IGNORE INTO vectors (id, key, identity_id, dim, vector) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    rows,
-                )
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        with self.transaction() as conn:
+            identity_id = self._identity_id(conn, identity)
+            rows = (
+                (_rowid(k), k, identity_id, dim, v.tobytes())
+                for k, v in zip(keys, data, strict=True)
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO vectors (id, key, identity_id, dim, vector) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
 
     def __len__(self) -> int:
-        with self._connection() as conn:
+        with self.connection() as conn:
             (count,) = conn.execute("SELECT COUNT(*) FROM vectors").fetchone()
         return int(count)
 
     def summary(self) -> list[tuple[dict[str, Any], int]]:
         """Each embedder identity in the cache with its number of vectors."""
-        with self._connection() as conn:
+        with self.connection() as conn:
             rows = conn.execute(
                 "SELECT i.identity, COUNT(v.id) FROM identities i "
                 "LEFT JOIN vectors v ON v.identity_id = i.id GROUP BY i.id ORDER BY i.id"
             ).fetchall()
         return [(json.loads(text), int(n)) for text, n in rows]
 
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
-
-    def __enter__(self) -> EmbeddingCache:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _identity_id(self, conn: sqlite3.Connection, identity: dict[str, Any]) -> int:
-        text = canonical_identity(identity)
+        text = _identity_json(identity)
         digest = hashlib.sha256(text.encode()).hexdigest()
         cached = self._identity_ids.get(digest)
         if cached is not None:
@@ -223,49 +192,8 @@ class EmbeddingCache:
         self._identity_ids[digest] = int(identity_id)
         return int(identity_id)
 
-    def _connection(self) -> _Locked:
-        return _Locked(self)
-
-    def _open(self) -> sqlite3.Connection:
-        # A connection is never shared across a fork: a child process opens its own.
-        if self._conn is not None and self._pid == os.getpid():
-            return self._conn
-        conn = open_versioned(
-            self.path,
-            _SCHEMA,
-            CACHE_FORMAT_VERSION,
-            what="the embedding cache",
-            fix="Pass a writable folder with --cache-dir (or CHUNKMARK_CACHE_DIR), "
-            "delete a damaged cache folder, or run with --no-cache.",
-            page_size=8192,  # packs ~1.5 KB vectors densely
-        )
-        self._conn, self._pid = conn, os.getpid()
-        self._identity_ids = {}
-        return conn
-
-
-class _Locked:
-    """Context manager: the cache's connection, held under its thread lock."""
-
-    def __init__(self, cache: EmbeddingCache) -> None:
-        self._cache = cache
-
-    def __enter__(self) -> sqlite3.Connection:
-        self._cache._lock.acquire()
-        try:
-            return self._cache._open()
-        except BaseException:
-            self._cache._lock.release()
-            raise
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        self._cache._lock.release()
-        if isinstance(exc, sqlite3.Error):
-            raise ConfigError(
-                f"The embedding cache at {self._cache.path} cannot be used: {exc}.",
-                "Delete that cache folder (it only holds vectors that can be recomputed), "
-                "pass another --cache-dir, or run with --no-cache.",
-            ) from None
+    def _opened(self, conn: sqlite3.Connection) -> None:
+        self._identity_ids = {}  # row ids are only trusted for the connection that read them
 
 
 class CachedEmbedder:
@@ -326,15 +254,12 @@ class CachedEmbedder:
         vectors = self._embed_distinct(distinct, kind)
         return vectors[inverse]
 
-    def stats(self) -> dict[str, Any]:
-        """Texts requested, distinct texts, text-cache hits, distinct model inputs behind the
-        missed texts, model-input cache hits, inputs embedded, model seconds, and the inner
-        embedder's own counters."""
-        return {
-            **self._counts,
-            "model_seconds": round(self._model_seconds, 6),
-            "inner": self.inner.stats(),
-        }
+    def stats(self) -> EmbedderStats:
+        """The inner embedder's stats, with ``cache`` telling what the cache saved: texts
+        requested, distinct texts, text-cache hits, distinct model inputs behind the missed
+        texts, model-input cache hits, inputs embedded and the model seconds they took."""
+        cache = CacheStats(**self._counts, model_seconds=self._model_seconds)
+        return dataclasses.replace(self.inner.stats(), cache=cache)
 
     def model_seconds_for(self, texts: Sequence[str], kind: Kind = "document") -> float:
         """Model seconds this process spent on the distinct inputs behind ``texts``.

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
+from chunkmark.stats import EmbedderStats
 
 _WORD = re.compile(r"\w+")
 _WORD_WEIGHT = 1.0
@@ -85,8 +86,9 @@ class FakeEmbedder:
                 out[row, index] += sign * weight
         return l2_normalise(out)
 
-    def stats(self) -> dict[str, Any]:
-        return {"calls": self.calls, "inputs": self.texts_embedded}
+    def stats(self) -> EmbedderStats:
+        """Texts embedded (``inputs``) and ``embed`` calls (``requests``)."""
+        return EmbedderStats(inputs=self.texts_embedded, requests=self.calls)
 
     def _slot(self, feature: str) -> tuple[int, float]:
         slot = self._slots.get(feature)

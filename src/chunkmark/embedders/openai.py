@@ -6,9 +6,10 @@ Requests stay inside the API's limits: at most ``batch_size`` (2048) inputs and
 inputs are cut token-wise to the limit and counted in ``stats()["truncated"]``. The API rejects
 empty strings, so an empty input is sent as a single space (counted as ``empty_inputs``).
 
-There is one retry layer, this one (the SDK's own retries are switched off): exponential backoff
-with jitter on 429, 408, 409, 5xx, connection errors and timeouts, waiting at least what a
-``retry-after-ms`` / ``retry-after`` header asks. 400, 401, 403, 404 and 422 fail at once with an
+There is one retry layer, the one every remote client shares (:mod:`chunkmark.remote`; the
+SDK's own retries are switched off): exponential backoff with jitter on 429, 408, 409, 5xx,
+connection errors and timeouts, waiting at least what a ``retry-after-ms`` / ``retry-after``
+header asks. 400, 401, 403, 404 and 422 fail at once with an
 :class:`~chunkmark.errors.EmbeddingError` naming the status and the fix. The API key is read from
 the environment and never appears in messages, logs or the identity.
 """
@@ -17,24 +18,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
-import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import urlsplit
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
-from chunkmark.errors import EmbeddingError, MissingDependencyError
-from chunkmark.retry import NO_KEY_PLACEHOLDER as _NO_KEY_PLACEHOLDER
-from chunkmark.retry import backoff_delay, error_detail, scrub, status_problem
-from chunkmark.retry import is_retryable as _retryable
-from chunkmark.retry import retry_after as _retry_after
-
-if TYPE_CHECKING:
-    from openai import OpenAI
+from chunkmark.errors import EmbeddingError
+from chunkmark.remote import RemoteClient, Wording
+from chunkmark.stats import EmbedderStats
+from chunkmark.tokenizers import truncate_tokens
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -60,8 +54,13 @@ class PreparedInput(NamedTuple):
     empty: bool
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(RemoteClient):
     """Embeddings from an OpenAI(-compatible) ``/embeddings`` endpoint, batched and retried."""
+
+    sdk: ClassVar[str] = "openai"
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    base_url_env: ClassVar[str] = BASE_URL_ENV
+    error_type = EmbeddingError
 
     def __init__(
         self,
@@ -90,29 +89,24 @@ class OpenAIEmbedder:
                 raise ValueError(f"{label} must be at least 1, got {value}")
         if dimensions is not None and dimensions < 1:
             raise ValueError(f"dimensions must be at least 1, got {dimensions}")
-        if max_retries < 0 or timeout <= 0 or backoff_base < 0 or backoff_max < 0:
-            raise ValueError("timeout must be positive; max_retries and backoff_* non-negative")
+        super().__init__(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_retries=max_retries,
+            timeout=timeout,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            sleep=sleep,
+        )
         if max_input_tokens > max_request_tokens:
             raise ValueError("max_input_tokens cannot exceed max_request_tokens")
         self.model = model
-        self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
         self.dimensions = dimensions
-        self.api_key_env = api_key_env
-        self.max_retries = max_retries
-        self.timeout = timeout
         self.batch_size = batch_size
         self.max_request_tokens = max_request_tokens
         self.max_input_tokens = max_input_tokens
         self.query_prompt = query_prompt
         self.document_prompt = document_prompt
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
-        self._sleep = sleep
-        self._random = random.Random()
-        self._client: OpenAI | None = None
-        self._api_key = ""
-        self._requests = 0
-        self._retries = 0
         self._tokens = 0
         self._tokens_reported = 0
         self._inputs = 0
@@ -122,13 +116,6 @@ class OpenAIEmbedder:
     @property
     def name(self) -> str:
         return self.model
-
-    @property
-    def host(self) -> str:
-        """The endpoint's host (and port), without credentials, path or query."""
-        parts = urlsplit(self.base_url)
-        host = parts.hostname or parts.path.split("/")[0]
-        return f"{host}:{parts.port}" if parts.port else host
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -149,40 +136,39 @@ class OpenAIEmbedder:
         if kind not in ("document", "query"):
             raise ValueError(f"kind must be 'document' or 'query', got {kind!r}")
         prompt = (self.query_prompt if kind == "query" else self.document_prompt) or ""
-        inputs = [prompt + t for t in texts]
-        encoding = _encoding()
-        prepared = []
-        for text, ids in zip(inputs, encoding.encode_ordinary_batch(inputs), strict=True):
-            if not text:
-                prepared.append(PreparedInput(" ", 1, False, True))
-            elif len(ids) > self.max_input_tokens:
-                cut, n = _truncate(encoding, ids, self.max_input_tokens)
-                prepared.append(PreparedInput(cut, n, True, False))
-            else:
-                prepared.append(PreparedInput(text, len(ids), False, False))
-        return prepared
+        return [self._prepare_one(prompt + t) for t in texts]
+
+    def _prepare_one(self, text: str) -> PreparedInput:
+        if not text:
+            return PreparedInput(" ", 1, False, True)
+        cut, n = truncate_tokens(text, self.max_input_tokens, TOKEN_ENCODING)
+        return PreparedInput(cut, n, cut != text, False)  # the text itself when it fits
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
         if not texts:
             return np.zeros((0, self.dimensions or KNOWN_DIMENSIONS.get(self.model, 0)), np.float32)
         prepared = self.prepare(texts, kind)
-        client = self._get_client()
-        parts = [self._request(client, batch) for batch in self._batches(prepared)]
+        parts = [self._request(batch) for batch in self._batches(prepared)]
         self._inputs += len(prepared)
         self._truncated += sum(p.truncated for p in prepared)
         self._empty += sum(p.empty for p in prepared)
         return l2_normalise(np.concatenate(parts, axis=0))
 
-    def stats(self) -> dict[str, Any]:
-        return {
-            "requests": self._requests,
-            "retries": self._retries,
-            "inputs": self._inputs,
-            "tokens_sent": self._tokens,
-            "tokens_reported": self._tokens_reported,
-            "truncated": self._truncated,
-            "empty_inputs": self._empty,
-        }
+    def stats(self) -> EmbedderStats:
+        """Requests (attempts) and retries, inputs sent (every one ``measured`` against
+        ``max_input_tokens``, the ``window``) and how many were ``truncated``, tokens sent as
+        counted with cl100k_base; ``extra`` holds the tokens the endpoint reported and the
+        empty inputs sent as a space."""
+        return EmbedderStats(
+            inputs=self._inputs,
+            measured=self._inputs,
+            truncated=self._truncated,
+            window=self.max_input_tokens,
+            tokens=self._tokens,
+            requests=self._requests,
+            retries=self._retries,
+            extra={"tokens_reported": self._tokens_reported, "empty_inputs": self._empty},
+        )
 
     def _batches(self, prepared: list[PreparedInput]) -> Iterator[list[PreparedInput]]:
         """Consecutive runs of inputs within the per-request input and token limits."""
@@ -199,66 +185,38 @@ class OpenAIEmbedder:
         if batch:
             yield batch
 
-    def _get_client(self) -> OpenAI:
-        if self._client is not None:
-            return self._client
-        try:
-            from openai import OpenAI
-        except ImportError:
-            raise MissingDependencyError("openai", "openai", "The openai embedder") from None
-        key = os.environ.get(self.api_key_env, "")
-        if not key:
-            if self.host == "api.openai.com":
-                raise EmbeddingError(
-                    f"The environment variable {self.api_key_env} is not set.",
-                    f"Set {self.api_key_env} to your OpenAI API key.",
-                )
-            key = _NO_KEY_PLACEHOLDER
-        self._api_key = key
-        self._client = OpenAI(
-            api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+    def _make_client(self, sdk: Any, api_key: str) -> Any:
+        return sdk.OpenAI(
+            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
-        return self._client
 
-    def _request(self, client: OpenAI, batch: list[PreparedInput]) -> FloatArray:
-        import openai
+    def _wording(self) -> Wording:
+        return Wording(
+            purpose="The openai embedder",
+            endpoint="embedding endpoint",
+            missing_key=(
+                f"The environment variable {self.api_key_env} is not set.",
+                f"Set {self.api_key_env} to your OpenAI API key.",
+            ),
+            not_found_fix="Check the model name and base_url (it usually ends in /v1).",
+            retry_fix="Retry later, lower the request rate, or raise max_retries.",
+            rejected_fix="Check the model name, dimensions (only text-embedding-3 models accept "
+            "it) and max_input_tokens for this endpoint.",
+        )
 
+    def _request(self, batch: list[PreparedInput]) -> FloatArray:
+        """One batch's embeddings (one request, retried); counts its tokens."""
         inputs = [item.text for item in batch]
-        tokens = sum(item.tokens for item in batch)
         extra: dict[str, Any] = {} if self.dimensions is None else {"dimensions": self.dimensions}
-        attempt = 0
-        while True:
-            self._requests += 1
-            try:
-                response = client.embeddings.create(
-                    input=inputs, model=self.model, encoding_format="base64", **extra
-                )
-            except openai.APIStatusError as exc:
-                if not _retryable(exc) or attempt >= self.max_retries:
-                    raise self._status_error(exc, attempt) from None
-                delay = _retry_after(exc.response.headers)
-                wait = self._backoff(attempt) if delay is None else min(delay, self.backoff_max)
-            except openai.APIConnectionError as exc:
-                if attempt >= self.max_retries:
-                    what = "timed out" if isinstance(exc, openai.APITimeoutError) else "failed"
-                    raise EmbeddingError(
-                        f"The request to the embedding endpoint {self.host} {what} "
-                        f"after {attempt + 1} attempts.",
-                        "Check base_url (or OPENAI_BASE_URL) and the network; "
-                        "raise timeout or max_retries for a slow endpoint.",
-                    ) from None
-                wait = self._backoff(attempt)
-            else:
-                self._tokens += tokens
-                usage = getattr(response, "usage", None)
-                self._tokens_reported += int(getattr(usage, "total_tokens", 0) or 0)
-                return self._parse(response, len(inputs))
-            attempt += 1
-            self._retries += 1
-            self._sleep(wait)
-
-    def _backoff(self, attempt: int) -> float:
-        return backoff_delay(attempt, self.backoff_base, self.backoff_max, self._random)
+        response = self._call(
+            lambda client: client.embeddings.create(
+                input=inputs, model=self.model, encoding_format="base64", **extra
+            )
+        )
+        self._tokens += sum(item.tokens for item in batch)
+        usage = getattr(response, "usage", None)
+        self._tokens_reported += int(getattr(usage, "total_tokens", 0) or 0)
+        return self._parse(response, len(inputs))
 
     def _parse(self, response: Any, n: int) -> FloatArray:
         items = list(getattr(response, "data", None) or [])
@@ -280,41 +238,6 @@ class OpenAIEmbedder:
                 "Check that base_url points at an OpenAI-compatible /embeddings endpoint.",
             )
         return np.stack(rows).astype(np.float32, copy=False)
-
-    def _status_error(self, exc: Any, attempt: int) -> EmbeddingError:
-        problem, fix = status_problem(
-            exc,
-            attempt,
-            where=f"the embedding endpoint {self.host} (model {self.model!r})",
-            key_env=self.api_key_env,
-            host=self.host,
-            detail=error_detail(exc, self._api_key),
-            not_found_fix="Check the model name and base_url (it usually ends in /v1).",
-            retry_fix="Retry later, lower the request rate, or raise max_retries.",
-            rejected_fix="Check the model name, dimensions (only text-embedding-3 models accept "
-            "it) and max_input_tokens for this endpoint.",
-        )
-        return EmbeddingError(problem, fix)
-
-    def _scrub(self, text: str) -> str:
-        return scrub(text, self._api_key)
-
-
-def _encoding() -> Any:
-    from chunkmark.tokenizers import get_encoding
-
-    return get_encoding(TOKEN_ENCODING)
-
-
-def _truncate(encoding: Any, ids: list[int], limit: int) -> tuple[str, int]:
-    """Cut to at most ``limit`` tokens; re-encoding the decoded prefix must stay within it."""
-    cut = limit
-    while True:
-        text = encoding.decode(ids[:cut])
-        n = len(encoding.encode_ordinary(text))
-        if n <= limit:
-            return text, n
-        cut -= n - limit
 
 
 def _index(item: Any, position: int) -> int:

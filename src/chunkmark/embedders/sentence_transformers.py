@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
 from chunkmark.errors import EmbeddingError, MissingDependencyError
+from chunkmark.stats import EmbedderStats
 
 logger = logging.getLogger(__name__)
 
@@ -410,20 +411,25 @@ class SentenceTransformerEmbedder:
         device = "cuda" if str(self.device).startswith("cuda") else "cpu"
         return torch.autocast(device_type=device, dtype=torch.bfloat16)
 
-    def stats(self) -> dict[str, Any]:
-        return {
-            "calls": self._calls,
-            "inputs": self._inputs,
-            "tokenized": self._tokenized,
-            "truncated": self._truncated,
-            "max_seq_length": self._max_seq_length(),
-            "tokens": self._tokens,
-            "model_seconds": round(self._model_seconds, 6),
-            "tokenize_seconds": round(self._tokenize_seconds, 6),
-            "load_seconds": round(self._load_seconds, 6),
-            "precision": self.precision,
-            "source": self.resolved.source,
-        }
+    def stats(self) -> EmbedderStats:
+        """Inputs embedded, inputs tokenised (``measured``) and truncated to the model's window,
+        tokens the model read, model calls and seconds; ``extra`` holds tokenising and loading
+        seconds, the precision and where the weights came from."""
+        return EmbedderStats(
+            inputs=self._inputs,
+            measured=self._tokenized,
+            truncated=self._truncated,
+            window=self._max_seq_length(),
+            tokens=self._tokens,
+            requests=self._calls,
+            model_seconds=self._model_seconds,
+            extra={
+                "tokenize_seconds": round(self._tokenize_seconds, 6),
+                "load_seconds": round(self._load_seconds, 6),
+                "precision": self.precision,
+                "source": self.resolved.source,
+            },
+        )
 
     def _max_seq_length(self) -> int | None:
         if self._st is not None:

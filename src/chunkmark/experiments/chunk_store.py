@@ -28,7 +28,7 @@ FOLDER = "chunks"
 
 def chunk_key(chunker_spec: str, dataset_fingerprint: str, embedder: dict[str, Any] | None) -> str:
     """The store key of one chunker's output on one dataset."""
-    from chunkmark import __version__
+    from chunkmark.version import __version__
 
     payload = json.dumps(
         [STORE_FORMAT, __version__, chunker_spec, dataset_fingerprint, embedder],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +22,34 @@ DEFAULT_CHUNKERS = (
 )
 DEFAULT_EMBEDDERS = ('sentence_transformers(model="all-MiniLM-L6-v2")',)
 DEFAULT_K: tuple[int | Literal["min"], ...] = (1, 3, 5, 10, "min")
+
+KValue = int | Literal["min"]
+MIN_K_CAP = 20  # ``k=min`` retrieves at most this many chunks per question
+
+
+def parse_k(values: str | Sequence[str | int]) -> list[KValue]:
+    """``"1,3,5,min"`` or a list -> validated k values (positive integers or ``"min"``)."""
+    items = values.split(",") if isinstance(values, str) else list(values)
+    out: list[KValue] = []
+    for raw in items:
+        text = str(raw).strip()
+        if text == "min":
+            value: KValue = "min"
+        else:
+            try:
+                value = int(text)
+            except ValueError:
+                value = 0
+            if value <= 0 or str(value) != text.lstrip("+"):
+                raise ConfigError(
+                    f"Invalid k value {text!r}.",
+                    "Use positive integers or 'min', comma-separated, e.g. --k 1,3,5,10,min.",
+                )
+        if value not in out:
+            out.append(value)
+    if not out:
+        raise ConfigError("No k values given.", "Use e.g. --k 1,3,5,10,min.")
+    return out
 
 
 class ExperimentConfig(BaseModel):
@@ -80,8 +109,6 @@ class ExperimentConfig(BaseModel):
     @field_validator("k", mode="before")
     @classmethod
     def _parse_k(cls, value: Any) -> Any:
-        from chunkmark.evaluation import parse_k
-
         if isinstance(value, (str, int)):
             value = str(value)
         return tuple(parse_k(value))

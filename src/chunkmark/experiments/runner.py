@@ -21,21 +21,28 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from chunkmark.chunkers import CHUNKERS, ChunkerContext
+from chunkmark.chunkers import CHUNKERS
 from chunkmark.datasets import load_dataset
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
-from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
-from chunkmark.evaluation import METRICS, CellResult, evaluate_cell
-from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
+from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
+from chunkmark.experiments.cell import Cell, CellEnv
+from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
-from chunkmark.experiments.store import read_cell, write_cell, write_csv, write_json, write_results
-from chunkmark.metrics.aggregate import bootstrap_ci, mean_std
+from chunkmark.experiments.store import (
+    prepare_out_dir,
+    read_cell,
+    write_cell,
+    write_csv,
+    write_json,
+    write_results,
+)
+from chunkmark.metrics import METRICS, bootstrap_ci, mean_std
+from chunkmark.paths import resolve_cache_dir
 from chunkmark.specs import Spec
 from chunkmark.timing import PhaseTimer
 
-CELL_FORMAT = 1
-CI_METRICS = ("recall", "precision", "precision_omega", "iou", "f1")
+CELL_FORMAT = 2
 Progress = Callable[[str], None]
 EmbedProgress = Callable[[str, int, int], None]
 
@@ -87,7 +94,7 @@ def evaluate(
     chunker_specs = [CHUNKERS.resolve(s) for s in config.chunkers]
     embedder_specs = [EMBEDDERS.resolve(s) for s in config.embedders]
     out = config.out or default_out_dir()
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_out_dir(out)
 
     with totals("load_dataset"):
         dataset = load_dataset(config.dataset)
@@ -102,69 +109,51 @@ def evaluate(
     cells: list[dict[str, Any]] = []
     embedding_stats: dict[str, Any] = {}
     resumed = computed = 0
-    from chunkmark.tokenizers import count_tokens
-
-    def cl100k(texts: list[str]) -> list[int]:
-        return count_tokens(texts, "cl100k_base")
 
     for e_spec in embedder_specs:
         inner, _ = EMBEDDERS.build(e_spec)
         embedder = CachedEmbedder(inner, cache)
         short_e = EMBEDDERS.short(e_spec)
-        query_vectors: np.ndarray[Any, Any] | None = None
+
+        def embed_queries(embedder: CachedEmbedder = embedder, short_e: str = short_e) -> Any:
+            say(f"embedding {len(dataset.questions)} questions with {short_e}")
+            _track(embedder, embed_progress, f"questions x {short_e}")
+            with totals("embed_queries"):
+                return embedder.embed([q.text for q in dataset.questions], kind="query")
+
+        env = CellEnv(
+            embedder=embedder,
+            identity=_safe_identity(inner),
+            embed_queries=embed_queries,
+            chunk_store=chunk_store,
+            cache_dir=cache_dir,
+            seed=config.seed,
+        )
         for c_spec in chunker_specs:
+            cell = Cell(dataset, c_spec, e_spec, tuple(config.k))
             cell_id = _cell_id(dataset, c_spec, e_spec, config)
             path = out / "cells" / f"{cell_id}.parquet"
             done = read_cell(path)
             if done is not None:
                 table, facts = done
                 resumed += 1
-                say(f"resumed  {CHUNKERS.short(c_spec)} x {EMBEDDERS.short(e_spec)}")
+                say(f"resumed  {CHUNKERS.short(c_spec)} x {short_e}")
             else:
-                if query_vectors is None:
-                    say(
-                        f"embedding {len(dataset.questions)} questions with {EMBEDDERS.short(e_spec)}"
-                    )
-                    _track(embedder, embed_progress, f"questions x {short_e}")
-                    with totals("embed_queries"):
-                        query_vectors = embedder.embed(
-                            [q.text for q in dataset.questions], kind="query"
-                        )
-                say(f"cell     {CHUNKERS.short(c_spec)} x {EMBEDDERS.short(e_spec)}")
-                context = ChunkerContext(embedder=embedder, cache_dir=cache_dir, seed=config.seed)
-                chunker, _ = CHUNKERS.build(c_spec, context=context)
+                env.query_vectors()
+                say(f"cell     {CHUNKERS.short(c_spec)} x {short_e}")
                 _track(embedder, embed_progress, f"{CHUNKERS.short(c_spec)} x {short_e}")
                 timer = PhaseTimer()
-                store = None
-                # LLM-based chunkers may fall back when the LLM fails: their answers are
-                # cached anyway, so their chunks are recomputed rather than stored.
-                if chunk_store is not None and "llm" not in c_spec.kwargs:
-                    uses_embedder = "context" in CHUNKERS.entry(c_spec.name).dependencies()
-                    identity = _safe_identity(inner) if uses_embedder else None
-                    key = chunk_key(str(c_spec), dataset.fingerprint, identity)
-                    store = (chunk_store, key)
-                result = evaluate_cell(
-                    dataset,
-                    chunker,
-                    str(c_spec),
-                    embedder,
-                    str(e_spec),
-                    query_vectors,
-                    config.k,
-                    cl100k,
-                    timer,
-                    store,
-                )
+                result = cell.run(env, timer)
                 totals.merge(timer)
-                table, facts = _cell_table(result), _cell_facts(result, cell_id)
+                table, facts = result.table(), result.facts(cell_id)
                 with totals("write"):
                     write_cell(path, table, facts)
                 computed += 1
             tables.append(table)
             cells.append({**facts, "resumed": done is not None})
         embedding_stats[str(e_spec)] = {
-            "identity": _safe_identity(inner),
-            "stats": embedder.stats(),
+            "identity": env.identity,
+            "stats": embedder.stats().to_dict(),
         }
 
     with totals("summarise"):
@@ -189,7 +178,7 @@ def _track(embedder: CachedEmbedder, report: EmbedProgress | None, what: str) ->
 
 
 def _cell_id(dataset: Dataset, c_spec: Spec, e_spec: Spec, config: ExperimentConfig) -> str:
-    from chunkmark import __version__
+    from chunkmark.version import __version__
 
     key = json.dumps(
         [
@@ -199,38 +188,10 @@ def _cell_id(dataset: Dataset, c_spec: Spec, e_spec: Spec, config: ExperimentCon
             str(c_spec),
             str(e_spec),
             [str(k) for k in config.k],
+            METRICS.names(),
         ]
     )
     return hashlib.sha256(key.encode()).hexdigest()[:20]
-
-
-def _cell_table(result: CellResult) -> pa.Table:
-    n = len(result.columns["question_id"])
-    cols: dict[str, Any] = {
-        "dataset": [result.dataset] * n,
-        "chunker": [result.chunker] * n,
-        "embedder": [result.embedder] * n,
-    }
-    cols.update(result.columns)
-    return pa.table(cols)
-
-
-def _cell_facts(result: CellResult, cell_id: str) -> dict[str, Any]:
-    tokens_per_doc: dict[str, int] = {d: 0 for d in result.chunks_per_doc}
-    for doc, t in zip(result.chunk_doc, result.chunk_tokens.tolist(), strict=True):
-        tokens_per_doc[doc] += int(t)
-    return {
-        "id": cell_id,
-        "dataset": result.dataset,
-        "chunker": result.chunker,
-        "embedder": result.embedder,
-        "n_chunks": result.n_chunks,
-        "chunks_per_doc": result.chunks_per_doc,
-        "chunk_tokens": int(result.chunk_tokens.sum()),
-        "chunk_tokens_per_doc": tokens_per_doc,
-        "timings": result.timings,
-        "embedding": result.embedding,
-    }
 
 
 def _summarise(
@@ -261,11 +222,13 @@ def _summarise(
                     "n_chunks": n_chunks,
                     "mean_chunk_tokens": tokens / n_chunks if n_chunks else float("nan"),
                 }
-                values = {m: np.asarray(data[m], dtype=np.float64)[mask] for m in METRICS}
-                for m in METRICS:
+                names = METRICS.names()
+                values = {m: np.asarray(data[m], dtype=np.float64)[mask] for m in names}
+                for m in names:
                     row[f"{m}_mean"], row[f"{m}_std"] = mean_std(values[m])
-                ci = bootstrap_ci({m: values[m] for m in CI_METRICS}, seed=seed)
-                for m in CI_METRICS:
+                with_ci = METRICS.with_interval()
+                ci = bootstrap_ci({m: values[m] for m in with_ci}, seed=seed)
+                for m in with_ci:
                     row[f"{m}_ci_low"], row[f"{m}_ci_high"] = ci[m]
                 rows.append(row)
     return rows

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from chunkmark.errors import ConfigError
 from chunkmark.files import write_bytes_atomic
 
 CELL_META_KEY = b"chunkmark.cell"
@@ -62,3 +65,55 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     write_bytes_atomic(path, (json.dumps(data, indent=2, default=str) + "\n").encode())
+
+
+_ELSEWHERE = "choose another results folder (--out, or out: in the experiment file)."
+
+
+def prepare_out_dir(path: Path) -> Path:
+    """Create the results folder ``path`` (and its parents) and check, by writing and removing
+    a small file, that results can be written in it; else a ConfigError naming the path."""
+    if path.exists() and not path.is_dir():
+        raise ConfigError(
+            f"The results path {path} exists and is not a folder.",
+            f"Move that file away, or {_ELSEWHERE}",
+        )
+    blocker = _file_ancestor(path)
+    if blocker is not None:
+        raise ConfigError(
+            f"Cannot create the results folder {path}: {blocker} is a file, not a folder.",
+            f"Rename that file, or {_ELSEWHERE}",
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        _probe_write(path)
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot write results in {path}: {_reason(exc)}.",
+            f"Make the folder writable, or {_ELSEWHERE}",
+        ) from None
+    return path
+
+
+def _file_ancestor(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is not a folder, else None."""
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def _probe_write(folder: Path) -> None:
+    """Write a small file in ``folder`` and remove it again (raises OSError when that fails)."""
+    fd, probe = tempfile.mkstemp(dir=folder, prefix=".chunkmark-probe-", suffix=".tmp")
+    try:
+        os.write(fd, b"ok")
+    finally:
+        os.close(fd)
+        Path(probe).unlink(missing_ok=True)
+
+
+def _reason(exc: OSError) -> str:
+    """The operating system's words for ``exc`` (without the path), lower-case."""
+    reason = exc.strerror or type(exc).__name__
+    return reason[:1].lower() + reason[1:]

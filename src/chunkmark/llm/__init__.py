@@ -12,34 +12,10 @@ Providers: ``openai`` (Chat Completions; any OpenAI-compatible endpoint), ``anth
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
 
-from chunkmark.specs import Registry
-
-
-@runtime_checkable
-class LLM(Protocol):
-    """What every LLM client provides."""
-
-    @property
-    def name(self) -> str:
-        """Public model name."""
-        ...
-
-    def identity(self) -> dict[str, Any]:
-        """Everything that changes the answers (provider, model, endpoint kind); keys the cache."""
-        ...
-
-    def complete(self, system: str, user: str, *, max_tokens: int = 1024) -> str:
-        """The model's answer to one system + user prompt (temperature 0, seeded)."""
-        ...
-
-    def stats(self) -> dict[str, Any]:
-        """Counters: requests, cache hits, tokens in and out, retries."""
-        ...
-
-
-LLMS: Registry[LLM] = Registry("llm")
+from chunkmark.llm import anthropic, fake, openai
+from chunkmark.llm.base import LLM, LLMS, BaseLLM, EmptyAnswerError
+from chunkmark.llm.fake import FakeLLM
 
 
 def build_llm(spec: str, *, cache_dir: Path | None = None, seed: int = 0) -> LLM:
@@ -48,9 +24,14 @@ def build_llm(spec: str, *, cache_dir: Path | None = None, seed: int = 0) -> LLM
     return llm
 
 
-# Importing the provider modules registers their factories (SDKs are imported lazily).
-from chunkmark.llm import anthropic, fake, openai  # noqa: E402, F401
-from chunkmark.llm.base import BaseLLM, EmptyAnswerError  # noqa: E402
-from chunkmark.llm.fake import FakeLLM  # noqa: E402
-
-__all__ = ["LLM", "LLMS", "BaseLLM", "EmptyAnswerError", "FakeLLM", "build_llm"]
+__all__ = [
+    "LLM",
+    "LLMS",
+    "BaseLLM",
+    "EmptyAnswerError",
+    "FakeLLM",
+    "anthropic",
+    "build_llm",
+    "fake",
+    "openai",
+]

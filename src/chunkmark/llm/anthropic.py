@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chunkmark.llm import LLMS
-from chunkmark.llm.base import Answer
+from chunkmark.llm.base import LLMS, Answer
 from chunkmark.llm.remote import RemoteLLM
 
 
@@ -59,7 +58,7 @@ class AnthropicLLM(RemoteLLM):
         )
 
 
-@LLMS.register("anthropic")
+@LLMS.register("anthropic", needs=("cache_dir", "seed"))
 def anthropic_llm(
     model: str = "claude-haiku-4-5",
     base_url: str | None = None,

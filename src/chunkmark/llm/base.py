@@ -1,4 +1,5 @@
-"""What every LLM client shares: the answer cache, counters, and the empty-answer check.
+"""The LLM contract and registry, and what every client shares: the answer cache, counters,
+and the empty-answer check.
 
 A provider implements :meth:`BaseLLM.identity` and :meth:`BaseLLM._answer`; :meth:`complete`
 looks the request up in the cache first and stores what the provider answers.
@@ -8,10 +9,37 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from chunkmark.errors import LLMError
 from chunkmark.llm.cache import LLMCache, cache_key
+from chunkmark.specs import Registry
+from chunkmark.stats import LLMStats
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """What every LLM client provides."""
+
+    @property
+    def name(self) -> str:
+        """Public model name."""
+        ...
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes the answers (provider, model, endpoint kind); keys the cache."""
+        ...
+
+    def complete(self, system: str, user: str, *, max_tokens: int = 1024) -> str:
+        """The model's answer to one system + user prompt (temperature 0, seeded)."""
+        ...
+
+    def stats(self) -> LLMStats:
+        """Counters: calls, cache hits, requests, retries, tokens in and out."""
+        ...
+
+
+LLMS: Registry[LLM] = Registry("llm")
 
 
 class EmptyAnswerError(LLMError):
@@ -103,15 +131,15 @@ class BaseLLM(ABC):
             self.cache.put(key, self.identity(), answer.text)
         return answer.text
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> LLMStats:
         """``calls`` to :meth:`complete`, ``cache_hits``, HTTP ``requests`` (attempts) and
         ``retries``, tokens in and out as the endpoint reported them, ``empty_answers``."""
-        return {
-            "calls": self._calls,
-            "cache_hits": self._hits,
-            "requests": self._requests,
-            "retries": self._retries,
-            "input_tokens": self._input_tokens,
-            "output_tokens": self._output_tokens,
-            "empty_answers": self._empty,
-        }
+        return LLMStats(
+            calls=self._calls,
+            cache_hits=self._hits,
+            requests=self._requests,
+            retries=self._retries,
+            input_tokens=self._input_tokens,
+            output_tokens=self._output_tokens,
+            empty_answers=self._empty,
+        )

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chunkmark.errors import LLMError
-from chunkmark.llm import LLMS
-from chunkmark.llm.base import Answer, BaseLLM
+from chunkmark.llm.base import LLMS, Answer, BaseLLM
 
 Responder = Callable[[str, str], str]
 
@@ -72,7 +71,7 @@ class FakeLLM(BaseLLM):
         return Answer(text, "stop", len(system.split()) + len(user.split()), len(text.split()))
 
 
-@LLMS.register("fake")
+@LLMS.register("fake", needs=("cache_dir", "seed"))
 def fake_llm(
     answers: list[str] | None = None,
     model: str = "fake",

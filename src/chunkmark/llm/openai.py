@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from chunkmark.llm import LLMS
-from chunkmark.llm.base import Answer
+from chunkmark.llm.base import LLMS, Answer
 from chunkmark.llm.remote import RemoteLLM
 
 
@@ -56,7 +55,7 @@ class OpenAIChatLLM(RemoteLLM):
         )
 
 
-@LLMS.register("openai")
+@LLMS.register("openai", needs=("cache_dir", "seed"))
 def openai_llm(
     model: str = "gpt-4o-mini",
     base_url: str | None = None,

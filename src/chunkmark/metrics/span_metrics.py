@@ -1,4 +1,4 @@
-"""Character-level retrieval metrics, exactly as DESIGN.md section 3 (reference-compatible).
+"""Character-level retrieval metrics, as docs/design.md defines them (reference-compatible).
 
 Per question q with excerpts E and retrieved chunks R = r1..rk:
 
