@@ -57,7 +57,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("models", frozenset({"embedders", "llm"})),
     ("chunkers", frozenset({"chunkers"})),
-    ("experiments", frozenset({"experiments", "evaluation"})),
+    ("experiments, synth and report", frozenset({"experiments", "report", "synth"})),
     ("command line", frozenset({"cli"})),
     ("package face", frozenset({FACE, "__main__"})),
 )

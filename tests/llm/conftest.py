@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,8 +13,15 @@ from typing import Any
 
 import pytest
 
-CHAT_PATH = "/v1/chat/completions"
-MESSAGES_PATH = "/v1/messages"
+from wire_formats import (
+    CHAT_PATH,
+    MESSAGES_PATH,
+    JSONHandler,
+    anthropic_error,
+    chat_body,
+    messages_body,
+    openai_error,
+)
 
 
 @dataclass
@@ -74,76 +80,10 @@ class LLMServer:
         return keys
 
 
-def openai_error(message: str, kind: str, code: str | None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-def anthropic_error(message: str, kind: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": kind, "message": message}}
-
-
-def _chat_body(payload: dict[str, Any], text: str | None) -> dict[str, Any]:
-    prompt = sum(len(str(m["content"]).split()) for m in payload["messages"])
-    completion = len((text or "").split())
-    return {
-        "id": "chatcmpl-local",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": payload["model"],
-        "system_fingerprint": "fp_local",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    }
-
-
-def _messages_body(payload: dict[str, Any], text: str) -> dict[str, Any]:
-    prompt = len(str(payload.get("system", "")).split()) + sum(
-        len(str(m["content"]).split()) for m in payload["messages"]
-    )
-    return {
-        "id": "msg_local",
-        "type": "message",
-        "role": "assistant",
-        "model": payload["model"],
-        "content": [{"type": "text", "text": text}] if text else [],
-        "stop_reason": "end_turn",
-        "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": len(text.split())},
-    }
-
-
 def _handler(server: LLMServer, lock: threading.Lock) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-            data = json.dumps(body).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for key, value in headers.items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client timed out and hung up first
-
+    class Handler(JSONHandler):
         def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            payload = json.loads(self.rfile.read(length))
+            payload = self.read_json()
             with lock:
                 server.requests.append(payload)
                 server.paths.append(self.path)
@@ -151,7 +91,7 @@ def _handler(server: LLMServer, lock: threading.Lock) -> type[BaseHTTPRequestHan
                 fault = server.faults.pop(0) if server.faults else None
             chat = self.path == CHAT_PATH
             if not chat and self.path != MESSAGES_PATH:
-                self._send(404, openai_error("Unknown path", "invalid_request_error", None), {})
+                self.send_json(404, openai_error("Unknown path", "invalid_request_error", None), {})
                 return
             if fault is not None:
                 if fault.delay:
@@ -162,10 +102,10 @@ def _handler(server: LLMServer, lock: threading.Lock) -> type[BaseHTTPRequestHan
                         if chat
                         else anthropic_error("scripted fault", "api_error")
                     )
-                    self._send(fault.status, body, fault.headers)
+                    self.send_json(fault.status, body, fault.headers)
                     return
             if server.replay is not None:
-                self._send(200, server.replay, {})
+                self.send_json(200, server.replay, {})
                 return
             if not isinstance(payload.get("max_tokens"), int) or not payload.get("messages"):
                 body = (
@@ -173,11 +113,11 @@ def _handler(server: LLMServer, lock: threading.Lock) -> type[BaseHTTPRequestHan
                     if chat
                     else anthropic_error("max_tokens: Field required", "invalid_request_error")
                 )
-                self._send(400, body, {})
+                self.send_json(400, body, {})
                 return
             text = server.answer(self.path, payload)
-            self._send(
-                200, _chat_body(payload, text) if chat else _messages_body(payload, text), {}
+            self.send_json(
+                200, chat_body(payload, text) if chat else messages_body(payload, text), {}
             )
 
     return Handler

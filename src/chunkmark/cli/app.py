@@ -89,12 +89,14 @@ def _register_commands() -> None:
     if _registered:
         return
     _registered = True
-    from chunkmark.cli import chunkers, datasets, metrics, run
+    from chunkmark.cli import chunkers, compare, datasets, metrics, run, synth
 
     chunkers.register(app)
     metrics.register(app)
     datasets.register(app)
+    synth.register(app)
     run.register(app)
+    compare.register(app)
 
 
 def _exit_with(lines: Sequence[str], code: int) -> NoReturn:

@@ -1,8 +1,9 @@
-"""``chunkmark datasets``: validate, download, list and show datasets."""
+"""``chunkmark datasets``: validate, download, list, show and import datasets."""
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,7 @@ from chunkmark.datasets import Dataset, Problem, find_problems, load_dataset
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.demo import DEMO_NAME
 from chunkmark.errors import DatasetError
+from chunkmark.synth.importing import NothingImportedError, SkippedSource, import_documents
 
 PathArg = Annotated[
     str,
@@ -27,7 +29,7 @@ PathArg = Annotated[
 def register(app: typer.Typer) -> None:
     """Add the ``datasets`` command group to ``app``."""
     group = typer.Typer(
-        help="Validate, download, list and inspect datasets.",
+        help="Validate, download, list, inspect and import datasets.",
         no_args_is_help=True,
         add_completion=False,
     )
@@ -35,6 +37,7 @@ def register(app: typer.Typer) -> None:
     group.command("download")(download)
     group.command("list")(list_datasets)
     group.command("show")(show)
+    group.command("import")(import_command)
     app.add_typer(group, name="datasets")
 
 
@@ -117,6 +120,87 @@ def show(path: PathArg) -> None:
     for label, values in rows.items():
         table.add_row(label, *_summary(values))
     console.print(table)
+
+
+def import_command(
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help="Document files and folders (searched recursively): .md, .markdown, .txt, "
+            ".pdf, .html, .htm, .docx.",
+            show_default=False,
+            metavar="SRC",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Folder to write corpora/ and manifest.json into.", show_default=False
+        ),
+    ],
+    include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include",
+            help="Only import files in folders whose relative path or name matches this glob "
+            "(repeatable; case-insensitive). Without it every file is tried.",
+        ),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            help="Leave out files in folders whose relative path, name or parent folder matches "
+            "this glob (repeatable; case-insensitive).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Write into a non-empty --out folder (other files there are kept)."
+        ),
+    ] = False,
+) -> None:
+    """Turn your documents (PDF, HTML, Word, markdown, text) into a corpus folder.
+
+    Writes OUT/corpora/<id>.md (.txt for text files) and OUT/manifest.json; sources that give
+    no usable text are skipped and listed with their reason.
+    """
+    console = Console(soft_wrap=True, highlight=False, markup=False)
+    try:
+        report = import_documents(
+            sources,
+            out,
+            include=include or (),
+            exclude=exclude or (),
+            force=force,
+            progress=console.print,
+        )
+    except NothingImportedError as exc:
+        _print_skipped(console, exc.skipped)
+        raise
+    noun = "document" if len(report.imported) == 1 else "documents"
+    console.print(
+        f"imported {len(report.imported)} {noun} into {report.out / 'corpora'} "
+        f"(manifest: {report.manifest})"
+    )
+    if report.foreign:
+        names = ", ".join(path.name for path in report.foreign)
+        console.print(
+            f"note: {len(report.foreign)} other corpus files in {report.out / 'corpora'} were "
+            f"not written by this import and are read as documents too: {names}"
+        )
+    _print_skipped(console, report.skipped)
+
+
+def _print_skipped(console: Console, skipped: Sequence[SkippedSource]) -> None:
+    """The skipped sources, one line each with its reason."""
+    if not skipped:
+        return
+    noun = "source" if len(skipped) == 1 else "sources"
+    console.print(f"skipped {len(skipped)} {noun}:")
+    for item in skipped:
+        console.print(f"  {item.path}: {item.reason}")
 
 
 def _folder_of(path: str) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from chunkmark.datasets.chroma import load_chroma, scan_chroma, write_chroma
+from chunkmark.datasets.chroma import load_chroma, read_corpus, scan_chroma, write_chroma
 from chunkmark.datasets.demo import DEMO_NAME, load_demo
 from chunkmark.datasets.jsonl import load_jsonl, scan_jsonl, write_jsonl
 from chunkmark.datasets.model import Dataset, Document, Question
@@ -29,6 +29,7 @@ __all__ = [
     "load_dataset",
     "load_demo",
     "load_jsonl",
+    "read_corpus",
     "write_chroma",
     "write_jsonl",
 ]

@@ -54,6 +54,36 @@ def load_chroma(path: str | Path) -> Dataset:
     return load_strict(Path(path), scan_chroma, "Chroma")
 
 
+def read_corpus(folder: str | Path) -> list[Document]:
+    """The documents in ``folder/corpora/`` (``*.md`` and ``*.txt``), sorted by file name.
+
+    Each file is one document named after its stem, read as strict UTF-8 with text-mode newline
+    translation, exactly as the Chroma loader reads corpora; any question file is ignored.
+    Raises :class:`DatasetError` naming the file and fix of the first problem (no folder, no
+    corpus files, bad UTF-8, an empty document, two files with one stem).
+    """
+    root = Path(folder)
+    corpora_dir = root / CORPORA
+    report = _raise_problem
+    if not corpora_dir.is_dir():
+        check_folder(root, report)
+        report(
+            Problem(
+                str(corpora_dir),
+                None,
+                "missing the corpora folder.",
+                f"Create {CORPORA}/ in the folder with one .md or .txt file per document.",
+            )
+        )
+    texts, _ = _read_corpora(corpora_dir, report)
+    return [Document(doc_id, text) for doc_id, text in texts.items()]
+
+
+def _raise_problem(problem: Problem) -> None:
+    """A reporter that raises the first problem as a one-line :class:`DatasetError`."""
+    raise DatasetError(f"{problem.where}: {problem.message}", problem.fix)
+
+
 def write_chroma(dataset: Dataset, folder: str | Path) -> None:
     """Write ``dataset`` in Chroma's layout (``corpora/<doc id>.md`` + ``questions_df.csv``).
 

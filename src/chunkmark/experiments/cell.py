@@ -88,15 +88,24 @@ class CellResult:
     dataset: str
     chunker: str
     embedder: str
-    chunk_doc: list[str]
+    chunks: list[Chunk]
     chunk_tokens: IntArray
     chunks_per_doc: dict[str, int]
     columns: dict[str, list[Any]]
     timings: dict[str, float]
     embedding: EmbedderStats
+    question_ids: list[str] = field(default_factory=list)
+    ranking: IntArray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    similarity: npt.NDArray[np.float32] = field(
+        default_factory=lambda: np.zeros((0, 0), np.float32)
+    )
     model_seconds_attributed: float | None = None
     chunking: ChunkerStats | None = None
     chunks_reused: bool = False
+
+    @property
+    def chunk_doc(self) -> list[str]:
+        return [c.doc_id for c in self.chunks]
 
     @property
     def n_chunks(self) -> int:
@@ -112,6 +121,29 @@ class CellResult:
         }
         cols.update(self.columns)
         return pa.table(cols)
+
+    def chunks_table(self) -> pa.Table:
+        """The cell's chunks in index order: document, span, cl100k tokens, embedded text."""
+        return pa.table(
+            {
+                "doc_id": pa.array([c.doc_id for c in self.chunks], pa.string()),
+                "start": pa.array([c.start for c in self.chunks], pa.int64()),
+                "end": pa.array([c.end for c in self.chunks], pa.int64()),
+                "tokens": pa.array(self.chunk_tokens.tolist(), pa.int64()),
+                "embed_text": pa.array([c.embed_text for c in self.chunks], pa.string()),
+            }
+        )
+
+    def ranking_table(self) -> pa.Table:
+        """Per question, the chunk indices retrieved (best first, as deep as the deepest k) and
+        their similarity scores."""
+        return pa.table(
+            {
+                "question_id": pa.array(self.question_ids, pa.string()),
+                "chunks": pa.array(self.ranking.tolist(), pa.list_(pa.int32())),
+                "scores": pa.array(self.similarity.tolist(), pa.list_(pa.float32())),
+            }
+        )
 
     def facts(self, cell_id: str) -> dict[str, Any]:
         """The cell's facts for its file and the manifest (JSON-able)."""
@@ -155,9 +187,9 @@ class Cell:
         """Chunk, embed, retrieve and score; phases are timed into ``timer``."""
         timer = timer or PhaseTimer()
         query_vectors = env.query_vectors()
+        before = env.embedder.stats()  # the cell's share includes what its chunker embedded
         chunks, tokens, chunk_stats, reused = self._chunk(env, timer)
         texts = [c.text(self.dataset.by_id[c.doc_id].text) for c in chunks]
-        before = env.embedder.stats()
         with timer("embed_documents"):
             vectors = (
                 env.embedder.embed(texts, kind="document")
@@ -167,7 +199,9 @@ class Cell:
         embedding: EmbedderStats = env.embedder.stats() - before
         attribute = getattr(env.embedder, "model_seconds_for", None)
         attributed = None if attribute is None else float(attribute(texts))
-        columns = self._retrieve_and_score(chunks, texts, vectors, query_vectors, timer)
+        columns, ranking, similarity = self._retrieve_and_score(
+            chunks, texts, vectors, query_vectors, timer
+        )
         per_doc: dict[str, int] = {d.id: 0 for d in self.dataset.documents}
         for c in chunks:
             per_doc[c.doc_id] += 1
@@ -175,12 +209,15 @@ class Cell:
             dataset=self.dataset.name,
             chunker=str(self.chunker),
             embedder=str(self.embedder),
-            chunk_doc=[c.doc_id for c in chunks],
+            chunks=chunks,
             chunk_tokens=tokens,
             chunks_per_doc=per_doc,
             columns=columns,
             timings=dict(timer.seconds),
             embedding=embedding,
+            question_ids=[q.id for q in self.dataset.questions],
+            ranking=ranking,
+            similarity=similarity,
             model_seconds_attributed=attributed,
             chunking=chunk_stats,
             chunks_reused=reused,
@@ -221,7 +258,7 @@ class Cell:
         vectors: FloatArray,
         query_vectors: FloatArray,
         timer: PhaseTimer,
-    ) -> dict[str, list[Any]]:
+    ) -> tuple[dict[str, list[Any]], IntArray, npt.NDArray[np.float32]]:
         doc_index = {d.id: i for i, d in enumerate(self.dataset.documents)}
         with timer("score"):
             table = ChunkTable.from_rows([(doc_index[c.doc_id], c.start, c.end) for c in chunks])
@@ -234,7 +271,7 @@ class Cell:
             retriever, _ = RETRIEVERS.build(self.retriever)
             retriever.index(vectors, texts)
             query_texts = [q.text for q in self.dataset.questions]
-            ranking, _ = retriever.search(query_vectors, query_texts, max_k)
+            ranking, similarity = retriever.search(query_vectors, query_texts, max_k)
         with timer("score"):
             names = METRICS.names()
             columns: dict[str, list[Any]] = {
@@ -254,7 +291,7 @@ class Cell:
                 for name in names:
                     columns[name].extend(values[name].tolist())
                 columns["n_touching"].extend(omega.n_touching.tolist())
-        return columns
+        return columns, ranking, similarity
 
 
 def chunker_stats(chunker: ChunkerFn) -> ChunkerStats | None:

@@ -36,6 +36,7 @@ from chunkmark.experiments.store import (
     write_csv,
     write_json,
     write_results,
+    write_table,
 )
 from chunkmark.metrics import METRICS, bootstrap_ci, mean_std
 from chunkmark.paths import resolve_cache_dir
@@ -147,6 +148,9 @@ def evaluate(
                 totals.merge(timer)
                 table, facts = result.table(), result.facts(cell_id)
                 with totals("write"):
+                    # Chunks and rankings first: the cell file marks the cell done.
+                    write_table(path.with_suffix(".chunks.parquet"), result.chunks_table())
+                    write_table(path.with_suffix(".ranking.parquet"), result.ranking_table())
                     write_cell(path, table, facts)
                 computed += 1
             tables.append(table)

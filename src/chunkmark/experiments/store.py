@@ -44,6 +44,13 @@ def read_cell(path: Path) -> tuple[pa.Table, dict[str, Any]] | None:
     return table, facts
 
 
+def write_table(path: Path, table: pa.Table) -> None:
+    """One parquet file, written atomically."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    write_bytes_atomic(path, sink.getvalue().to_pybytes())
+
+
 def write_results(path: Path, tables: Iterable[pa.Table]) -> None:
     tables = [t.replace_schema_metadata(None) for t in tables]
     combined = pa.concat_tables(tables) if tables else pa.table({})

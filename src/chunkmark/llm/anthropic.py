@@ -2,7 +2,8 @@
 
 ``pip install 'chunkmark[anthropic]'``. Requests go to ``{base_url}/v1/messages`` with the
 system prompt as the ``system`` parameter, one user message, ``max_tokens`` and ``temperature``
-(omitted when None). The API takes no seed; the run's seed still keys the answer cache.
+(omitted when None). The API takes no seed; the run's seed still keys the answer cache. A JSON
+schema a caller asks for is not sent (the prompt asks for the JSON), but keys the cache.
 ``base_url`` defaults to ``$ANTHROPIC_BASE_URL``, else Anthropic. The key comes from
 ``$ANTHROPIC_API_KEY`` (or the variable ``api_key_env`` names).
 """
@@ -31,7 +32,14 @@ class AnthropicLLM(RemoteLLM):
             api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
 
-    def _send(self, client: Any, system: str, user: str, max_tokens: int) -> Answer:
+    def _send(
+        self,
+        client: Any,
+        system: str,
+        user: str,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Answer:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,

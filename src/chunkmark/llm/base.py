@@ -3,6 +3,11 @@ and the empty-answer check.
 
 A provider implements :meth:`BaseLLM.identity` and :meth:`BaseLLM._answer`; :meth:`complete`
 looks the request up in the cache first and stores what the provider answers.
+
+``complete(..., json_schema=schema)`` asks for an answer that is one JSON object matching the
+schema: providers with a structured-output mode use it (OpenAI's ``response_format``), the others
+rely on the prompt; either way the schema is part of the cache key, and the answer is still the
+text the model returned (the caller parses and validates it).
 """
 
 from __future__ import annotations
@@ -30,8 +35,16 @@ class LLM(Protocol):
         """Everything that changes the answers (provider, model, endpoint kind); keys the cache."""
         ...
 
-    def complete(self, system: str, user: str, *, max_tokens: int = 1024) -> str:
-        """The model's answer to one system + user prompt (temperature 0, seeded)."""
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        max_tokens: int = 1024,
+        json_schema: dict[str, Any] | None = None,
+    ) -> str:
+        """The model's answer to one system + user prompt (temperature 0, seeded); with
+        ``json_schema``, asked as JSON matching it where the provider supports that."""
         ...
 
     def stats(self) -> LLMStats:
@@ -91,13 +104,24 @@ class BaseLLM(ABC):
         """Provider, model and endpoint: what changes the answers besides the request."""
 
     @abstractmethod
-    def _answer(self, system: str, user: str, max_tokens: int) -> Answer:
+    def _answer(
+        self, system: str, user: str, max_tokens: int, json_schema: dict[str, Any] | None = None
+    ) -> Answer:
         """Ask the model (no cache involved); counts its own requests and retries."""
 
-    def complete(self, system: str, user: str, *, max_tokens: int = 1024) -> str:
+    def complete(
+        self,
+        system: str,
+        user: str,
+        *,
+        max_tokens: int = 1024,
+        json_schema: dict[str, Any] | None = None,
+    ) -> str:
         """The model's answer, from the cache when this exact request was answered before.
 
-        Raises :class:`EmptyAnswerError` (an :class:`LLMError`) when the answer is empty.
+        ``json_schema`` (a JSON Schema of one object) asks for structured output where the
+        provider has it; it is part of the cache key. Raises :class:`EmptyAnswerError` (an
+        :class:`LLMError`) when the answer is empty.
         """
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -111,12 +135,18 @@ class BaseLLM(ABC):
                 max_tokens=max_tokens,
                 temperature=self.temperature,
                 seed=self.seed,
+                json_schema=json_schema,
             )
             cached = self.cache.get(key)
             if cached is not None:
                 self._hits += 1
                 return cached
-        answer = self._answer(system, user, max_tokens)
+        # Without a schema, providers are called as before schemas existed (three arguments).
+        answer = (
+            self._answer(system, user, max_tokens)
+            if json_schema is None
+            else self._answer(system, user, max_tokens, json_schema)
+        )
         self._input_tokens += answer.input_tokens
         self._output_tokens += answer.output_tokens
         if not answer.text.strip():

@@ -1,10 +1,10 @@
 """LLM answers on disk: ``llm.sqlite3`` in the cache folder, safe across processes and threads.
 
 An answer is keyed by the sha256 of the cache format version, the client's identity (provider,
-model, API, host; never the key), the system and user prompts, ``max_tokens``, the temperature
-and the seed. A rerun with the same inputs asks the endpoint nothing. Only answers are stored,
-never failures. The database is in WAL mode with a long busy timeout, like the embedding cache,
-so parallel workers can share one folder.
+model, API, host; never the key), the system and user prompts, ``max_tokens``, the temperature,
+the seed and, when one is asked for, the JSON schema of the answer. A rerun with the same inputs
+asks the endpoint nothing. Only answers are stored, never failures. The database is in WAL mode
+with a long busy timeout, like the embedding cache, so parallel workers can share one folder.
 """
 
 from __future__ import annotations
@@ -35,6 +35,10 @@ def _identity_json(identity: dict[str, Any]) -> str:
     return canonical_identity(identity, what="LLM identity", error=LLMError)
 
 
+def _schema_json(schema: dict[str, Any]) -> str:
+    return canonical_identity(schema, what="JSON schema", error=LLMError)
+
+
 def cache_key(
     identity: dict[str, Any],
     system: str,
@@ -43,10 +47,15 @@ def cache_key(
     max_tokens: int,
     temperature: float | None,
     seed: int,
+    json_schema: dict[str, Any] | None = None,
 ) -> bytes:
-    """The 32-byte key of one request: every part length-prefixed, so no two requests collide."""
+    """The 32-byte key of one request: every part length-prefixed, so no two requests collide.
+
+    A request without ``json_schema`` has the key it had before schemas existed; a schema adds
+    one more part (its canonical JSON), so the same prompt with and without one differ.
+    """
     h = hashlib.sha256()
-    parts = (
+    parts: tuple[str, ...] = (
         str(CACHE_FORMAT_VERSION),
         _identity_json(identity),
         system,
@@ -55,6 +64,8 @@ def cache_key(
         repr(None if temperature is None else float(temperature)),
         str(seed),
     )
+    if json_schema is not None:
+        parts += ("json_schema", _schema_json(json_schema))
     for part in parts:
         data = part.encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))

@@ -4,7 +4,8 @@
 used up) or from a callable ``(system, user) -> str``; with neither it answers a fixed text
 derived from the prompts. ``fail_after=n`` makes every request after the first ``n`` raise an
 :class:`~chunkmark.errors.LLMError`, like an endpoint going down. Every request that reaches
-it (cache misses) is kept in ``prompts``.
+it (cache misses) is kept in ``prompts``, and the JSON schema each asked for (or None) in
+``schemas``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class FakeLLM(BaseLLM):
         self.answers: list[str] = [] if callable(answers) else list(answers)
         self.fail_after = fail_after
         self.prompts: list[tuple[str, str, int]] = []
+        self.schemas: list[dict[str, Any] | None] = []
 
     def identity(self) -> dict[str, Any]:
         if self.respond is not None:
@@ -53,7 +55,9 @@ class FakeLLM(BaseLLM):
             script = hashlib.sha256(json.dumps(self.answers).encode()).hexdigest()[:16]
         return {"provider": self.provider, "model": self.model, "script": script}
 
-    def _answer(self, system: str, user: str, max_tokens: int) -> Answer:
+    def _answer(
+        self, system: str, user: str, max_tokens: int, json_schema: dict[str, Any] | None = None
+    ) -> Answer:
         self._requests += 1
         if self.fail_after is not None and self._requests > self.fail_after:
             raise LLMError(
@@ -61,6 +65,7 @@ class FakeLLM(BaseLLM):
                 "Raise fail_after, or leave it unset.",
             )
         self.prompts.append((system, user, max_tokens))
+        self.schemas.append(json_schema)
         if self.respond is not None:
             text = self.respond(system, user)
         elif self.answers:

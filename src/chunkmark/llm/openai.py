@@ -2,9 +2,10 @@
 
 Requests go through the official ``openai`` SDK (``pip install 'chunkmark[openai]'``) to
 ``{base_url}/chat/completions`` with the system prompt as a ``system`` message, ``max_tokens``,
-``temperature`` (omitted when None) and ``seed``. ``base_url`` defaults to ``$OPENAI_BASE_URL``,
-else OpenAI. The key comes from ``$OPENAI_API_KEY`` (or the variable ``api_key_env`` names); an
-endpoint other than api.openai.com may need none.
+``temperature`` (omitted when None) and ``seed``; a JSON schema, when the caller gives one, goes
+as ``response_format={"type": "json_schema", ...}`` (structured outputs). ``base_url`` defaults
+to ``$OPENAI_BASE_URL``, else OpenAI. The key comes from ``$OPENAI_API_KEY`` (or the variable
+``api_key_env`` names); an endpoint other than api.openai.com may need none.
 """
 
 from __future__ import annotations
@@ -31,12 +32,21 @@ class OpenAIChatLLM(RemoteLLM):
             api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
         )
 
-    def _send(self, client: Any, system: str, user: str, max_tokens: int) -> Answer:
+    def _send(
+        self,
+        client: Any,
+        system: str,
+        user: str,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Answer:
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": user})
         extra: dict[str, Any] = {}
         if self.temperature is not None:
             extra["temperature"] = self.temperature
+        if json_schema is not None:
+            extra["response_format"] = response_format(json_schema)
         response = client.chat.completions.create(
             model=self.model, messages=messages, max_tokens=max_tokens, seed=self.seed, **extra
         )
@@ -53,6 +63,17 @@ class OpenAIChatLLM(RemoteLLM):
             int(getattr(usage, "prompt_tokens", 0) or 0),
             int(getattr(usage, "completion_tokens", 0) or 0),
         )
+
+
+def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``response_format`` asking for one JSON object matching ``json_schema`` (strict
+    structured outputs: the schema should forbid extra keys and require every key)."""
+    name = str(json_schema.get("title") or "answer")
+    name = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64]
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": json_schema, "strict": True},
+    }
 
 
 @LLMS.register("openai", needs=("cache_dir", "seed"))

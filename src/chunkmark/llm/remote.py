@@ -62,11 +62,20 @@ class RemoteLLM(BaseLLM, RemoteClient):
         return {"provider": self.provider, "model": self.model, "api": self.api, "host": self.host}
 
     @abstractmethod
-    def _send(self, client: Any, system: str, user: str, max_tokens: int) -> Answer:
+    def _send(
+        self,
+        client: Any,
+        system: str,
+        user: str,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Answer:
         """One request, no retries; SDK exceptions propagate."""
 
-    def _answer(self, system: str, user: str, max_tokens: int) -> Answer:
-        return self._call(lambda client: self._send(client, system, user, max_tokens))
+    def _answer(
+        self, system: str, user: str, max_tokens: int, json_schema: dict[str, Any] | None = None
+    ) -> Answer:
+        return self._call(lambda client: self._send(client, system, user, max_tokens, json_schema))
 
     def _wording(self) -> Wording:
         return Wording(

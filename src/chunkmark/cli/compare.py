@@ -1,0 +1,242 @@
+"""``chunkmark compare``: two cells of one or more runs, paired over the same questions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from chunkmark.errors import ConfigError, SpecError
+from chunkmark.metrics import METRICS
+from chunkmark.metrics.paired import PairedComparison, compare_paired
+
+Cell = tuple[str, str, str]  # dataset, chunker, embedder
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``compare`` command to the app."""
+    app.command("compare")(compare)
+
+
+def compare(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
+    ],
+    a: Annotated[
+        str,
+        typer.Option(
+            "--a",
+            help="Cell A: a chunker or an embedder spec (with --chunker/--embedder to pin "
+            "the other part when several cells match).",
+            show_default=False,
+        ),
+    ],
+    b: Annotated[str, typer.Option("--b", help="Cell B, the same way.", show_default=False)],
+    metric: Annotated[str, typer.Option(help="The metric compared.")] = "iou",
+    k: Annotated[
+        str | None, typer.Option(help="The k compared. [default: 5, else the first]")
+    ] = None,
+    chunker: Annotated[
+        str | None, typer.Option(help="Pin the chunker of both cells (comparing embedders).")
+    ] = None,
+    embedder: Annotated[
+        str | None, typer.Option(help="Pin the embedder of both cells (comparing chunkers).")
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="The dataset, when the runs hold several.")
+    ] = None,
+    permutations: Annotated[
+        int, typer.Option(help="Sign flips of the randomisation test.")
+    ] = 10_000,
+    alpha: Annotated[float, typer.Option(help="Significance level of the verdict.")] = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Is cell A better than cell B? The paired difference over the same questions, its 95%
+    interval, the randomisation test's p-value (t-test and Wilcoxon beside it) and a verdict."""
+    if metric not in METRICS:
+        raise ConfigError(
+            f"Unknown metric {metric!r}.", f"Use one of: {', '.join(METRICS.names())}."
+        )
+    rows = _read_runs(runs, metric)
+    k_value = _pick_k(rows, k)
+    datasets = sorted({r[0] for r in rows["cells"]})
+    if dataset is None and len(datasets) > 1:
+        raise ConfigError(
+            f"The runs hold several datasets: {', '.join(datasets)}.", "Pick one with --dataset."
+        )
+    chosen_dataset = dataset or datasets[0]
+    cell_a = _select(rows, a, chosen_dataset, chunker, embedder, "--a")
+    cell_b = _select(rows, b, chosen_dataset, chunker, embedder, "--b")
+    values_a, values_b = _paired_values(rows, cell_a, cell_b, k_value)
+    result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
+    verdict = _verdict(result, metric, alpha)
+    if as_json:
+        payload = {
+            "dataset": chosen_dataset,
+            "metric": metric,
+            "k": k_value,
+            "a": {"chunker": cell_a[1], "embedder": cell_a[2]},
+            "b": {"chunker": cell_b[1], "embedder": cell_b[2]},
+            **result.to_dict(),
+            "alpha": alpha,
+            "verdict": verdict,
+        }
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    _print(result, cell_a, cell_b, metric, k_value, verdict)
+
+
+def _read_runs(runs: list[Path], metric: str) -> dict[str, Any]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for run in runs:
+        path = run / "results.parquet"
+        if not path.is_file():
+            raise ConfigError(
+                f"{run} holds no results.parquet.",
+                "Pass the folder a `chunkmark run` wrote (its --out).",
+            )
+        tables.append(pq.read_table(path))
+    table = pa.concat_tables(tables, promote_options="default")
+    if metric not in table.column_names:
+        raise ConfigError(
+            f"The runs have no {metric!r} column.", "Rerun them with this chunkmark version."
+        )
+    data = table.to_pydict()
+    cells = list(zip(data["dataset"], data["chunker"], data["embedder"], strict=True))
+    return {
+        "cells": cells,
+        "k": data["k"],
+        "question_id": data["question_id"],
+        "value": data[metric],
+    }
+
+
+def _pick_k(rows: dict[str, Any], k: str | None) -> str:
+    available = list(dict.fromkeys(rows["k"]))
+    if k is None:
+        return "5" if "5" in available else available[0]
+    if k not in available:
+        raise ConfigError(f"k={k} is not in the runs.", f"Use one of: {', '.join(available)}.")
+    return k
+
+
+def _select(
+    rows: dict[str, Any],
+    spec: str,
+    dataset: str,
+    chunker: str | None,
+    embedder: str | None,
+    flag: str,
+) -> Cell:
+    """The one cell of ``dataset`` that ``spec`` (a chunker or an embedder spec) names."""
+    cells: list[Cell] = sorted({c for c in rows["cells"] if c[0] == dataset})
+    wanted_chunker = _canonical("chunker", chunker) if chunker else None
+    wanted_embedder = _canonical("embedder", embedder) if embedder else None
+    matches: list[Cell] = []
+    for kind, index in (("chunker", 1), ("embedder", 2)):
+        name = _canonical(kind, spec, quiet=True)
+        if name is None:
+            continue
+        for cell in cells:
+            if cell[index] != name:
+                continue
+            if wanted_chunker and cell[1] != wanted_chunker:
+                continue
+            if wanted_embedder and cell[2] != wanted_embedder:
+                continue
+            matches.append(cell)
+    if len(matches) == 1:
+        return matches[0]
+    listing = "; ".join(f"{c[1]} x {c[2]}" for c in (matches or cells)[:8])
+    if not matches:
+        raise ConfigError(
+            f"{flag} {spec!r} names no cell of dataset {dataset!r}.",
+            f"Cells in the runs: {listing}.",
+        )
+    raise ConfigError(
+        f"{flag} {spec!r} matches {len(matches)} cells: {listing}.",
+        "Pin the other part with --chunker or --embedder.",
+    )
+
+
+def _canonical(kind: str, spec: str, quiet: bool = False) -> str | None:
+    if kind == "chunker":
+        from chunkmark.chunkers import CHUNKERS as registry
+    else:
+        from chunkmark.embedders import EMBEDDERS as registry  # type: ignore[assignment]
+    try:
+        return str(registry.resolve(spec))
+    except SpecError:
+        if quiet:
+            return None
+        raise
+
+
+def _paired_values(
+    rows: dict[str, Any], a: Cell, b: Cell, k: str
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    found: dict[Cell, dict[str, float]] = {a: {}, b: {}}
+    for cell, k_value, question, value in zip(
+        rows["cells"], rows["k"], rows["question_id"], rows["value"], strict=True
+    ):
+        if k_value == k and cell in found:
+            found[cell][question] = float(value)
+    common = [q for q in found[a] if q in found[b]]
+    if not common:
+        raise ConfigError(
+            "The two cells share no question.", "Compare cells run on the same dataset."
+        )
+    return (
+        np.array([found[a][q] for q in common]),
+        np.array([found[b][q] for q in common]),
+    )
+
+
+def _verdict(result: PairedComparison, metric: str, alpha: float) -> str:
+    direction = METRICS[metric].direction
+    label = METRICS[metric].label
+    if result.p_permutation >= alpha:
+        return (
+            f"no detectable difference in {label} (p = {result.p_permutation:.3g} >= {alpha}): "
+            "treat A and B as tied on these questions"
+        )
+    better = (result.difference > 0) == (direction == "higher")
+    return (
+        f"A is {'better' if better else 'worse'} than B on {label} by "
+        f"{100 * abs(result.difference):.2f} points (p = {result.p_permutation:.3g})"
+    )
+
+
+def _print(result: PairedComparison, a: Cell, b: Cell, metric: str, k: str, verdict: str) -> None:
+    table = Table(title=f"{a[0]}: {METRICS[metric].label} at k={k}, {result.n} paired questions")
+    table.add_column("", style="bold")
+    table.add_column("cell")
+    table.add_column("mean", justify="right")
+    table.add_row("A", _short(a), f"{100 * result.mean_a:.2f}")
+    table.add_row("B", _short(b), f"{100 * result.mean_b:.2f}")
+    console = Console()
+    console.print(table)
+    console.print(
+        f"A - B = {100 * result.difference:+.2f} points, {100 * result.level:.0f}% interval "
+        f"[{100 * result.ci_low:+.2f}, {100 * result.ci_high:+.2f}] (paired bootstrap); "
+        f"p = {result.p_permutation:.3g} (sign-flip randomisation, {result.permutations} "
+        f"flips), t-test p = {result.p_ttest:.3g}, Wilcoxon p = {result.p_wilcoxon:.3g}; "
+        f"A wins {result.wins}, ties {result.ties}, loses {result.losses}"
+    )
+    console.print(f"[bold]verdict:[/] {verdict}")
+
+
+def _short(cell: Cell) -> str:
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.embedders import EMBEDDERS
+
+    return f"{CHUNKERS.short(cell[1])} x {EMBEDDERS.short(cell[2])}"

@@ -1,0 +1,292 @@
+"""``chunkmark synth generate``: questions with exact excerpts about your documents, by an LLM."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from chunkmark.llm import LLM
+    from chunkmark.synth.generate import (
+        Estimate,
+        GenerationReport,
+        Price,
+        PriceTable,
+        SlotOutcome,
+    )
+
+GENERATE_HELP = "\n\n".join(
+    [
+        "Generate questions whose answers are exact excerpts of your documents.",
+        "CORPUS is a folder with corpora/*.md|*.txt (what 'chunkmark datasets import' writes) "
+        "or any dataset folder (its questions are ignored). The plan of windows (documents "
+        "weighted by length, windows spread over each document) and styles is drawn from "
+        "--seed; one request per question asks the LLM for a question and the passages that "
+        "answer it, which become character spans. An unusable answer is asked again with what "
+        "was wrong, at most 3 times, then the window is skipped and counted.",
+        "Writes a dataset to OUT (documents first, then each accepted question as it comes) and "
+        "OUT/manifest.json (LLM, prompt version, seed, options, plan, counts of every stage). "
+        "Running the same command again continues where it stopped; answers already received "
+        "come from the LLM cache, so nothing is paid twice. See docs/synth.md.",
+    ]
+)
+
+
+class ExcerptMode(str, Enum):
+    """How passages become spans."""
+
+    exact = "exact"
+    approximate = "approximate"
+
+
+class Layout(str, Enum):
+    """The dataset layout written."""
+
+    jsonl = "jsonl"
+    chroma = "chroma"
+
+
+def register(group: typer.Typer) -> None:
+    """Add ``generate`` to the ``synth`` command group."""
+    group.command("generate", help=GENERATE_HELP)(generate_command)
+
+
+def generate_command(
+    corpus: Annotated[
+        str,
+        typer.Argument(
+            help="Corpus folder (corpora/*.md|*.txt) or dataset folder.", show_default=False
+        ),
+    ],
+    llm: Annotated[
+        str,
+        typer.Option(
+            "--llm",
+            help="LLM spec, e.g. \"openai(model='gpt-4o-mini')\" or "
+            "\"anthropic(model='claude-haiku-4-5')\".",
+            show_default=False,
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Dataset folder to write (or to continue).", show_default=False),
+    ],
+    questions: Annotated[int, typer.Option(help="Questions to generate.")] = 50,
+    seed: Annotated[int, typer.Option(help="Seed of the plan and of the LLM requests.")] = 0,
+    window_chars: Annotated[
+        int, typer.Option(help="Characters of document the LLM sees per question.")
+    ] = 4000,
+    excerpts: Annotated[
+        ExcerptMode,
+        typer.Option(
+            "--excerpts",
+            help="exact: the LLM copies passages, located in the text; approximate: it cites "
+            "numbered ~100-character pieces.",
+        ),
+    ] = ExcerptMode.exact,
+    style: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--style",
+            help="Question style, repeatable or a comma list: factoid, multi (two passages), "
+            "paraphrased (no four words in a row from the passage). [default: factoid]",
+            show_default=False,
+        ),
+    ] = None,
+    examples: Annotated[
+        Path | None,
+        typer.Option(help="File of example questions, one per line, shown to the LLM as a guide."),
+    ] = None,
+    layout: Annotated[
+        Layout,
+        typer.Option(help="jsonl: documents.jsonl + questions.jsonl; chroma: corpora/ + CSV."),
+    ] = Layout.jsonl,
+    concurrency: Annotated[
+        int, typer.Option(help="Requests in flight at once (across documents).")
+    ] = 1,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            help="Stop cleanly before the request that would take this run's cost past this "
+            "many US dollars.",
+            show_default=False,
+        ),
+    ] = None,
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            help="YAML or JSON price table (USD per 1M tokens) replacing or adding to the "
+            "shipped one.",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the requests, tokens and estimated cost; ask nothing."
+        ),
+    ] = False,
+    min_excerpt_chars: Annotated[
+        int, typer.Option(help="Shortest excerpt accepted, in characters.")
+    ] = 20,
+    json_schema: Annotated[
+        bool,
+        typer.Option(
+            "--json-schema/--no-json-schema",
+            help="Ask for structured JSON output where the provider has it (OpenAI).",
+        ),
+    ] = True,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="LLM answer cache folder [default: $CHUNKMARK_CACHE_DIR or the user cache "
+            "folder].",
+            show_default=False,
+        ),
+    ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Do not read or write the LLM answer cache."),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the summary.")] = False,
+) -> None:
+    from chunkmark.errors import LLMError
+    from chunkmark.llm import build_llm
+    from chunkmark.paths import resolve_cache_dir
+    from chunkmark.synth import generate as engine
+
+    styles = engine.parse_styles(style or ["factoid"])
+    example_list = engine.read_examples(examples) if examples is not None else ()
+    table = engine.load_prices(prices)
+    client = build_llm(llm, cache_dir=None if no_cache else resolve_cache_dir(cache_dir), seed=seed)
+    settings: dict[str, Any] = {
+        "questions": questions,
+        "seed": seed,
+        "window_chars": window_chars,
+        "mode": excerpts.value,
+        "styles": styles,
+        "examples": example_list,
+        "layout": layout.value,
+        "min_excerpt_chars": min_excerpt_chars,
+        "json_schema": json_schema,
+    }
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    if dry_run:
+        found = engine.estimate(corpus, client, out, prices=table, **settings)
+        _print_estimate(console, found, client, table, questions)
+        return
+    progress = None if quiet else _progress_printer(console, questions)
+    try:
+        report = engine.generate(
+            corpus,
+            client,
+            out,
+            concurrency=concurrency,
+            max_cost=max_cost,
+            prices=table,
+            progress=progress,
+            **settings,
+        )
+    except LLMError:
+        _print_written_so_far(console, out)
+        raise
+    _print_report(console, report)
+
+
+def _progress_printer(console: Console, total: int) -> Callable[[SlotOutcome], None]:
+    """A progress callback printing one short line per finished slot."""
+    done = 0
+
+    def show(outcome: SlotOutcome) -> None:
+        nonlocal done
+        done += 1
+        slot = outcome.slot
+        what = (
+            f"accepted after {outcome.attempts} answer(s)"
+            if outcome.accepted
+            else f"skipped ({outcome.last_problem})"
+        )
+        console.print(f"[{done}/{total}] slot {slot.index} ({slot.doc_id}, {slot.style}): {what}")
+
+    return show
+
+
+def _print_estimate(
+    console: Console, found: Estimate, llm: LLM, table: PriceTable, questions: int
+) -> None:
+    from chunkmark.synth import generate as engine
+
+    console.print(
+        f"dry run: {questions} questions planned, {found.slots} still to ask "
+        f"({found.cached} answered in the cache): {found.calls} requests (up to "
+        f"{found.calls * engine.MAX_ATTEMPTS} if every answer needs correcting), about "
+        f"{found.input_tokens:,} prompt tokens (cl100k_base) and at most "
+        f"{found.output_tokens:,} answer tokens."
+    )
+    if found.cost_usd is None or found.worst_cost_usd is None:
+        raise engine.unknown_price(llm, table)
+    price = engine.price_of(llm, table)
+    console.print(
+        f"estimated cost: ${found.cost_usd:.4f}, up to ${found.worst_cost_usd:.4f} if every "
+        f"window needs {engine.MAX_ATTEMPTS} answers ({_rate(price, table)}). No request was made."
+    )
+
+
+def _rate(price: Price | None, table: PriceTable) -> str:
+    """Where the price came from, in words."""
+    from chunkmark.synth.generate import SHIPPED_PRICES
+
+    if price is None or price.source == "fake":
+        return "the fake LLM costs nothing"
+    rate = f"${price.input:g} / ${price.output:g} per 1M tokens for {price.model}"
+    if price.source == SHIPPED_PRICES and table.date:
+        return f"{rate}, list prices of {table.date}"
+    return f"{rate}, from {price.source}"
+
+
+def _print_report(console: Console, report: GenerationReport) -> None:
+    from chunkmark.synth import generate as engine
+
+    c = report.counts
+    earlier = f"; {report.resumed} were written by an earlier run" if report.resumed else ""
+    console.print(
+        f"wrote {report.accepted} of {report.requested} questions to {report.out}{earlier}."
+    )
+    rejected = [f"{r} {c[r]}" for r in engine.REJECTIONS if c.get(r)]
+    console.print(
+        f"answers: {c['answers']}, rejected {sum(c[r] for r in engine.REJECTIONS)}"
+        f"{' (' + ', '.join(rejected) + ')' if rejected else ''}; excerpts placed after "
+        f"normalising: {c['normalised']}; ambiguous: {c['ambiguous']}; windows skipped: "
+        f"{c['windows_skipped']}."
+    )
+    stats = report.llm
+    cost = "" if report.cost_usd is None else f", ${report.cost_usd:.4f}"
+    console.print(
+        f"LLM this run: {stats.requests} requests ({stats.retries} retried), "
+        f"{stats.cache_hits} answers from the cache, {stats.input_tokens:,} input and "
+        f"{stats.output_tokens:,} output tokens{cost}."
+    )
+    for line in report.shortfall():
+        console.print(line)
+    if report.stopped is not None:
+        console.print(f"stopped: {report.stopped}")
+        console.print("Run the same command again to continue.")
+
+
+def _print_written_so_far(console: Console, out: Path) -> None:
+    """After a failure of the LLM: how many questions the folder holds."""
+    try:
+        manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+        accepted = int(manifest["counts"]["accepted"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    console.print(
+        f"{accepted} questions are written in {out}; fix the problem below and run the same "
+        "command again to continue."
+    )
