@@ -89,7 +89,7 @@ def _register_commands() -> None:
     if _registered:
         return
     _registered = True
-    from chunkmark.cli import chunkers, compare, datasets, metrics, run, synth
+    from chunkmark.cli import chunkers, compare, datasets, metrics, report, run, synth
 
     chunkers.register(app)
     metrics.register(app)
@@ -97,6 +97,7 @@ def _register_commands() -> None:
     synth.register(app)
     run.register(app)
     compare.register(app)
+    report.register(app)
 
 
 def _exit_with(lines: Sequence[str], code: int) -> NoReturn:

@@ -1,0 +1,252 @@
+"""Rendering the report: one self-contained HTML file.
+
+The page is the template ``templates/report.html`` with its CSS and JavaScript inlined, the data
+embedded as JSON in a ``<script type="application/json">`` element (every ``<``, ``>`` and ``&``
+written as a JSON escape, so no string in it can end the element), and plotly.js inlined from
+the installed ``plotly`` package: it opens from disk with no network. The page's script writes
+every data string with ``textContent``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from chunkmark.datasets import Dataset
+from chunkmark.errors import MissingDependencyError
+from chunkmark.files import write_bytes_atomic
+from chunkmark.report.data import ReportData, load_runs
+from chunkmark.report.inspector import build_inspector, load_report_dataset
+from chunkmark.report.payload import (
+    cell_payload,
+    comparisons_payload,
+    fronts,
+    leaderboard_metrics,
+    metrics_payload,
+    num,
+    per_document,
+    recommendation_payload,
+    row_payload,
+    similarity,
+)
+from chunkmark.report.prices import load_prices
+from chunkmark.report.stats import (
+    Comparisons,
+    Recommendation,
+    StatsOptions,
+    analyse,
+    check_metric,
+    choose_k,
+)
+from chunkmark.timing import PhaseTimer
+
+_SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """How the report is built: the metric and k of the recommendation and comparisons, the
+    token budget, the price file, and the tests' settings."""
+
+    metric: str = "iou"
+    k: str | None = None
+    token_budget: float = 1000.0
+    prices: Path | None = None
+    alpha: float = 0.05
+    permutations: int = 10_000
+    bootstrap: int = 10_000
+    seed: int = 0
+    title: str | None = None
+
+    def stats(self) -> StatsOptions:
+        return StatsOptions(
+            metric=self.metric,
+            k=self.k,
+            token_budget=self.token_budget,
+            alpha=self.alpha,
+            permutations=self.permutations,
+            bootstrap=self.bootstrap,
+            seed=self.seed,
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    """A written report: where it is, how large, how long it took, and what it recommends."""
+
+    path: Path
+    bytes: int
+    seconds: float
+    phases: dict[str, float]
+    recommendations: list[Recommendation]
+    comparisons: Comparisons
+    data: ReportData
+
+
+def plotly_js() -> str:
+    """plotly.js from the installed ``plotly`` package (a MissingDependencyError without it)."""
+    try:
+        offline = importlib.import_module("plotly.offline")
+    except ImportError:
+        raise MissingDependencyError("plotly", "report", "The HTML report") from None
+    script: str = offline.get_plotlyjs()
+    return script
+
+
+def build_report(
+    runs: Sequence[str | Path],
+    out: str | Path,
+    options: ReportOptions | None = None,
+    datasets: Mapping[str, Dataset] | None = None,
+) -> Report:
+    """Read the results folders ``runs`` and write the report to ``out``.
+
+    ``datasets`` maps fingerprints to datasets already in memory (the inspector loads the
+    others from the source their manifest records).
+    """
+    started = time.perf_counter()
+    timer = PhaseTimer()
+    opts = options or ReportOptions()
+    check_metric(opts.metric)
+    with timer("plotly"):
+        script = plotly_js()
+    with timer("read"):
+        data = load_runs(runs, load_prices(opts.prices))
+    stats = replace(opts, k=choose_k(data, opts.k)).stats()
+    with timer("tests"):
+        recommendations, comparisons = analyse(data, stats)
+    with timer("inspector"):
+        inspector = [_inspector(data, d, datasets or {}) for d in data.datasets]
+    with timer("payload"):
+        payload = _payload(data, opts, stats, recommendations, comparisons, inspector)
+    with timer("write"):
+        page = render(payload, script).encode("utf-8")
+        path = Path(out)
+        write_bytes_atomic(path, page)
+    return Report(
+        path=path,
+        bytes=len(page),
+        seconds=time.perf_counter() - started,
+        phases=dict(timer.seconds),
+        recommendations=recommendations,
+        comparisons=comparisons,
+        data=data,
+    )
+
+
+def _inspector(data: ReportData, info: Any, known: Mapping[str, Dataset]) -> dict[str, Any]:
+    dataset = known.get(info.fingerprint)
+    message = ""
+    if dataset is None:
+        dataset, message = load_report_dataset(info)
+    return build_inspector(data, info, dataset, message)
+
+
+def _payload(
+    data: ReportData,
+    opts: ReportOptions,
+    stats: StatsOptions,
+    recommendations: list[Recommendation],
+    comparisons: Comparisons,
+    inspector: list[dict[str, Any]],
+) -> dict[str, Any]:
+    from chunkmark.version import __version__
+
+    return {
+        "meta": {
+            "title": opts.title or _title(data),
+            "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "version": __version__,
+            "runs": [
+                {
+                    "path": str(r.path),
+                    "dataset": r.dataset,
+                    "created": r.created,
+                    "version": r.version,
+                    "wallSeconds": num(r.wall_seconds, 4),
+                    "cells": r.cells,
+                }
+                for r in data.runs
+            ],
+            "notes": data.notes,
+            "options": {
+                "metric": stats.metric,
+                "k": stats.k,
+                "tokenBudget": num(stats.token_budget),
+                "alpha": stats.alpha,
+                "permutations": stats.permutations,
+                "bootstrap": stats.bootstrap,
+                "seed": stats.seed,
+            },
+            "prices": data.prices.to_dict(),
+        },
+        "metrics": metrics_payload(),
+        "leaderMetrics": leaderboard_metrics(),
+        "datasets": [
+            {
+                "key": d.key,
+                "name": d.name,
+                "source": d.source,
+                "fingerprint": d.fingerprint,
+                "documents": d.documents,
+                "questions": d.questions,
+            }
+            for d in data.datasets
+        ],
+        "ks": data.ks,
+        "cells": [cell_payload(c) for c in data.cells],
+        "rows": [row_payload(r) for r in data.rows],
+        "fronts": fronts(data),
+        "perDocument": per_document(data),
+        "similarity": similarity(data),
+        "recommendations": [recommendation_payload(r) for r in recommendations],
+        "comparisons": comparisons_payload(comparisons),
+        "inspector": inspector,
+    }
+
+
+def _title(data: ReportData) -> str:
+    names = ", ".join(d.key for d in data.datasets)
+    return f"chunkmark report: {names}"
+
+
+def embed_json(payload: Any) -> str:
+    """``payload`` as JSON that is safe inside a ``<script>`` element: ``<``, ``>`` and ``&``
+    are written as ``\\u003c``, ``\\u003e`` and ``\\u0026`` (so ``</script>`` cannot appear)."""
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _template(name: str) -> str:
+    return (
+        resources.files("chunkmark.report").joinpath("templates").joinpath(name).read_text("utf-8")
+    )
+
+
+def render(payload: Any, plotly_script: str) -> str:
+    """The page: the template with its slots filled in one pass (inserted text is not scanned
+    again)."""
+    values = {
+        "CSS": _template("report.css"),
+        "DATA": embed_json(payload),
+        "PLOTLY": plotly_script,
+        "SCRIPT": _template("report.js"),
+    }
+    for name in ("PLOTLY", "SCRIPT"):
+        if "</script" in values[name].lower():
+            raise ValueError(f"the {name.lower()} script contains '</script'")
+    return _SLOT.sub(lambda m: values[m.group(1)], _template("report.html"))

@@ -1,0 +1,125 @@
+"""Embedding prices: what indexing a corpus with an API embedder costs, in US dollars.
+
+The shipped table (``embedding_prices.yaml``) holds list prices per million input tokens and the
+date they were read; ``--prices FILE`` (the same layout) replaces or adds entries. Embedders that
+run locally (``local:``) cost 0; an API model missing from the table has no price (shown as
+unknown, never as 0).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from chunkmark.errors import ChunkmarkError
+from chunkmark.report.errors import ReportError
+from chunkmark.specs import parse_spec
+
+SHIPPED = "the shipped embedding_prices.yaml"
+_LAYOUT = (
+    "Write 'models:' followed by one 'model-name: 0.02' per model (US dollars per million "
+    "tokens), and optionally 'local: [embedder, ...]' for embedders that cost nothing."
+)
+
+
+class _PriceFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    date: str | None = None
+    currency: str = "USD"
+    per: float = 1_000_000
+    local: list[str] = []
+    models: dict[str, float] = {}
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Dollars per million tokens by model name, the embedders that are free, and the date."""
+
+    per_million: dict[str, float]
+    local: frozenset[str]
+    date: str | None
+    sources: tuple[str, ...]
+
+    def find(self, model: str) -> float | None:
+        """The price of ``model``: its entry, else the longest name it starts with plus ``-``."""
+        if model in self.per_million:
+            return self.per_million[model]
+        prefixes = [name for name in self.per_million if model.startswith(name + "-")]
+        return self.per_million[max(prefixes, key=len)] if prefixes else None
+
+    def price_of(self, embedder: str, identity: dict[str, Any] | None = None) -> float | None:
+        """Dollars per million tokens for the embedder spec ``embedder`` (0 when it is local),
+        or None when its model has no price here."""
+        try:
+            name, _, kwargs = parse_spec(embedder)
+        except ChunkmarkError:
+            return None
+        if name in self.local:
+            return 0.0
+        model = kwargs.get("model") or (identity or {}).get("name")
+        return None if model is None else self.find(str(model))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "date": self.date,
+            "per_million": dict(sorted(self.per_million.items())),
+            "local": sorted(self.local),
+            "sources": list(self.sources),
+        }
+
+
+def load_prices(path: str | Path | None = None) -> PriceTable:
+    """The shipped price table, with the entries of ``path`` (YAML or JSON) replacing or adding
+    to it."""
+    shipped_text = resources.files("chunkmark.report").joinpath("embedding_prices.yaml")
+    shipped = _parse(shipped_text.read_text("utf-8"), SHIPPED)
+    prices = _per_million(shipped)
+    local = set(shipped.local)
+    sources = [SHIPPED]
+    date = shipped.date
+    if path is not None:
+        extra = _parse(_read(Path(path)), str(path))
+        prices.update(_per_million(extra))
+        local.update(extra.local)
+        sources.append(str(path))
+        date = extra.date or date
+    return PriceTable(prices, frozenset(local), date, tuple(sources))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportError(
+            f"Cannot read the price file {path}: {exc}.",
+            "Pass a readable YAML or JSON file to --prices.",
+        ) from None
+
+
+def _parse(text: str, where: str) -> _PriceFile:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ReportError(f"{where} is not valid YAML or JSON: {exc}.", _LAYOUT) from None
+    if isinstance(raw, dict) and isinstance(raw.get("date"), dt.date):
+        raw["date"] = raw["date"].isoformat()
+    try:
+        return _PriceFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where_in = ".".join(str(p) for p in first["loc"]) or "the file"
+        raise ReportError(
+            f"{where} is not a price table: {where_in}: {first['msg']}.", _LAYOUT
+        ) from None
+
+
+def _per_million(table: _PriceFile) -> dict[str, float]:
+    scale = 1_000_000 / table.per
+    return {name: float(price) * scale for name, price in table.models.items()}

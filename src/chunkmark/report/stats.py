@@ -1,0 +1,424 @@
+"""What the report computes from the runs: Pareto fronts, the recommendation and comparisons.
+
+Every test here is one of :mod:`chunkmark.metrics.paired`: cells are compared on the same
+questions (paired), with the sign-flip randomisation test; groups tied with the best are
+:func:`~chunkmark.metrics.paired.tied_with_best` (Holm-adjusted p-values), and shown as a group,
+not an order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Literal
+
+import numpy as np
+
+from chunkmark.metrics import METRICS
+from chunkmark.metrics.paired import (
+    PairedComparison,
+    compare_paired,
+    holm,
+    tied_with_best,
+)
+from chunkmark.report.data import FloatArray, ReportData
+from chunkmark.report.errors import ReportError
+
+Direction = Literal["higher", "lower"]
+RANDOMISATION = "paired sign-flip randomisation test"
+Option = tuple[int, str]  # (cell index, k)
+
+
+@dataclass(frozen=True)
+class StatsOptions:
+    """The settings of every test in the report."""
+
+    metric: str = "iou"
+    k: str | None = None
+    token_budget: float = 1000.0
+    alpha: float = 0.05
+    permutations: int = 10_000
+    bootstrap: int = 10_000
+    seed: int = 0
+
+
+def pareto_front(
+    xs: Sequence[float],
+    ys: Sequence[float],
+    *,
+    x: Direction = "lower",
+    y: Direction = "higher",
+) -> list[int]:
+    """Indices of the points no other point beats on both axes, in order of x (best x first).
+
+    A point is dominated when another is at least as good on both axes and better on one;
+    identical points are all on the front; points with a NaN coordinate are left out.
+    """
+    sx = 1.0 if x == "higher" else -1.0
+    sy = 1.0 if y == "higher" else -1.0
+    points = [
+        (i, sx * float(a), sy * float(b))
+        for i, (a, b) in enumerate(zip(xs, ys, strict=True))
+        if not (math.isnan(float(a)) or math.isnan(float(b)))
+    ]
+    front = [
+        i
+        for i, a, b in points
+        if not any((c >= a and d >= b) and (c > a or d > b) for _, c, d in points)
+    ]
+    return sorted(front, key=lambda i: (-sx * float(xs[i]), i))
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One recommended (cell, k) with its interval, and the test that puts it there.
+
+    ``versus`` is the option it was tested against (the runner-up, or the best for the cheapest
+    tied cell), ``comparison`` that paired comparison and ``p_adjusted`` its Holm-adjusted
+    p-value over all the pairs of the group's test. ``tied`` lists the options the data cannot
+    tell from the best (the pick included).
+    """
+
+    cell: int
+    k: str
+    metric: str
+    mean: float
+    ci_low: float
+    ci_high: float
+    versus: Option | None
+    comparison: PairedComparison | None
+    p_adjusted: float | None
+    tied: tuple[Option, ...]
+    retrieved_tokens: float
+    compared: int  # comparisons with the best in the group's test (Holm adjusts over these)
+    is_best: bool
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The recommendation for one dataset at the chosen metric and k."""
+
+    dataset: str
+    metric: str
+    k: str
+    n_questions: int
+    best: Pick | None
+    cheapest_tied: Pick | None
+    budget: Pick | None
+    token_budget: float
+    smallest_retrieval: Option | None  # when nothing fits the budget
+    test: str = RANDOMISATION
+
+
+@dataclass(frozen=True)
+class EmbedderPair:
+    """Two embedders on the same chunking: ``comparison`` is ``a`` minus ``b``."""
+
+    chunker: str
+    a: int
+    b: int
+    comparison: PairedComparison
+    p_adjusted: float
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Kendall's tau between two datasets' orderings of the cells they share."""
+
+    a: str
+    b: str
+    n_cells: int
+    tau: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Comparisons:
+    """Per dataset: the best cell per embedder and the paired embedder differences; between
+    datasets: how alike their cell orderings are."""
+
+    best_per_embedder: dict[str, list[Option]]
+    embedder_pairs: dict[str, list[EmbedderPair]]
+    agreements: list[Agreement] = field(default_factory=list)
+
+
+def choose_k(data: ReportData, k: str | None) -> str:
+    """The k analysed: the one asked for, else 5 when present, else the first."""
+    if not data.ks:
+        raise ReportError("The runs hold no scored rows.", "Rerun `chunkmark run`.")
+    if k is None:
+        return "5" if "5" in data.ks else data.ks[0]
+    if k not in data.ks:
+        raise ReportError(f"k={k} is not in the runs.", f"Use one of: {', '.join(data.ks)}.")
+    return k
+
+
+def check_metric(metric: str) -> str:
+    if metric not in METRICS:
+        raise ReportError(
+            f"Unknown metric {metric!r}.", f"Use one of: {', '.join(METRICS.names())}."
+        )
+    return metric
+
+
+def paired_values(
+    data: ReportData, options: Sequence[Option], metric: str
+) -> dict[Option, FloatArray]:
+    """Each option's per-question values of ``metric`` over the questions all of them share,
+    in one order."""
+    scored = [o for o in options if o in data.scores]
+    if not scored:
+        return {}
+    common = set(data.scores[scored[0]].question_ids)
+    for o in scored[1:]:
+        common &= set(data.scores[o].question_ids)
+    order = [q for q in data.scores[scored[0]].question_ids if q in common]
+    out: dict[Option, FloatArray] = {}
+    for o in scored:
+        s = data.scores[o]
+        position = {q: i for i, q in enumerate(s.question_ids)}
+        out[o] = s.values[metric][[position[q] for q in order]]
+    return out
+
+
+@dataclass(frozen=True)
+class _Group:
+    """tied_with_best's answer for some options, best first, with their paired values."""
+
+    metric: str
+    values: dict[Option, FloatArray]
+    order: list[Option]
+    p_adjusted: dict[Option, float]
+    tied: tuple[Option, ...]
+
+
+# The tie test reads only the randomisation p-values; the intervals the page shows are
+# recomputed in full (compare_paired, same seed: the same p-value) for the pairs it shows.
+_TIE_BOOTSTRAP = 1
+
+
+def _tied(values: dict[Option, FloatArray], metric: str, options: StatsOptions) -> _Group | None:
+    """The options tied with the best on ``metric`` (None when there are none)."""
+    if not values:
+        return None
+    names = {f"{cell}:{k}": (cell, k) for cell, k in values}
+    ties = tied_with_best(
+        {name: values[o] for name, o in names.items()},
+        direction=METRICS[metric].direction,
+        alpha=options.alpha,
+        permutations=options.permutations,
+        bootstrap=_TIE_BOOTSTRAP,
+        seed=options.seed,
+    )
+    return _Group(
+        metric=metric,
+        values=values,
+        order=[names[t.cell] for t in ties],
+        p_adjusted={names[t.cell]: t.p_adjusted for t in ties},
+        tied=tuple(names[t.cell] for t in ties if t.tied),
+    )
+
+
+def _best_group(data: ReportData, dataset: str, k: str, options: StatsOptions) -> _Group | None:
+    """The dataset's cells at ``k``, tested against the best on the chosen metric."""
+    cells = [(c.index, k) for c in data.cells_of(dataset) if (c.index, k) in data.scores]
+    return _tied(paired_values(data, cells, options.metric), options.metric, options)
+
+
+def _budget_options(data: ReportData, dataset: str, k: str) -> list[Option]:
+    """Every scored cell of the dataset at ``k``."""
+    return [(c.index, k) for c in data.cells_of(dataset) if (c.index, k) in data.scores]
+
+
+def _budget_group(data: ReportData, dataset: str, k: str, options: StatsOptions) -> _Group | None:
+    """The cells at ``k`` whose mean retrieved tokens per question fit the budget, tested
+    against the best on recall."""
+    fitting = [
+        o for o in _budget_options(data, dataset, k) if _row_tokens(data, o) <= options.token_budget
+    ]
+    return _tied(paired_values(data, fitting, "recall"), "recall", options)
+
+
+def _row_tokens(data: ReportData, option: Option) -> float:
+    row = data.row(*option)
+    return math.inf if row is None or math.isnan(row.retrieved_tokens) else row.retrieved_tokens
+
+
+def _pick(data: ReportData, group: _Group, option: Option, options: StatsOptions) -> Pick:
+    """``option`` of the group, tested against the runner-up when it is the best, else against
+    the best: the paired comparison (best minus the other) and its Holm-adjusted p-value."""
+    best = group.order[0]
+    versus = (group.order[1] if len(group.order) > 1 else None) if option == best else best
+    comparison = p_adjusted = None
+    if versus is not None:
+        comparison = compare_paired(
+            group.values[best],
+            group.values[versus if option == best else option],
+            permutations=options.permutations,
+            bootstrap=options.bootstrap,
+            seed=options.seed,
+        )
+        p_adjusted = group.p_adjusted[versus if option == best else option]
+    row = data.row(*option)
+    if row is None:
+        raise ReportError(f"No summary row for cell {option}.", "Rerun `chunkmark run`.")
+    low, high = row.ci.get(group.metric, (math.nan, math.nan))
+    return Pick(
+        cell=option[0],
+        k=option[1],
+        metric=group.metric,
+        mean=row.mean[group.metric],
+        ci_low=low,
+        ci_high=high,
+        versus=versus,
+        comparison=comparison,
+        p_adjusted=p_adjusted,
+        tied=group.tied,
+        retrieved_tokens=row.retrieved_tokens,
+        compared=len(group.order) - 1,
+        is_best=option == best,
+    )
+
+
+def _cheapest(data: ReportData, group: _Group) -> Option:
+    """The tied option with the fewest tokens embedded, then the fewest chunks."""
+    return min(
+        group.tied,
+        key=lambda o: (
+            data.cells[o[0]].tokens_embedded,
+            data.cells[o[0]].n_chunks,
+            group.order.index(o),
+        ),
+    )
+
+
+def _recommendation(
+    data: ReportData,
+    dataset: str,
+    k: str,
+    options: StatsOptions,
+    best: _Group | None,
+    budget: _Group | None,
+) -> Recommendation:
+    best_pick = cheapest = budget_pick = smallest = None
+    if best is not None:
+        best_pick = _pick(data, best, best.order[0], options)
+        cheapest = _pick(data, best, _cheapest(data, best), options)
+    if budget is not None:
+        budget_pick = _pick(data, budget, budget.order[0], options)
+    else:
+        every = _budget_options(data, dataset, k)
+        smallest = min(every, key=lambda o: _row_tokens(data, o)) if every else None
+    n = len(next(iter(best.values.values()))) if best is not None else 0
+    return Recommendation(
+        dataset,
+        options.metric,
+        k,
+        n,
+        best_pick,
+        cheapest,
+        budget_pick,
+        options.token_budget,
+        smallest,
+    )
+
+
+def _pairs_of(data: ReportData, dataset: str, k: str) -> list[tuple[str, int, int]]:
+    """(chunker, cell a, cell b) for every two embedders run with one chunking."""
+    by_chunker: dict[str, list[int]] = {}
+    for c in data.cells_of(dataset):
+        if (c.index, k) in data.scores:
+            by_chunker.setdefault(c.chunker, []).append(c.index)
+    return [(ch, a, b) for ch, cells in by_chunker.items() for a, b in combinations(cells, 2)]
+
+
+def _pair(data: ReportData, a: int, b: int, k: str, options: StatsOptions) -> PairedComparison:
+    values = paired_values(data, [(a, k), (b, k)], options.metric)
+    return compare_paired(
+        values[(a, k)],
+        values[(b, k)],
+        permutations=options.permutations,
+        bootstrap=options.bootstrap,
+        seed=options.seed,
+    )
+
+
+def _best_per_embedder(data: ReportData, dataset: str, k: str, metric: str) -> list[Option]:
+    sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
+    by_embedder: dict[str, list[Option]] = {}
+    for r in data.rows:
+        if r.k == k and data.cells[r.cell].dataset == dataset:
+            by_embedder.setdefault(data.cells[r.cell].embedder, []).append((r.cell, r.k))
+    return [
+        max(opts, key=lambda o: _mean_or_worst(data, o, metric, sign))
+        for opts in by_embedder.values()
+    ]
+
+
+def _mean_or_worst(data: ReportData, option: Option, metric: str, sign: float) -> float:
+    row = data.row(*option)
+    value = math.nan if row is None else row.mean[metric]
+    return -math.inf if math.isnan(value) else sign * value
+
+
+def analyse(data: ReportData, options: StatsOptions) -> tuple[list[Recommendation], Comparisons]:
+    """The recommendation for every dataset, and the comparisons, at the chosen metric and k."""
+    metric, k = check_metric(options.metric), choose_k(data, options.k)
+    keys = [d.key for d in data.datasets]
+    recommendations = [
+        _recommendation(
+            data,
+            d,
+            k,
+            options,
+            _best_group(data, d, k, options),
+            _budget_group(data, d, k, options),
+        )
+        for d in keys
+    ]
+    pairs = {
+        d: _holm_pairs([(p, _pair(data, p[1], p[2], k, options)) for p in _pairs_of(data, d, k)])
+        for d in keys
+    }
+    comparisons = Comparisons(
+        best_per_embedder={d: _best_per_embedder(data, d, k, metric) for d in keys},
+        embedder_pairs=pairs,
+        agreements=_agreements(data, k, metric),
+    )
+    return recommendations, comparisons
+
+
+def _holm_pairs(
+    found: list[tuple[tuple[str, int, int], PairedComparison]],
+) -> list[EmbedderPair]:
+    """The embedder pairs of one dataset, their p-values Holm-adjusted together."""
+    adjusted = holm([c.p_permutation for _, c in found])
+    return [
+        EmbedderPair(chunker, a, b, comparison, p)
+        for ((chunker, a, b), comparison), p in zip(found, adjusted, strict=True)
+    ]
+
+
+def _agreements(data: ReportData, k: str, metric: str) -> list[Agreement]:
+    """Kendall's tau of the shared cells' means between every two datasets."""
+    from scipy.stats import kendalltau
+
+    means: dict[str, dict[tuple[str, str], float]] = {}
+    for r in data.rows:
+        if r.k != k:
+            continue
+        cell = data.cells[r.cell]
+        means.setdefault(cell.dataset, {})[(cell.chunker, cell.embedder)] = r.mean[metric]
+    out = []
+    for a, b in combinations([d.key for d in data.datasets], 2):
+        shared = sorted(set(means.get(a, {})) & set(means.get(b, {})))
+        if len(shared) < 2:
+            out.append(Agreement(a, b, len(shared), math.nan, math.nan))
+            continue
+        x = np.array([means[a][c] for c in shared])
+        y = np.array([means[b][c] for c in shared])
+        result = kendalltau(x, y)
+        out.append(Agreement(a, b, len(shared), float(result.statistic), float(result.pvalue)))
+    return out

@@ -1,0 +1,741 @@
+/* chunkmark report: renders the data embedded in #report-data. Every data string is written with
+   textContent (never as HTML); statistics come precomputed from Python. */
+"use strict";
+(function () {
+  const DATA = JSON.parse(document.getElementById("report-data").textContent);
+  const METRICS = Object.fromEntries(DATA.metrics.map((m) => [m.name, m]));
+  const OPTS = DATA.meta.options;
+  const PLOT_CONFIG = { displaylogo: false, responsive: true };
+
+  // ---------------------------------------------------------------- helpers
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else if (key === "text") node.textContent = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+  function isNum(v) { return typeof v === "number" && isFinite(v); }
+  function pct(v, digits) { return isNum(v) ? (100 * v).toFixed(digits) : "–"; }
+  function mpct(metric, v) { return pct(v, METRICS[metric].digits); }
+  function points(v, digits) { return isNum(v) ? (v >= 0 ? "+" : "") + (100 * v).toFixed(digits) : "–"; }
+  function int(v) { return isNum(v) ? Math.round(v).toLocaleString("en-US") : "–"; }
+  function fixed(v, digits) { return isNum(v) ? v.toFixed(digits) : "–"; }
+  function pval(p) {
+    if (!isNum(p)) return "–";
+    if (p < 0.001) return p.toExponential(1);
+    return p.toPrecision(2);
+  }
+  function dollars(x) {
+    if (!isNum(x)) return "unknown";
+    if (x === 0) return "$0";
+    if (x < 0.01) return "$" + x.toPrecision(2);
+    return "$" + x.toFixed(2);
+  }
+  function kLabel(k) { return "k=" + k; }
+  function kOrder(k) { return /^\d+$/.test(k) ? Number(k) : 1e9; }
+  function cellOf(i) { return DATA.cells[i]; }
+  function rowOf(cell, k) {
+    return DATA.rows.findIndex((r) => r.cell === cell && r.k === k);
+  }
+  function select(id, label, options, value, onChange) {
+    const s = el("select", { id: id, onchange: (e) => onChange(e.target.value) });
+    for (const [v, text] of options) {
+      const o = el("option", { value: v, text: text });
+      if (v === value) o.selected = true;
+      s.append(o);
+    }
+    return el("label", {}, label, s);
+  }
+  function unique(values) { return Array.from(new Set(values)); }
+  function metricLabel(m) { return METRICS[m].label; }
+  function directionWord(m) { return METRICS[m].direction === "higher" ? "higher is better" : "lower is better"; }
+  function datasetsKeys() { return DATA.datasets.map((d) => d.key); }
+
+  // ---------------------------------------------------------------- header
+  function renderHeader() {
+    document.title = DATA.meta.title;
+    document.getElementById("title").textContent = DATA.meta.title;
+    const runs = DATA.meta.runs.map((r) => r.path).join(", ");
+    const ds = DATA.datasets.map((d) => `${d.key} (${int(d.documents)} documents, ${int(d.questions)} questions)`).join("; ");
+    document.getElementById("subtitle").textContent =
+      `${DATA.cells.length} cells from ${DATA.meta.runs.length} run(s): ${runs}. Dataset(s): ${ds}.`;
+    const p = DATA.meta.prices;
+    const priced = Object.entries(p.per_million).map(([m, v]) => `${m} $${v} / 1M tokens`).join(", ");
+    document.getElementById("footer").textContent =
+      `chunkmark ${DATA.meta.version}, report generated ${DATA.meta.generated}. ` +
+      `Embedding prices (US dollars, list prices as of ${p.date || "an unknown date"}, from ${p.sources.join(" + ")}): ` +
+      `${priced}; local embedders (${p.local.join(", ")}) cost 0. ` +
+      `Tests: ${OPTS.permutations.toLocaleString("en-US")} sign flips, ${OPTS.bootstrap.toLocaleString("en-US")} bootstrap resamples, seed ${OPTS.seed}, α = ${OPTS.alpha}.`;
+  }
+
+  // ---------------------------------------------------------------- recommendation
+  function cellName(i) { const c = cellOf(i); return c ? c.label : "?"; }
+  function optionName(o) { return `${cellName(o.cell)} at k=${o.k}`; }
+
+  function pickLine(pick) {
+    const c = cellOf(pick.cell);
+    const m = pick.metric;
+    const ci = isNum(pick.ciLow) ? ` [${mpct(m, pick.ciLow)}, ${mpct(m, pick.ciHigh)}]` : "";
+    return el("p", {},
+      el("span", { class: "value", text: `${c.label}` }), ` at k=${pick.k}: ${metricLabel(m)} ${mpct(m, pick.mean)}%${ci}`,
+      isNum(pick.ciLow) ? " (95% bootstrap interval)" : "",
+      `; ${int(c.tokens)} tokens embedded, ${int(c.nChunks)} chunks, ${dollars(c.cost)} to embed, ${int(pick.retrievedTokens)} tokens retrieved per question on average.`);
+  }
+
+  function testLine(pick, rec, what) {
+    const cmp = pick.comparison;
+    if (!cmp || !pick.versus) return el("p", { class: "test", text: `No other ${what} to compare with: no test.` });
+    const m = pick.metric, d = METRICS[m].digits;
+    const level = Math.round(100 * cmp.level);
+    const role = pick.isBest ? "the runner-up, " : "the best, ";
+    return el("p", { class: "test" },
+      `Test: ${rec.test} of the ${metricLabel(m)} difference (best − other) with ${role}${optionName(pick.versus)}, over ${int(cmp.n)} paired questions: ` +
+      `${points(cmp.difference, d)} points [${points(cmp.ciLow, d)}, ${points(cmp.ciHigh, d)}] (${level}% paired bootstrap), ` +
+      `p = ${pval(cmp.p)}; Holm-adjusted over the ${pick.compared} comparison(s) with the best: p = ${pval(pick.pAdjusted)}` +
+      (isNum(pick.pAdjusted) ? (pick.pAdjusted >= OPTS.alpha ? ` ≥ ${OPTS.alpha}, no detectable difference` : ` < ${OPTS.alpha}, a detectable difference`) : "") +
+      ` (t-test p = ${pval(cmp.pTtest)}, Wilcoxon p = ${pval(cmp.pWilcoxon)}; the best wins ${cmp.wins}, ties ${cmp.ties}, loses ${cmp.losses} questions).`);
+  }
+
+  function tiedList(pick, intro) {
+    if (!pick.tied || pick.tied.length <= 1) return null;
+    const names = pick.tied.map((o) => optionName(o) + (o.cell === pick.cell && o.k === pick.k ? " (the pick)" : "")).sort();
+    return el("div", {},
+      el("p", { text: `${intro}: ${names.length} options, the pick included, each with Holm-adjusted p ≥ ${OPTS.alpha} against the best (no detectable difference: a group, not an order):` }),
+      el("ul", { class: "tied-group" }, names.map((n) => el("li", { text: n }))));
+  }
+
+  function renderRecommendation() {
+    const body = clear(document.getElementById("recommendation-body"));
+    for (const rec of DATA.recommendations) {
+      const m = rec.metric;
+      const card = el("div", { class: "card", "data-dataset": rec.dataset });
+      card.append(el("h3", { text: `${rec.dataset}: ${metricLabel(m)} at k=${rec.k} (${directionWord(m)}), ${int(rec.n)} questions` }));
+      if (!rec.best) {
+        card.append(el("p", { text: "No cell of this dataset was scored at this k." }));
+        body.append(card);
+        continue;
+      }
+      const best = el("div", { class: "rec-best" }, el("h4", { text: `Best ${metricLabel(m)}` }), pickLine(rec.best), testLine(rec.best, rec, "cell"),
+        tiedList(rec.best, "The group tied with the best"));
+      card.append(best);
+      const cheap = rec.cheapestTied;
+      const cheapBox = el("div", { class: "rec-cheapest" }, el("h4", { text: "Cheapest cell statistically tied with the best" }));
+      if (cheap.cell === rec.best.cell && cheap.k === rec.best.k) {
+        const c = cellOf(cheap.cell);
+        const others = rec.best.tied.length - 1;
+        cheapBox.append(el("p", { text: others > 0
+          ? `The best cell is also the cheapest of its tied group: ${int(c.tokens)} tokens embedded, ${int(c.nChunks)} chunks; the ${others} tied cell(s) embed as many tokens or more.`
+          : `No other cell is tied with the best, so the best (${int(c.tokens)} tokens embedded, ${int(c.nChunks)} chunks) is the cheapest choice at this quality.` }));
+      } else {
+        const bc = cellOf(rec.best.cell), cc = cellOf(cheap.cell);
+        cheapBox.append(pickLine(cheap));
+        cheapBox.append(el("p", { text: `It embeds ${int(cc.tokens)} tokens in ${int(cc.nChunks)} chunks against the best's ${int(bc.tokens)} in ${int(bc.nChunks)} (${pct(cc.tokens / bc.tokens, 0)}% of the tokens, ${dollars(cc.cost)} against ${dollars(bc.cost)}).` }));
+        cheapBox.append(testLine(cheap, rec, "cell"));
+      }
+      card.append(cheapBox);
+      const budgetBox = el("div", { class: "rec-budget" }, el("h4", { text: `Best recall at k=${rec.k} within ${int(rec.tokenBudget)} retrieved tokens per question` }));
+      if (rec.budget) {
+        budgetBox.append(pickLine(rec.budget));
+        budgetBox.append(testLine(rec.budget, rec, "option within the budget"));
+        const group = tiedList(rec.budget, "The group tied with it within the budget");
+        if (group) budgetBox.append(group);
+      } else if (rec.smallest) {
+        const r = DATA.rows[rowOf(rec.smallest.cell, rec.smallest.k)];
+        budgetBox.append(el("p", { text: `No cell fits: the smallest retrieval is ${optionName(rec.smallest)} with ${int(r ? r.retrievedTokens : NaN)} tokens per question.` }));
+      }
+      card.append(budgetBox);
+      body.append(card);
+    }
+  }
+
+  // ---------------------------------------------------------------- leaderboard
+  const LB = { sort: { key: null, dir: 1 }, filters: { dataset: "", embedder: "", family: "", k: "" } };
+
+  function leaderboardColumns() {
+    const cols = [
+      { key: "dataset", label: "dataset", value: (r) => cellOf(r.cell).dataset },
+      { key: "chunker", label: "chunker", value: (r) => cellOf(r.cell).chunkerShort, spec: true },
+      { key: "embedder", label: "embedder", value: (r) => cellOf(r.cell).embedderShort, spec: true },
+      { key: "k", label: "k", value: (r) => kOrder(r.k), show: (r) => r.k, num: true, asc: true },
+    ];
+    for (const m of DATA.leaderMetrics) {
+      cols.push({ key: m, label: METRICS[m].label, title: METRICS[m].description, metric: m, num: true,
+        asc: METRICS[m].direction === "lower", value: (r) => r.mean[m] });
+    }
+    cols.push(
+      { key: "chunks", label: "chunks", num: true, asc: true, value: (r) => cellOf(r.cell).nChunks, show: (r) => int(cellOf(r.cell).nChunks) },
+      { key: "meanTokens", label: "mean chunk tokens", num: true, asc: true, value: (r) => cellOf(r.cell).meanTokens, show: (r) => fixed(cellOf(r.cell).meanTokens, 1) },
+      { key: "tokens", label: "tokens embedded", title: "cl100k_base tokens of every chunk: what indexing the corpus embeds", num: true, asc: true, value: (r) => cellOf(r.cell).tokens, show: (r) => int(cellOf(r.cell).tokens) },
+      { key: "retrieved", label: "tokens retrieved / question", num: true, asc: true, value: (r) => r.retrievedTokens, show: (r) => int(r.retrievedTokens) },
+      { key: "seconds", label: "index time (s)", title: "chunking + embedding the documents, as run (the cache may have saved work)", num: true, asc: true, value: (r) => cellOf(r.cell).indexSeconds, show: (r) => fixed(cellOf(r.cell).indexSeconds, 2) },
+      { key: "cost", label: "est. cost", title: "tokens embedded x the embedder's price per million tokens", num: true, asc: true, value: (r) => cellOf(r.cell).cost, show: (r) => dollars(cellOf(r.cell).cost) },
+    );
+    return cols;
+  }
+
+  function badgeFor(row) {
+    for (const rec of DATA.recommendations) {
+      if (!rec.best || rec.k !== row.k || rec.dataset !== cellOf(row.cell).dataset) continue;
+      if (rec.best.cell === row.cell) return el("span", { class: "badge best", title: `best ${metricLabel(rec.metric)} at k=${rec.k}`, text: "best" });
+      if (rec.best.tied.some((o) => o.cell === row.cell && o.k === row.k)) {
+        return el("span", { class: "badge tied", title: `statistically tied with the best ${metricLabel(rec.metric)} at k=${rec.k}`, text: "tied" });
+      }
+    }
+    return null;
+  }
+
+  function renderLeaderboardFilters() {
+    const box = clear(document.getElementById("leaderboard-filters"));
+    const all = [["", "all"]];
+    const make = (key, label, values) => box.append(select(`filter-${key}`, label, all.concat(values.map((v) => [v, v])), LB.filters[key],
+      (v) => { LB.filters[key] = v; renderLeaderboardBody(); }));
+    make("dataset", "dataset", datasetsKeys());
+    make("embedder", "embedder", unique(DATA.cells.map((c) => c.embedderShort)).sort());
+    make("family", "chunker family", unique(DATA.cells.map((c) => c.family)).sort());
+    make("k", "k", DATA.ks);
+  }
+
+  function renderLeaderboardHead() {
+    const thead = clear(document.querySelector("#leaderboard-table thead"));
+    const tr = el("tr");
+    for (const col of leaderboardColumns()) {
+      const th = el("th", { class: col.num ? "num" : null, "data-key": col.key, title: col.title || `sort by ${col.label}`, text: col.label });
+      if (LB.sort.key === col.key) th.setAttribute("aria-sort", LB.sort.dir > 0 ? "ascending" : "descending");
+      th.addEventListener("click", () => {
+        if (LB.sort.key === col.key) LB.sort.dir = -LB.sort.dir;
+        else { LB.sort.key = col.key; LB.sort.dir = col.num && !col.asc ? -1 : 1; }
+        renderLeaderboardHead();
+        renderLeaderboardBody();
+      });
+      tr.append(th);
+    }
+    thead.append(tr);
+  }
+
+  function visibleRows() {
+    const f = LB.filters;
+    return DATA.rows.map((r, i) => [r, i]).filter(([r]) => {
+      const c = cellOf(r.cell);
+      return (!f.dataset || c.dataset === f.dataset) && (!f.embedder || c.embedderShort === f.embedder) &&
+        (!f.family || c.family === f.family) && (!f.k || r.k === f.k);
+    });
+  }
+
+  function compareValues(a, b) {
+    const na = a === null || a === undefined || (typeof a === "number" && !isFinite(a));
+    const nb = b === null || b === undefined || (typeof b === "number" && !isFinite(b));
+    if (na || nb) return na === nb ? 0 : na ? 1 : -1;
+    if (typeof a === "number" && typeof b === "number") return a - b;
+    return String(a).localeCompare(String(b));
+  }
+
+  function renderLeaderboardBody() {
+    const tbody = clear(document.querySelector("#leaderboard-table tbody"));
+    const cols = leaderboardColumns();
+    let rows = visibleRows();
+    const col = cols.find((c) => c.key === LB.sort.key);
+    if (col) {
+      rows = rows.slice().sort((x, y) => {
+        const a = col.value(x[0]), b = col.value(y[0]);
+        const nullA = !isNum(a) && typeof a !== "string", nullB = !isNum(b) && typeof b !== "string";
+        if (nullA || nullB) return nullA === nullB ? x[1] - y[1] : nullA ? 1 : -1;  // missing values last
+        return LB.sort.dir * compareValues(a, b) || x[1] - y[1];
+      });
+    }
+    for (const [r, i] of rows) {
+      const tr = el("tr", { "data-row": i });
+      for (const c of cols) {
+        const value = c.value(r);
+        const td = el("td", { class: (c.num ? "num" : "") + (c.spec ? " spec" : ""), "data-key": c.key,
+          "data-value": isNum(value) ? value : (typeof value === "string" ? value : "") });
+        if (c.metric) {
+          td.append(mpct(c.metric, r.mean[c.metric]));
+          const ci = r.ci[c.metric];
+          if (ci) td.append(el("span", { class: "ci", text: `[${mpct(c.metric, ci[0])}, ${mpct(c.metric, ci[1])}]` }));
+        } else if (c.key === "chunker") {
+          td.append(el("span", { title: cellOf(r.cell).chunker, text: value }));
+          const badge = badgeFor(r);
+          if (badge) td.append(badge);
+        } else if (c.key === "embedder") {
+          td.append(el("span", { title: cellOf(r.cell).embedder, text: value }));
+        } else {
+          td.textContent = c.show ? c.show(r) : String(value);
+        }
+        tr.append(td);
+      }
+      tbody.append(tr);
+    }
+    document.getElementById("leaderboard-count").textContent = `${rows.length} of ${DATA.rows.length} rows shown.`;
+    document.getElementById("leaderboard-notes").textContent = DATA.meta.notes.join(" ");
+  }
+
+  // ---------------------------------------------------------------- plots
+  const PS = { dataset: DATA.datasets.length ? DATA.datasets[0].key : "", metric: OPTS.metric, k: OPTS.k, cost: "tokens" };
+
+  function renderPlotControls() {
+    const box = clear(document.getElementById("plot-controls"));
+    if (DATA.datasets.length > 1) {
+      box.append(select("plot-dataset", "dataset", datasetsKeys().map((d) => [d, d]), PS.dataset, (v) => { PS.dataset = v; renderPlots(); }));
+    }
+    box.append(select("plot-metric", "metric", DATA.metrics.map((m) => [m.name, m.label]), PS.metric, (v) => { PS.metric = v; renderPlots(); }));
+    box.append(select("plot-k", "k (all plots but the first)", DATA.ks.map((k) => [k, k]), PS.k, (v) => { PS.k = v; renderPlots(); }));
+    const costBox = clear(document.getElementById("cost-controls"));
+    costBox.append(select("plot-cost-measure", "cost", [["tokens", "tokens embedded"], ["chunks", "number of chunks"], ["dollars", "dollars to embed"]], PS.cost,
+      (v) => { PS.cost = v; renderCostPlot(); }));
+  }
+
+  function rowsAt(k) {
+    return DATA.rows.map((r, i) => [r, i]).filter(([r]) => r.k === k && cellOf(r.cell).dataset === PS.dataset);
+  }
+
+  function axisTitle(m) { return `${metricLabel(m)} (%)`; }
+  function plot(id, traces, layout) {
+    const base = { margin: { l: 60, r: 20, t: 30, b: 50 }, hovermode: "closest", legend: { orientation: "h", y: -0.2 } };
+    Plotly.react(id, traces, Object.assign(base, layout), PLOT_CONFIG);
+  }
+
+  function errorBars(rows, m) {
+    if (!METRICS[m].interval) return undefined;
+    return {
+      type: "data", symmetric: false, visible: true, thickness: 1,
+      array: rows.map(([r]) => (r.ci[m] && isNum(r.ci[m][1]) ? 100 * (r.ci[m][1] - r.mean[m]) : 0)),
+      arrayminus: rows.map(([r]) => (r.ci[m] && isNum(r.ci[m][0]) ? 100 * (r.mean[m] - r.ci[m][0]) : 0)),
+    };
+  }
+
+  function renderSizePlots() {
+    const grid = document.getElementById("plot-size");
+    for (const node of grid.querySelectorAll(".js-plotly-plot")) Plotly.purge(node);
+    clear(grid);
+    const m = PS.metric;
+    const rows = DATA.rows.map((r, i) => [r, i]).filter(([r]) => cellOf(r.cell).dataset === PS.dataset);
+    const families = unique(rows.map(([r]) => cellOf(r.cell).family)).sort();
+    const multiEmbedder = unique(rows.map(([r]) => cellOf(r.cell).embedderShort)).length > 1;
+    families.forEach((family, n) => {
+      const own = rows.filter(([r]) => cellOf(r.cell).family === family);
+      const param = own.every(([r]) => cellOf(r.cell).sizeParam && isNum(cellOf(r.cell).size)) ? cellOf(own[0][0].cell).sizeParam : null;
+      const x = (r) => (param ? cellOf(r.cell).size : cellOf(r.cell).meanTokens);
+      const groups = new Map();
+      for (const item of own) {
+        const c = cellOf(item[0].cell);
+        const key = [kLabel(item[0].k), c.variant, multiEmbedder ? c.embedderShort : ""].filter(Boolean).join(" · ");
+        if (!groups.has(key)) groups.set(key, { k: item[0].k, items: [] });
+        groups.get(key).items.push(item);
+      }
+      const traces = Array.from(groups.entries())
+        .sort((a, b) => kOrder(a[1].k) - kOrder(b[1].k) || a[0].localeCompare(b[0]))
+        .map(([name, g]) => {
+          const items = g.items.slice().sort((a, b) => x(a[0]) - x(b[0]));
+          return {
+            type: "scatter", mode: "lines+markers", name: name,
+            x: items.map(([r]) => x(r)), y: items.map(([r]) => (isNum(r.mean[m]) ? 100 * r.mean[m] : null)),
+            error_y: errorBars(items, m), text: items.map(([r]) => cellOf(r.cell).label),
+            hovertemplate: "%{text}<br>%{x}: %{y:.2f}%<extra>%{fullData.name}</extra>",
+          };
+        });
+      const div = el("div", { class: "plot-family", id: `plot-size-${n}`, "data-family": family });
+      grid.append(div);
+      plot(div, traces, {
+        title: { text: family, font: { size: 14 } },
+        xaxis: { title: { text: param ? `${param}` : "mean chunk tokens (no size parameter)" } },
+        yaxis: { title: { text: axisTitle(m) } },
+      });
+    });
+    document.getElementById("plot-size-note").textContent = families.length
+      ? `${metricLabel(m)} per chunker family against its size parameter (mean chunk tokens when it has none); one line per k (and per other parameter setting), with 95% intervals where the metric has them.`
+      : "No cells to plot.";
+  }
+
+  function frontTrace(items, xOf, yOf, name) {
+    return {
+      type: "scatter", mode: "lines+markers", name: name,
+      x: items.map(xOf), y: items.map(yOf),
+      line: { color: "#d62728", width: 2, dash: "dot" }, marker: { color: "#d62728", size: 11, symbol: "diamond-open", line: { width: 2 } },
+      text: items.map(([r]) => `${cellOf(r.cell).label} (k=${r.k})`), hovertemplate: "%{text}<extra>Pareto front</extra>",
+    };
+  }
+
+  function renderRecallPrecision() {
+    const rows = rowsAt(PS.k);
+    const f = ((DATA.fronts[PS.dataset] || {})[PS.k] || {}).recallPrecision || [];
+    const front = f.map((i) => [DATA.rows[i], i]).sort((a, b) => a[0].mean.recall - b[0].mean.recall);
+    plot("plot-rp", [
+      { type: "scatter", mode: "markers", name: "cells", x: rows.map(([r]) => 100 * r.mean.recall), y: rows.map(([r]) => 100 * r.mean.precision),
+        text: rows.map(([r]) => cellOf(r.cell).label), marker: { size: 8, color: "#2f5fb3", opacity: 0.75 },
+        hovertemplate: "%{text}<br>recall %{x:.1f}%, precision %{y:.2f}%<extra></extra>" },
+      frontTrace(front, ([r]) => 100 * r.mean.recall, ([r]) => 100 * r.mean.precision, "Pareto front"),
+    ], { xaxis: { title: { text: axisTitle("recall") } }, yaxis: { title: { text: axisTitle("precision") } } });
+  }
+
+  function costValue(c) {
+    if (PS.cost === "tokens") return c.tokens;
+    if (PS.cost === "chunks") return c.nChunks;
+    return c.cost;
+  }
+
+  function renderCostPlot() {
+    const m = PS.metric;
+    const rows = rowsAt(PS.k).filter(([r]) => isNum(costValue(cellOf(r.cell))));
+    const f = ((((DATA.fronts[PS.dataset] || {})[PS.k] || {}).cost || {})[m] || {})[PS.cost] || [];
+    const front = f.map((i) => [DATA.rows[i], i]).sort((a, b) => costValue(cellOf(a[0].cell)) - costValue(cellOf(b[0].cell)));
+    const names = { tokens: "tokens embedded", chunks: "number of chunks", dollars: "dollars to embed the corpus" };
+    const note = document.getElementById("plot-cost-note");
+    const missing = rowsAt(PS.k).length - rows.length;
+    note.textContent = `${metricLabel(m)} at k=${PS.k} (${directionWord(m)}) against ${names[PS.cost]}; the line joins the Pareto front (no cheaper cell is at least as good).` +
+      (missing ? ` ${missing} cell(s) have no known price and are left out.` : "");
+    plot("plot-cost", [
+      { type: "scatter", mode: "markers", name: "cells", x: rows.map(([r]) => costValue(cellOf(r.cell))), y: rows.map(([r]) => 100 * r.mean[m]),
+        text: rows.map(([r]) => cellOf(r.cell).label), marker: { size: 8, color: "#2f5fb3", opacity: 0.75 },
+        hovertemplate: "%{text}<br>%{x}: %{y:.2f}%<extra></extra>" },
+      frontTrace(front, ([r]) => costValue(cellOf(r.cell)), ([r]) => 100 * r.mean[m], "Pareto front"),
+    ], { xaxis: { title: { text: names[PS.cost] } }, yaxis: { title: { text: axisTitle(m) } } });
+  }
+
+  function renderHeatmap() {
+    const m = PS.metric;
+    const docs = DATA.perDocument.docs[PS.dataset] || [];
+    const rows = rowsAt(PS.k).filter(([, i]) => DATA.perDocument.values[String(i)]);
+    const z = rows.map(([, i]) => (DATA.perDocument.values[String(i)][m] || []).map((v) => (isNum(v) ? 100 * v : null)));
+    const total = DATA.perDocument.documents[PS.dataset] || 0;
+    document.getElementById("plot-heatmap-note").textContent =
+      `Mean ${metricLabel(m)} at k=${PS.k} over each document's questions (cells x documents)` +
+      (total > docs.length ? `; the ${docs.length} documents with the most questions of ${total}.` : ".");
+    plot("plot-heatmap", [{
+      type: "heatmap", x: docs, y: rows.map(([r]) => cellOf(r.cell).label), z: z, colorscale: "Viridis",
+      reversescale: METRICS[m].direction === "lower", colorbar: { title: { text: "%" } },
+      hovertemplate: "%{y}<br>%{x}: %{z:.2f}%<extra></extra>",
+    }], { height: Math.max(320, 60 + 22 * rows.length), margin: { l: 260, r: 20, t: 20, b: 120 }, yaxis: { automargin: true }, xaxis: { automargin: true } });
+  }
+
+  function renderSimilarity() {
+    const cells = DATA.cells.map((c, i) => [c, i]).filter(([c]) => c.dataset === PS.dataset);
+    const withTop = cells.filter(([, i]) => DATA.similarity.top1[String(i)]);
+    document.getElementById("plot-similarity-note").textContent = withTop.length
+      ? `Cosine similarity of each question's top-1 chunk, per cell; below, the share of retrieved chunks (top k=${PS.k} of every question) whose similarity reaches each threshold.`
+      : "The runs kept no rankings (cells/<id>.ranking.parquet): no similarity to show.";
+    const height = Math.max(320, 80 + 24 * withTop.length);
+    plot("plot-top1", withTop.map(([c, i]) => ({
+      type: "box", name: c.label, x: DATA.similarity.top1[String(i)], orientation: "h", boxpoints: false, showlegend: false,
+      hovertemplate: `${c.label}<extra></extra>`,
+    })), { height: height, xaxis: { title: { text: "top-1 cosine similarity" } }, yaxis: { automargin: true }, margin: { l: 60, r: 20, t: 20, b: 50 } });
+    const t = DATA.similarity.thresholds;
+    const shares = rowsAt(PS.k).filter(([, i]) => DATA.similarity.share[String(i)]);
+    plot("plot-threshold", [{
+      type: "heatmap", x: t.map((v) => `≥ ${v}`), y: shares.map(([r]) => cellOf(r.cell).label),
+      z: shares.map(([, i]) => DATA.similarity.share[String(i)].map((v) => (isNum(v) ? 100 * v : null))),
+      colorscale: "Blues", reversescale: true, zmin: 0, zmax: 100, colorbar: { title: { text: "%" } },
+      texttemplate: "%{z:.0f}", hovertemplate: "%{y}<br>similarity %{x}: %{z:.1f}% of retrieved chunks<extra></extra>",
+    }], { height: Math.max(320, 80 + 24 * shares.length), xaxis: { title: { text: "similarity threshold" } }, yaxis: { automargin: true }, margin: { l: 60, r: 20, t: 20, b: 50 } });
+  }
+
+  function renderPlots() {
+    if (typeof Plotly === "undefined") return;
+    renderSizePlots();
+    renderRecallPrecision();
+    renderCostPlot();
+    renderHeatmap();
+    renderSimilarity();
+  }
+
+  // ---------------------------------------------------------------- comparisons
+  function table(headers, rows, cls) {
+    return el("div", { class: "table-wrap" }, el("table", { class: cls || "" },
+      el("thead", {}, el("tr", {}, headers.map(([h, num]) => el("th", { class: num ? "num" : null, text: h })))),
+      el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map(([v, num]) => el("td", { class: num ? "num" : null, text: v })))))));
+  }
+
+  function verdict(pair, m) {
+    const cmp = pair.comparison;
+    if (!isNum(pair.pAdjusted) || pair.pAdjusted >= OPTS.alpha) return "no detectable difference";
+    const aBetter = (cmp.difference > 0) === (METRICS[m].direction === "higher");
+    return `${aBetter ? "A" : "B"} better`;
+  }
+
+  function renderComparisons() {
+    const body = clear(document.getElementById("comparisons-body"));
+    const m = OPTS.metric, k = OPTS.k, d = METRICS[m].digits;
+    body.append(el("p", { class: "muted", text: `${metricLabel(m)} at k=${k}, percent. Paired comparisons use the same questions for both cells: the difference of means with its 95% paired-bootstrap interval, the ${DATA.recommendations.length ? DATA.recommendations[0].test : "randomisation test"}'s p-value, and that p Holm-adjusted over every embedder pair of the dataset.` }));
+    for (const ds of DATA.datasets) {
+      const box = el("div", { class: "card", "data-dataset": ds.key }, el("h3", { text: ds.key }));
+      const best = DATA.comparisons.bestPerEmbedder[ds.key] || [];
+      box.append(el("h4", { text: "Best cell per embedder" }));
+      box.append(table([["embedder"], ["best chunker"], [`${metricLabel(m)}`, true], ["95% interval", true], ["tokens embedded", true], ["est. cost", true]],
+        best.map((o) => {
+          const r = DATA.rows[rowOf(o.cell, o.k)], c = cellOf(o.cell), ci = r.ci[m];
+          return [[c.embedderShort], [c.chunkerShort], [mpct(m, r.mean[m]), true], [ci ? `[${mpct(m, ci[0])}, ${mpct(m, ci[1])}]` : "–", true], [int(c.tokens), true], [dollars(c.cost), true]];
+        }), "best-per-embedder"));
+      const pairs = DATA.comparisons.embedderPairs[ds.key] || [];
+      box.append(el("h4", { text: "Embedders on the same chunking (A − B)" }));
+      if (!pairs.length) {
+        box.append(el("p", { class: "muted", text: "Every chunking of this dataset was run with one embedder only: there is no paired embedder comparison." }));
+      } else {
+        box.append(table([["chunker"], ["A"], ["B"], ["A", true], ["B", true], ["A − B (points)", true], ["95% interval", true], ["p", true], ["Holm p", true], ["wins/ties/losses", true], ["verdict"]],
+          pairs.map((p) => {
+            const c = p.comparison;
+            return [[cellOf(p.a).chunkerShort], [cellOf(p.a).embedderShort], [cellOf(p.b).embedderShort], [mpct(m, c.meanA), true], [mpct(m, c.meanB), true],
+              [points(c.difference, d), true], [`[${points(c.ciLow, d)}, ${points(c.ciHigh, d)}]`, true], [pval(c.p), true], [pval(p.pAdjusted), true],
+              [`${c.wins}/${c.ties}/${c.losses}`, true], [verdict(p, m)]];
+          }), "embedder-pairs"));
+      }
+      body.append(box);
+    }
+    const agreements = DATA.comparisons.agreements;
+    if (agreements.length) {
+      body.append(el("h3", { text: "Do the datasets order the cells alike?" }));
+      body.append(el("p", { class: "muted", text: `Kendall's tau between two datasets' ${metricLabel(m)} means at k=${k} over the cells (chunker, embedder) both ran: 1 is the same order, 0 no relation, −1 the reverse.` }));
+      body.append(table([["dataset A"], ["dataset B"], ["shared cells", true], ["Kendall's tau", true], ["p", true]],
+        agreements.map((a) => [[a.a], [a.b], [int(a.n), true], [fixed(a.tau, 3), true], [pval(a.p), true]]), "agreements"));
+    }
+  }
+
+  // ---------------------------------------------------------------- inspector
+  const IS = { dataset: 0, cell: null, k: OPTS.k, doc: 0, question: null, filter: "" };
+  const decoded = new Map();
+
+  function decodeChunks(set) {
+    const ids = [], docs = [], starts = [], ends = [];
+    for (const [first, count] of set.ids) for (let j = 0; j < count; j++) ids.push(first + j);
+    let pos = 0;
+    for (const [d, count] of set.docs) {
+      let previousEnd = 0;
+      for (let j = 0; j < count; j++, pos++) {
+        const s = previousEnd + set.gaps[pos];
+        previousEnd = s + set.lengths[pos];
+        docs.push(d); starts.push(s); ends.push(previousEnd);
+      }
+    }
+    return { ids, docs, starts, ends, byId: new Map(ids.map((v, i) => [v, i])) };
+  }
+
+  function decodeCell(data, key) {
+    const cacheKey = `${IS.dataset}:${key}`;
+    if (decoded.has(cacheKey)) return decoded.get(cacheKey);
+    const c = data.cells[key];
+    const setKey = `${IS.dataset}:set:${c.chunks}`;
+    if (!decoded.has(setKey)) decoded.set(setKey, decodeChunks(data.chunkSets[c.chunks]));
+    const rank = c.rank.map((deltas) => { let v = 0; return deltas.map((x) => (v += x)); });
+    const score = c.score.map((row) => row.map((x) => x / 10000));
+    const out = Object.assign({}, decoded.get(setKey), { rank, score, kUsed: c.kUsed });
+    decoded.set(cacheKey, out);
+    return out;
+  }
+
+  function textOf(doc, start, end) {
+    const parts = [];
+    for (const [ps, text] of doc.pieces) {
+      const pe = ps + text.length;
+      if (pe <= start || ps >= end) continue;
+      parts.push(text.slice(Math.max(0, start - ps), Math.min(text.length, end - ps)));
+    }
+    return parts.join(" … ");
+  }
+
+  function insp() { return DATA.inspector[IS.dataset]; }
+
+  function depthFor(cellData, qIndex) {
+    if (/^\d+$/.test(IS.k)) return Math.min(Number(IS.k), cellData.rank[qIndex].length);
+    const used = cellData.kUsed[IS.k];
+    return used ? used[qIndex] : cellData.rank[qIndex].length;
+  }
+
+  function excerptUnion(excerpts) {
+    const sorted = excerpts.map((e) => [e[0], e[1]]).sort((a, b) => a[0] - b[0]);
+    const out = [];
+    for (const [s, e] of sorted) {
+      if (out.length && s <= out[out.length - 1][1]) out[out.length - 1][1] = Math.max(out[out.length - 1][1], e);
+      else out.push([s, e]);
+    }
+    return out;
+  }
+
+  function overlapOf(spans, start, end) {
+    let n = 0;
+    for (const [s, e] of spans) n += Math.max(0, Math.min(e, end) - Math.max(s, start));
+    return n;
+  }
+
+  function markedText(doc, start, end, spans) {
+    const frag = el("div", { class: "body" });
+    let at = start;
+    for (const [s, e] of spans) {
+      const a = Math.max(s, start), b = Math.min(e, end);
+      if (b <= a) continue;
+      if (a > at) frag.append(textOf(doc, at, a));
+      frag.append(el("mark", { text: textOf(doc, a, b) }));
+      at = b;
+    }
+    if (at < end) frag.append(textOf(doc, at, end));
+    return frag;
+  }
+
+  function renderInspector() {
+    const body = clear(document.getElementById("inspector-body"));
+    if (!DATA.inspector.length) { body.append(el("p", { text: "No dataset to inspect." })); return; }
+    const controls = el("div", { class: "filters", id: "inspector-controls" });
+    body.append(controls);
+    if (DATA.inspector.length > 1) {
+      controls.append(select("insp-dataset", "dataset", DATA.inspector.map((d, i) => [String(i), d.dataset]), String(IS.dataset),
+        (v) => { IS.dataset = Number(v); IS.cell = null; IS.question = null; IS.doc = 0; renderInspector(); }));
+    }
+    const data = insp();
+    if (!data.available) {
+      body.append(el("p", { class: "warning", id: "inspector-unavailable", text: `The inspector is not available for ${data.dataset}: ${data.message}` }));
+      return;
+    }
+    const cellKeys = Object.keys(data.cells);
+    if (IS.cell === null || !data.cells[IS.cell]) IS.cell = cellKeys[0];
+    controls.append(select("insp-cell", "cell", cellKeys.map((c) => [c, cellOf(Number(c)).label]), IS.cell, (v) => { IS.cell = v; renderInspectorViews(); }));
+    controls.append(select("insp-k", "k", DATA.ks.map((k) => [k, k]), IS.k, (v) => { IS.k = v; renderInspectorViews(); }));
+    if (data.trimmed) {
+      body.append(el("p", { class: "muted", id: "inspector-trimmed", text: `Trimmed: documents over ${int(data.fullTextLimit)} characters are carried only as windows around the excerpts and the retrieved chunks (the top ${data.depth} of every cell); “characters not carried” marks what is left out.` }));
+    }
+    const layout = el("div", { class: "insp-layout" });
+    const left = el("div", {},
+      el("h3", { text: "Questions" }),
+      el("input", { type: "search", id: "q-filter", placeholder: "filter questions", value: IS.filter,
+        oninput: (e) => { IS.filter = e.target.value; renderQuestionList(); } }),
+      el("div", { id: "q-list" }));
+    const right = el("div", {}, el("h3", { text: "Question, excerpts and retrieved chunks" }), el("div", { id: "q-detail" }));
+    layout.append(left, right);
+    body.append(layout);
+    const docControls = el("div", { class: "filters" });
+    body.append(el("h3", { text: "Document with chunk boundaries" }), docControls,
+      el("p", { class: "legend muted" },
+        el("span", { class: "c0", style: "background: var(--chunk-a)", text: "chunk" }),
+        el("span", { style: "background: var(--chunk-b)", text: "next chunk" }),
+        el("span", { style: "background: var(--overlap)", text: "in two chunks (overlap)" }),
+        el("span", { style: "background: var(--excerpt)", text: "excerpt" }),
+        el("span", { style: "background: var(--excerpt-q)", text: "selected question's excerpt" }),
+        el("span", { style: "background: var(--accent); color: #fff", text: "n" }), "= chunk n starts"),
+      el("div", { id: "doc-summary", class: "muted" }), el("div", { id: "doc-view" }));
+    docControls.append(select("insp-doc", "document", data.docs.map((d, i) => [String(i), `${d.id} (${int(d.length)} characters${d.trimmed ? ", trimmed" : ""})`]),
+      String(IS.doc), (v) => { IS.doc = Number(v); renderDocument(); }));
+    renderInspectorViews();
+  }
+
+  function renderInspectorViews() {
+    renderQuestionList();
+    renderQuestion();
+    renderDocument();
+  }
+
+  function renderQuestionList() {
+    const data = insp();
+    const list = document.getElementById("q-list");
+    if (!list) return;
+    clear(list);
+    const needle = IS.filter.toLowerCase();
+    data.questions.forEach((q, i) => {
+      if (needle && !(q.text.toLowerCase().includes(needle) || q.id.toLowerCase().includes(needle))) return;
+      list.append(el("button", { type: "button", class: "q-item" + (IS.question === i ? " selected" : ""), "data-qid": q.id,
+        onclick: () => { IS.question = i; IS.doc = q.doc; const s = document.getElementById("insp-doc"); if (s) s.value = String(q.doc); renderInspectorViews(); } },
+        el("span", { class: "qid", text: `${q.id} · ${data.docs[q.doc].id}` }), q.text));
+    });
+  }
+
+  function renderQuestion() {
+    const data = insp();
+    const box = document.getElementById("q-detail");
+    if (!box) return;
+    clear(box);
+    if (IS.question === null) { box.append(el("p", { class: "muted", text: "Pick a question to see its excerpts and the chunks the chosen cell retrieves for it." })); return; }
+    const q = data.questions[IS.question];
+    const doc = data.docs[q.doc];
+    const spans = excerptUnion(q.excerpts);
+    const total = q.excerpts.reduce((n, e) => n + (e[1] - e[0]), 0);
+    box.append(el("p", {}, el("b", { text: q.text })), el("p", { class: "muted", text: `${q.id} · document ${doc.id} · ${q.excerpts.length} excerpt(s), ${int(total)} characters` }));
+    for (const [s, e] of q.excerpts) box.append(el("div", { class: "excerpt", text: textOf(doc, s, e) }));
+    const cd = decodeCell(data, IS.cell);
+    const depth = depthFor(cd, IS.question);
+    const ids = cd.rank[IS.question].slice(0, depth);
+    let covered = [];
+    const cards = [];
+    ids.forEach((id, r) => {
+      const j = cd.byId.get(id);
+      if (j === undefined) return;
+      const cdoc = data.docs[cd.docs[j]];
+      const same = cd.docs[j] === q.doc;
+      const start = cd.starts[j], end = cd.ends[j];
+      const overlap = same ? overlapOf(spans, start, end) : 0;
+      if (same) covered.push([start, end]);
+      const card = el("div", { class: "chunk-card" + (overlap ? " hit" : ""), "data-rank": r + 1, "data-overlap": overlap },
+        el("div", { class: "head" }, el("b", { text: `#${r + 1}` }), ` similarity ${fixed(cd.score[IS.question][r], 4)} · chunk ${id} of ${cdoc.id} · characters [${start}, ${end}) · `,
+          el("b", { text: `${int(overlap)} characters overlap the excerpts` })),
+        same ? markedText(cdoc, start, end, spans) : el("div", { class: "body", text: textOf(cdoc, start, end) }));
+      cards.push(card);
+    });
+    covered = excerptUnion(covered);
+    let hit = 0;
+    for (const [s, e] of spans) hit += overlapOf(covered, s, e);
+    box.append(el("p", { id: "q-summary" }, `${cellOf(Number(IS.cell)).label}, top ${depth} (k=${IS.k}): `,
+      el("b", { text: `${int(hit)} of ${int(total)} excerpt characters retrieved` }), total ? ` (recall ${pct(hit / total, 1)}%).` : "."));
+    box.append(...cards);
+  }
+
+  function renderDocument() {
+    const data = insp();
+    const view = document.getElementById("doc-view");
+    if (!view) return;
+    clear(view);
+    const d = IS.doc;
+    const doc = data.docs[d];
+    const cd = decodeCell(data, IS.cell);
+    const chunks = [];
+    for (let j = 0; j < cd.ids.length; j++) if (cd.docs[j] === d) chunks.push([cd.starts[j], cd.ends[j], cd.ids[j]]);
+    chunks.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    const allEx = excerptUnion(data.questions.filter((q) => q.doc === d).flatMap((q) => q.excerpts));
+    const qEx = IS.question !== null && data.questions[IS.question].doc === d ? excerptUnion(data.questions[IS.question].excerpts) : [];
+    const inside = (spans, a) => spans.some(([s, e]) => s <= a && a < e);
+    document.getElementById("doc-summary").textContent =
+      `${doc.id}: ${int(doc.length)} characters, ${chunks.length} chunk(s) of ${cellOf(Number(IS.cell)).label} shown` + (doc.trimmed ? " (trimmed to windows)." : ".");
+    let last = 0;
+    for (const [ps, text] of doc.pieces) {
+      if (ps > last) view.append(el("span", { class: "gap-note", text: `… ${int(ps - last)} characters not carried …` }));
+      const pe = ps + text.length;
+      const cuts = new Set([ps, pe]);
+      for (const [s, e] of chunks) { if (s > ps && s < pe) cuts.add(s); if (e > ps && e < pe) cuts.add(e); }
+      for (const spans of [allEx, qEx]) for (const [s, e] of spans) { if (s > ps && s < pe) cuts.add(s); if (e > ps && e < pe) cuts.add(e); }
+      const bounds = Array.from(cuts).sort((a, b) => a - b);
+      let lo = 0;
+      for (let b = 0; b + 1 < bounds.length; b++) {
+        const a = bounds[b], z = bounds[b + 1];
+        while (lo < chunks.length && chunks[lo][1] <= a) lo++;
+        const covering = [];
+        for (let j = lo; j < chunks.length && chunks[j][0] <= a; j++) if (chunks[j][1] > a) covering.push(j);
+        for (let j = lo; j < chunks.length && chunks[j][0] <= a; j++) if (chunks[j][0] === a) view.append(el("span", { class: "cb", title: `chunk ${chunks[j][2]}`, text: String(chunks[j][2]) }));
+        let cls = covering.length > 1 ? "ov" : covering.length === 1 ? `c${covering[0] % 2}` : "";
+        if (inside(allEx, a)) cls = "ex";
+        if (inside(qEx, a)) cls = "exq";
+        view.append(el("span", { class: cls || null, text: text.slice(a - ps, z - ps) }));
+      }
+      last = pe;
+    }
+    if (last < doc.length) view.append(el("span", { class: "gap-note", text: `… ${int(doc.length - last)} characters not carried …` }));
+  }
+
+  // ---------------------------------------------------------------- start
+  function start() {
+    renderHeader();
+    renderRecommendation();
+    renderLeaderboardFilters();
+    renderLeaderboardHead();
+    renderLeaderboardBody();
+    renderPlotControls();
+    renderPlots();
+    renderComparisons();
+    renderInspector();
+    document.body.setAttribute("data-ready", "true");
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

