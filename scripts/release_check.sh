@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Release check: build the sdist and the wheel, check them with twine, compare the wheel with the
 # source tree, then install the wheel into a fresh virtual environment outside the source tree
-# and run the demo there, as a user would.
+# and run the demo there (with the report), as a user would.
 #
 #   scripts/release_check.sh [PYTHON]
 #
@@ -47,7 +47,7 @@ quiet() {  # run a command, showing its output only when it fails
 quiet "$vpy" -m pip install --upgrade pip
 # The CPU build of torch first, so sentence-transformers does not pull CUDA wheels.
 quiet "$vpy" -m pip install torch==2.13.0
-quiet "$vpy" -m pip install "${wheel[0]}[st,offline]"
+quiet "$vpy" -m pip install "${wheel[0]}[st,offline,report]"
 
 cd "$work"
 export HF_HUB_OFFLINE=1
@@ -71,7 +71,7 @@ echo "$got"
 
 echo "== chunkmark run (built-in demo dataset, default grid)"
 "$work/venv/bin/chunkmark" run --out "$work/results"
-for f in results.parquet summary.csv manifest.json; do
+for f in results.parquet summary.csv manifest.json report.html; do
     [ -s "$work/results/$f" ] || { echo "chunkmark run wrote no $f" >&2; exit 1; }
 done
 echo "release check passed: $(basename "${wheel[0]}") $(basename "${sdist[0]}")"
