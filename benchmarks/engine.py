@@ -64,6 +64,7 @@ def _run_command(options: dict[str, Any], out: Path) -> tuple[Manifest, float]:
         "chunkmark",
         "run",
         "--quiet",
+        "--no-report",  # the engine is timed; the report has its own benchmark
         "--dataset",
         options["dataset"],
         "--out",

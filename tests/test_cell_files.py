@@ -46,3 +46,12 @@ def test_chunks_and_rankings_are_written_and_agree_with_the_metrics(tmp_path: Pa
             chunks["start"][top] < e.end and e.start < chunks["end"][top] for e in q.excerpts
         )
         assert hits[qid] == float(same_doc and overlaps)
+
+
+def test_the_run_writes_its_report_unless_told_not_to(tmp_path: Path) -> None:
+    options = {"dataset": "demo", "chunkers": ["fixed_tokens(size=200)"], "embedders": ["fake()"]}
+    with_report = chunkmark.evaluate(out=tmp_path / "a", k=[1], no_cache=True, **options)
+    assert with_report.files["report"] == tmp_path / "a" / "report.html"
+    assert (tmp_path / "a" / "report.html").stat().st_size > 0
+    without = chunkmark.evaluate(out=tmp_path / "b", k=[1], no_cache=True, report=False, **options)
+    assert "report" not in without.files and not (tmp_path / "b" / "report.html").exists()

@@ -78,6 +78,9 @@ def run(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Do not read or write the embedding cache.")
     ] = False,
+    no_report: Annotated[
+        bool, typer.Option("--no-report", help="Do not write OUT/report.html.")
+    ] = False,
     seed: Annotated[
         int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
     ] = None,
@@ -102,6 +105,8 @@ def run(
     }
     if no_cache:
         overrides["no_cache"] = True
+    if no_report:
+        overrides["report"] = False
     config = load_config(config_file, overrides) if config_file else make_config(overrides)
     console = Console(stderr=True, quiet=quiet, log_path=False)
     bar = Progress(

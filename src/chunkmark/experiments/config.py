@@ -74,6 +74,7 @@ class ExperimentConfig(BaseModel):
     cache_dir: Path | None = None
     no_cache: bool = False
     seed: int = 0
+    report: bool = True  # write OUT/report.html at the end of the run
 
     @field_validator("chunkers", "embedders", mode="before")
     @classmethod
@@ -152,5 +153,5 @@ def make_config(values: dict[str, Any], source: str = "options") -> ExperimentCo
         msg = err["msg"].removeprefix("Value error, ")
         raise ConfigError(
             f"Invalid experiment setting {where!r} in {source}: {msg}.",
-            "Valid keys: dataset, chunkers, embedders, k, out, cache_dir, no_cache, seed.",
+            "Valid keys: dataset, chunkers, embedders, k, out, cache_dir, no_cache, seed, report.",
         ) from None

@@ -174,11 +174,12 @@ def evaluate(
     write_results(files["results"], tables)
     write_csv(files["summary"], summary)
     write_json(files["manifest"], manifest)
-    from chunkmark.report import write_run_report
+    if config.report:
+        from chunkmark.report import write_run_report
 
-    report = write_run_report(out, dataset, say)  # None, with a note, when plotly is missing
-    if report is not None:
-        files["report"] = report
+        report = write_run_report(out, dataset, say)  # None, with a note, without plotly
+        if report is not None:
+            files["report"] = report
     return Results(config, out, summary, manifest, resumed, computed, files)
 
 
