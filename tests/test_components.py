@@ -145,6 +145,9 @@ def test_listings_say_what_a_chunker_is() -> None:
 
     _register_commands()
     out = CliRunner().invoke(app, ["chunkers"], terminal_width=400).output
-    line = next(row for row in out.splitlines() if row.startswith("│ llm_semantic "))
-    assert "[calls an LLM]" in out and "[embeds]" in out
-    assert "│" in line
+    rows = out.split("├")  # one block of table lines per chunker
+    llm_row = next(r for r in rows if "│ llm_semantic " in r)
+    kamradt_row = next(r for r in rows if "│ kamradt " in r)
+    fixed_row = next(r for r in rows if "│ fixed_tokens " in r)
+    assert "[calls an LLM]" in llm_row and "[embeds]" in kamradt_row
+    assert "[" not in fixed_row.split("│")[3]  # a plain chunker carries no label

@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "errors",
                 "files",
                 "paths",
+                "prices",
                 "remote",
                 "retry",
                 "spans",

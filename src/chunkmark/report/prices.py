@@ -8,16 +8,15 @@ unknown, never as 0).
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from chunkmark.errors import ChunkmarkError
+from chunkmark.prices import find_price, parse_price_file, read_price_file
 from chunkmark.report.errors import ReportError
 from chunkmark.specs import parse_spec
 
@@ -49,10 +48,7 @@ class PriceTable:
 
     def find(self, model: str) -> float | None:
         """The price of ``model``: its entry, else the longest name it starts with plus ``-``."""
-        if model in self.per_million:
-            return self.per_million[model]
-        prefixes = [name for name in self.per_million if model.startswith(name + "-")]
-        return self.per_million[max(prefixes, key=len)] if prefixes else None
+        return find_price(self.per_million, model)
 
     def price_of(self, embedder: str, identity: dict[str, Any] | None = None) -> float | None:
         """Dollars per million tokens for the embedder spec ``embedder`` (0 when it is local),
@@ -85,7 +81,7 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
     sources = [SHIPPED]
     date = shipped.date
     if path is not None:
-        extra = _parse(_read(Path(path)), str(path))
+        extra = _parse(read_price_file(Path(path), ReportError), str(path))
         prices.update(_per_million(extra))
         local.update(extra.local)
         sources.append(str(path))
@@ -93,31 +89,8 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
     return PriceTable(prices, frozenset(local), date, tuple(sources))
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportError(
-            f"Cannot read the price file {path}: {exc}.",
-            "Pass a readable YAML or JSON file to --prices.",
-        ) from None
-
-
 def _parse(text: str, where: str) -> _PriceFile:
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ReportError(f"{where} is not valid YAML or JSON: {exc}.", _LAYOUT) from None
-    if isinstance(raw, dict) and isinstance(raw.get("date"), dt.date):
-        raw["date"] = raw["date"].isoformat()
-    try:
-        return _PriceFile.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where_in = ".".join(str(p) for p in first["loc"]) or "the file"
-        raise ReportError(
-            f"{where} is not a price table: {where_in}: {first['msg']}.", _LAYOUT
-        ) from None
+    return parse_price_file(text, where, _PriceFile, _LAYOUT, ReportError)
 
 
 def _per_million(table: _PriceFile) -> dict[str, float]:

@@ -40,7 +40,6 @@ plan and the counts of every stage (see ``docs/synth.md``).
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import hashlib
 import io
 import json
@@ -59,7 +58,6 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chunkmark.datasets import Dataset, Document, load_dataset, read_corpus, write_chroma
@@ -67,6 +65,7 @@ from chunkmark.errors import ChunkmarkError, LLMError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.llm import LLM, BaseLLM, EmptyAnswerError
 from chunkmark.llm.cache import cache_key
+from chunkmark.prices import find_price, parse_price_file, read_price_file
 from chunkmark.spans import Span
 from chunkmark.stats import LLMStats
 from chunkmark.synth import excerpts as ex
@@ -171,10 +170,7 @@ class PriceTable:
     def find(self, model: str) -> Price | None:
         """The price of ``model``: its own entry, else that of the longest name it starts with
         followed by ``-`` (a dated snapshot), else None."""
-        if model in self.prices:
-            return self.prices[model]
-        prefixes = [name for name in self.prices if model.startswith(name + "-")]
-        return self.prices[max(prefixes, key=len)] if prefixes else None
+        return find_price(self.prices, model)
 
 
 def load_prices(path: str | Path | None = None) -> PriceTable:
@@ -185,32 +181,19 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
     prices = dict(_to_prices(base, SHIPPED_PRICES))
     if path is not None:
         file = Path(path)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SynthError(
-                f"Cannot read the price file {file}: {exc}.",
-                "Pass a readable YAML or JSON file to --prices.",
-            ) from None
+        text = read_price_file(file, SynthError)
         prices.update(_to_prices(_parse_prices(text, str(file)), str(file)))
     return PriceTable(prices, base.date)
 
 
+_PRICE_LAYOUT = (
+    "Write 'models:' followed by one 'model-name: {input: 0.15, output: 0.60}' per model "
+    "(US dollars per million tokens)."
+)
+
+
 def _parse_prices(text: str, where: str) -> _PriceFile:
-    layout = (
-        "Write 'models:' followed by one 'model-name: {input: 0.15, output: 0.60}' per model "
-        "(US dollars per million tokens)."
-    )
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SynthError(f"{where} is not valid YAML or JSON: {exc}.", layout) from None
-    if isinstance(raw, dict) and isinstance(raw.get("date"), dt.date):
-        raw["date"] = raw["date"].isoformat()
-    try:
-        return _PriceFile.model_validate(raw)
-    except ValidationError as exc:
-        raise SynthError(f"{where} is not a price table: {_first_error(exc)}.", layout) from None
+    return parse_price_file(text, where, _PriceFile, _PRICE_LAYOUT, SynthError)
 
 
 def _to_prices(table: _PriceFile, source: str) -> dict[str, Price]:
