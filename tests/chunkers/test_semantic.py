@@ -349,9 +349,9 @@ def test_kamradt_modified_splits_like_the_reference(
         distances = reference_distances(inner.embed(reference_combine(texts, buffer)).astype(float))
         cuts = sum(count_tokens(texts, "cl100k_base")) // avg_size
         threshold = reference_threshold(distances, cuts)
-        # A distance within rounding of the threshold (repeated pieces: both are ~0) is decided
-        # by the last bits of the arithmetic, in the reference as here.
-        assume(not np.any(np.abs(distances - threshold) < 1e-9))
+        # The threshold is found by bisection to about 1e-6: a distance that close to it is a
+        # near-tie decided by the last bits of the arithmetic, in the reference as here.
+        assume(not np.any(np.abs(distances - threshold) < 1e-5))
         expected = groups([i for i, d in enumerate(distances) if d > threshold], len(parts))
     assert spans == stripped(text, [(parts[a].start, parts[b].end) for a, b in expected])
 
