@@ -9,7 +9,12 @@ Per question q with excerpts E and retrieved chunks R = r1..rk:
 
 Σ|e| and Σ_e are sums over the excerpts as given, like the reference; they equal the union
 forms whenever a question's excerpts do not overlap each other (true of every question in the
-Chroma general benchmark). The ``unit="tokens"`` and union-denominator variants are later work.
+Chroma general benchmark).
+
+:func:`score_retrieval` also takes the options that :mod:`chunkmark.metrics.scoring` names
+(``union=True``: Σ|r| becomes |∪R|; ``copies``: identical copies of an excerpt's text count as
+the excerpt; ``last_end``: a last chunk cut short). Spans are in whatever unit the tables are in:
+characters as read, or tokens after :class:`~chunkmark.metrics.scoring.TokenUnits` converts them.
 
 Everything is computed on padded ``(questions, k)`` arrays: no Python loop runs over
 chunks x questions.
@@ -71,14 +76,54 @@ class QuestionTable:
         mg, mmask = _pad([union(np.asarray(e, dtype=np.int64).reshape(-1, 2)) for e in excerpts])
         return cls(np.asarray(doc, dtype=np.int64), ex, mask, mg, mmask)
 
+    @classmethod
+    def from_padded(cls, doc: IntArray, excerpts: IntArray, mask: BoolArray) -> QuestionTable:
+        """A table from padded excerpts (``(n_q, m, 2)`` valid where ``mask``), merging each
+        question's excerpts anew (one loop over questions)."""
+        groups = [union(excerpts[q][mask[q]]) for q in range(len(doc))]
+        merged, merged_mask = _pad(groups)
+        return cls(np.asarray(doc, dtype=np.int64), excerpts, mask, merged, merged_mask)
+
     def __len__(self) -> int:
         return len(self.doc)
+
+    @property
+    def merged_total(self) -> IntArray:
+        """|∪E| per question."""
+        lengths = (self.merged[..., 1] - self.merged[..., 0]) * self.merged_mask
+        return np.asarray(lengths.sum(axis=1), dtype=np.int64)
 
     @property
     def excerpt_total(self) -> IntArray:
         """Σ|e| per question (the reference's recall denominator)."""
         lengths = (self.excerpts[..., 1] - self.excerpts[..., 0]) * self.mask
         return np.asarray(lengths.sum(axis=1), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class ExcerptCopies:
+    """Other places where each question's excerpt texts occur in its document, padded:
+    ``spans[q, c]`` is an identical copy of the text of excerpt ``owner[q, c]`` (an index into
+    ``QuestionTable.excerpts[q]``), valid where ``mask[q, c]``. Rows follow the questions of
+    the :class:`QuestionTable` the copies were found for; spans are in that table's unit.
+    ``chunkmark.metrics.scoring.find_excerpt_copies`` builds it from the document texts."""
+
+    spans: IntArray  # (n_q, c, 2)
+    owner: IntArray  # (n_q, c)
+    mask: BoolArray  # (n_q, c)
+
+    @classmethod
+    def from_lists(cls, copies: Sequence[Sequence[tuple[int, int, int]]]) -> ExcerptCopies:
+        """Copies per question as ``(start, end, excerpt index)`` triples."""
+        rows = [np.asarray(c, dtype=np.int64).reshape(-1, 3) for c in copies]
+        spans, mask = _pad([r[:, :2] for r in rows])
+        owner = np.zeros(mask.shape, dtype=np.int64)
+        for q, r in enumerate(rows):
+            owner[q, : len(r)] = r[:, 2]
+        return cls(spans, owner, mask)
+
+    def __len__(self) -> int:
+        return len(self.mask)
 
 
 def _pad(groups: list[IntArray]) -> tuple[IntArray, BoolArray]:
@@ -145,42 +190,148 @@ def score_retrieval(
     ranking: IntArray,
     k: int | IntArray,
     n_relevant: IntArray | None = None,
+    *,
+    last_end: IntArray | None = None,
+    copies: ExcerptCopies | None = None,
+    union: bool = False,
 ) -> RetrievalScores:
     """Score the top ``k`` of ``ranking`` (``(n_q, K)`` chunk indices, best first).
 
     ``k`` is one depth for all questions or one per question (the reference's ``retrieve=-1``).
-    ``n_relevant`` (chunks of the question's document overlapping an excerpt) feeds nDCG's ideal
-    ranking; without it the ideal assumes every scored slot could be relevant.
+    ``n_relevant`` (chunks of the question's document relevant to it, as
+    :func:`score_chunking` counts them with the same ``copies``) feeds nDCG's ideal ranking;
+    without it the ideal assumes every scored slot could be relevant.
+
+    The keywords leave the reference's definitions when given (all in the tables' unit):
+
+    - ``last_end`` ``(n_q,)``: the end of each question's last counted chunk (rank ``k - 1``),
+      which replaces that chunk's end in every span computation, for a retrieval that keeps
+      only a prefix of its last chunk. It must lie within the chunk; ignored where ``k`` is 0.
+    - ``copies``: an excerpt with a copy lying wholly inside a counted chunk of its document
+      counts as covered (its own span joins ∪R' for the overlap and the missed part, adding no
+      retrieved length), and a chunk holding such a copy is relevant for hit, MRR and nDCG.
+    - ``union``: precision = overlap / |∪R| and IoU = overlap / (|∪R| + |∪E| - overlap), with
+      ∪R the union of the counted chunks, each document apart.
     """
     n_q, width = ranking.shape
     ks = np.broadcast_to(np.minimum(np.asarray(k, dtype=np.int64), width), (n_q,))
     cols = np.arange(width)
     take = cols[None, :] < ks[:, None]
     r_doc = chunks.doc[ranking]
-    r_spans = np.stack([chunks.start[ranking], chunks.end[ranking]], axis=2)
+    r_spans = _retrieved_spans(chunks, ranking, ks, last_end)
     same = take & (r_doc == questions.doc[:, None])
+    relevant = _overlaps_any(questions, r_spans) & same
 
-    overlap = covered_lengths(questions.merged, questions.merged_mask, r_spans, same).sum(axis=1)
-    covered_raw = covered_lengths(questions.excerpts, questions.mask, r_spans, same)
-    ex_len = (questions.excerpts[..., 1] - questions.excerpts[..., 0]) * questions.mask
-    unused = (ex_len - covered_raw).sum(axis=1)
-    retrieved_len = ((r_spans[..., 1] - r_spans[..., 0]) * take).sum(axis=1)
+    cover, cover_mask = r_spans, same
+    if copies is not None:
+        covered, holds_copy = _copy_coverage(questions, copies, r_spans, same)
+        relevant |= holds_copy
+        cover = np.concatenate([r_spans, questions.excerpts], axis=1)
+        cover_mask = np.concatenate([same, covered], axis=1)
+
+    per_span = covered_lengths(questions.merged, questions.merged_mask, cover, cover_mask)
+    overlap = per_span.sum(axis=1)
+    if union:
+        retrieved_len = _union_retrieved(r_doc, r_spans, take)
+        unused = questions.merged_total - overlap
+    else:
+        covered_raw = covered_lengths(questions.excerpts, questions.mask, cover, cover_mask)
+        ex_len = (questions.excerpts[..., 1] - questions.excerpts[..., 0]) * questions.mask
+        unused = (ex_len - covered_raw).sum(axis=1)
+        retrieved_len = ((r_spans[..., 1] - r_spans[..., 0]) * take).sum(axis=1)
 
     recall = _ratio(overlap, questions.excerpt_total)
     precision = _ratio(overlap, retrieved_len)
     iou = _ratio(overlap, retrieved_len + unused)
     f1 = _ratio(2 * precision * recall, precision + recall)
+    hit, mrr, ndcg = _rank_scores(relevant, ks, n_relevant)
+    return RetrievalScores(ks.copy(), recall, precision, iou, f1, hit, mrr, ndcg)
 
-    relevant = _overlaps_any(questions, r_spans) & same
-    hit = relevant.any(axis=1).astype(np.float64)
+
+def _rank_scores(
+    relevant: BoolArray, ks: IntArray, n_relevant: IntArray | None
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """hit, MRR and nDCG from the ``(n_q, K)`` relevance of the counted ranks."""
+    width = relevant.shape[1]
+    cols = np.arange(width)
+    hit = np.asarray(relevant.any(axis=1), dtype=np.float64)
     first = np.where(relevant.any(axis=1), relevant.argmax(axis=1), -1)
-    mrr = np.where(first >= 0, 1.0 / np.maximum(first + 1.0, 1.0), 0.0)
+    mrr: FloatArray = np.where(first >= 0, 1.0 / np.maximum(first + 1.0, 1.0), 0.0)
     discounts = 1.0 / np.log2(cols + 2.0)
     dcg = (relevant * discounts[None, :]).sum(axis=1)
     ideal_n = ks if n_relevant is None else np.minimum(ks, n_relevant)
     ideal = np.concatenate([[0.0], np.cumsum(discounts)])[np.minimum(ideal_n, width)]
-    ndcg = _ratio(dcg, ideal)
-    return RetrievalScores(ks.copy(), recall, precision, iou, f1, hit, mrr, ndcg)
+    return hit, mrr, _ratio(dcg, ideal)
+
+
+def _retrieved_spans(
+    chunks: ChunkTable, ranking: IntArray, ks: IntArray, last_end: IntArray | None
+) -> IntArray:
+    """``(n_q, K, 2)`` spans of the ranked chunks, the last counted one cut at ``last_end``."""
+    spans = np.stack([chunks.start[ranking], chunks.end[ranking]], axis=2)
+    if last_end is None:
+        return spans
+    ends = np.asarray(last_end, dtype=np.int64)
+    if ends.shape != ks.shape:
+        raise ValueError(
+            f"last_end has shape {ends.shape}; it needs one end per question {ks.shape}"
+        )
+    rows = np.flatnonzero(ks > 0)
+    last = ks[rows] - 1
+    lo, hi, cut = spans[rows, last, 0], spans[rows, last, 1], ends[rows]
+    bad = np.flatnonzero((cut < lo) | (cut > hi))
+    if len(bad):
+        q = int(rows[bad[0]])
+        raise ValueError(
+            f"last_end[{q}] = {int(cut[bad[0]])} is outside its last counted chunk "
+            f"[{int(lo[bad[0]])}, {int(hi[bad[0]])}): a cut may only shorten that chunk."
+        )
+    spans[rows, last, 1] = cut
+    return spans
+
+
+def _union_retrieved(r_doc: IntArray, r_spans: IntArray, take: BoolArray) -> IntArray:
+    """|∪R| per question over the counted chunks, each document on its own stretch of line."""
+    stride = int(r_spans[..., 1].max(initial=0)) + 1
+    return union_lengths(r_spans + (r_doc * stride)[..., None], take)
+
+
+def _copy_coverage(
+    questions: QuestionTable, copies: ExcerptCopies, spans: IntArray, counted: BoolArray
+) -> tuple[BoolArray, BoolArray]:
+    """Which excerpts have a copy wholly inside a counted span (``(n_q, m)``), and which spans
+    hold such a copy (``(n_q, K)``). ``spans`` ``(n_q, K, 2)`` must all be of the question's
+    document where ``counted``; empty copies never count.
+
+    Works on the valid (question, copy) pairs, ``(pairs, K)`` at a time: no padding to the
+    largest number of copies.
+    """
+    if len(copies) != len(questions):
+        raise ValueError(
+            f"copies has {len(copies)} rows for {len(questions)} questions: find the copies "
+            "for the same question table."
+        )
+    qi, ci = np.nonzero(copies.mask)
+    c = copies.spans[qi, ci]
+    inside = (
+        counted[qi]
+        & (spans[qi, :, 0] <= c[:, None, 0])
+        & (c[:, None, 1] <= spans[qi, :, 1])
+        & (c[:, None, 1] > c[:, None, 0])
+    )
+    covered = np.zeros(questions.mask.shape, dtype=bool)
+    found = inside.any(axis=1)
+    covered[qi[found], copies.owner[qi[found], ci[found]]] = True
+    return covered & questions.mask, _or_rows(inside, qi, counted.shape)
+
+
+def _or_rows(values: BoolArray, rows: IntArray, shape: tuple[int, ...]) -> BoolArray:
+    """``out[r] = OR of values[i] with rows[i] == r`` (``rows`` sorted), other rows False."""
+    out = np.zeros(shape, dtype=bool)
+    if len(rows):
+        first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        out[rows[first]] = np.logical_or.reduceat(values, first, axis=0)
+    return out
 
 
 def _overlaps_any(questions: QuestionTable, spans: IntArray) -> BoolArray:
@@ -199,8 +350,21 @@ class OmegaScores:
     n_relevant: IntArray  # chunks overlapping an excerpt by at least one character
 
 
-def score_chunking(questions: QuestionTable, chunks: ChunkTable, block: int = 256) -> OmegaScores:
-    """Precision Ω and per-question chunk counts, one document at a time, in blocks of questions."""
+def score_chunking(
+    questions: QuestionTable,
+    chunks: ChunkTable,
+    block: int = 256,
+    *,
+    copies: ExcerptCopies | None = None,
+) -> OmegaScores:
+    """Precision Ω and per-question chunk counts, one document at a time, in blocks of questions.
+
+    With ``copies``, ``n_relevant`` also counts the chunks that wholly hold a copy of an
+    excerpt (the relevance :func:`score_retrieval` uses with the same copies); precision Ω and
+    ``n_touching`` stay positional.
+    """
+    if copies is not None and len(copies) != len(questions):
+        raise ValueError(f"copies has {len(copies)} rows for {len(questions)} questions.")
     n_q = len(questions)
     omega = np.zeros(n_q)
     n_touch = np.zeros(n_q, dtype=np.int64)
@@ -218,11 +382,27 @@ def score_chunking(questions: QuestionTable, chunks: ChunkTable, block: int = 25
             b = np.minimum(ce[None, :, None], ex[:, None, :, 1])
             touch: BoolArray = np.asarray(((a <= b) & em[:, None, :]).any(axis=2))  # (q, chunks)
             n_touch[q_idx] = touch.sum(axis=1)
-            n_rel[q_idx] = (((a < b) & em[:, None, :]).any(axis=2)).sum(axis=1)
+            rel = ((a < b) & em[:, None, :]).any(axis=2)
+            if copies is not None:
+                rel |= _holds_copy(copies.spans[q_idx], copies.mask[q_idx], cs, ce)
+            n_rel[q_idx] = rel.sum(axis=1)
             omega[q_idx] = _omega_block(
                 questions.merged[q_idx], questions.merged_mask[q_idx], cs, ce, touch
             )
     return OmegaScores(omega, n_touch, n_rel)
+
+
+def _holds_copy(spans: IntArray, mask: BoolArray, cs: IntArray, ce: IntArray) -> BoolArray:
+    """``(questions, chunks)``: chunk ``[cs, ce)`` wholly holds one of the question's non-empty
+    copies; the valid (question, copy) pairs go through in blocks of about 4M comparisons."""
+    out = np.zeros((len(spans), len(cs)), dtype=bool)
+    qi, ci = np.nonzero(mask & (spans[..., 1] > spans[..., 0]))
+    step = max(1, (1 << 22) // max(len(cs), 1))
+    for lo in range(0, len(qi), step):
+        rows, c = qi[lo : lo + step], spans[qi[lo : lo + step], ci[lo : lo + step]]
+        inside = (cs[None, :] <= c[:, 0, None]) & (c[:, 1, None] <= ce[None, :])
+        out |= _or_rows(inside, rows, out.shape)
+    return out
 
 
 def _omega_block(

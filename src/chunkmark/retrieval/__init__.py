@@ -1,8 +1,56 @@
-"""Retrieval: a retriever protocol and registry (``exact`` is the default), exact search."""
+"""Retrieval: rankers (``RETRIEVERS``: exact dense, bm25, hybrid, rerank) order the chunks for
+each question; settings (``RETRIEVAL``: top_k, token_budget, threshold, bm25, hybrid, rerank)
+decide how much of one ranking each question gets."""
 
-from chunkmark.retrieval import dense
-from chunkmark.retrieval.base import RETRIEVERS, Retriever
+from chunkmark.retrieval import bm25, dense, hybrid, rerank
+from chunkmark.retrieval.base import RETRIEVERS, RankerStats, Retriever, ranker_stats
+from chunkmark.retrieval.bm25 import BM25Retriever
 from chunkmark.retrieval.dense import ExactRetriever
 from chunkmark.retrieval.exact import ExactIndex
+from chunkmark.retrieval.hybrid import HybridRetriever, fuse
+from chunkmark.retrieval.ranking import rank
+from chunkmark.retrieval.rerank import (
+    FakeCrossEncoder,
+    RerankerError,
+    RerankRetriever,
+    SentenceTransformersCrossEncoder,
+)
+from chunkmark.retrieval.settings import (
+    RETRIEVAL,
+    RankContext,
+    RetrievalSetting,
+    Selection,
+    Threshold,
+    TokenBudget,
+    TopK,
+    top_k_selection,
+)
 
-__all__ = ["RETRIEVERS", "ExactIndex", "ExactRetriever", "Retriever", "dense"]
+__all__ = [
+    "RETRIEVAL",
+    "RETRIEVERS",
+    "BM25Retriever",
+    "ExactIndex",
+    "ExactRetriever",
+    "FakeCrossEncoder",
+    "HybridRetriever",
+    "RankContext",
+    "RankerStats",
+    "RerankRetriever",
+    "RerankerError",
+    "RetrievalSetting",
+    "Retriever",
+    "Selection",
+    "SentenceTransformersCrossEncoder",
+    "Threshold",
+    "TokenBudget",
+    "TopK",
+    "bm25",
+    "dense",
+    "fuse",
+    "hybrid",
+    "rank",
+    "ranker_stats",
+    "rerank",
+    "top_k_selection",
+]

@@ -1,0 +1,37 @@
+"""One search per ranker: build it from its spec, index the chunks, rank every question."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray, RankerStats, ranker_stats
+from chunkmark.specs import Spec
+
+
+def rank(
+    ranker_spec: str | Spec,
+    vectors: FloatArray,
+    texts: Sequence[str],
+    query_vectors: FloatArray,
+    query_texts: Sequence[str],
+    depth: int,
+) -> tuple[IntArray, FloatArray, RankerStats]:
+    """The ranking, scores and stats of the ranker a spec names, ``depth`` deep (capped at the
+    number of chunks).
+
+    ``vectors``/``texts`` are the chunks' (L2-normalised) vectors and the texts that were
+    embedded, ``query_vectors``/``query_texts`` the questions'. Call it once per distinct ranker
+    (settings' :attr:`~chunkmark.retrieval.settings.RetrievalSetting.ranker`), at the largest
+    depth its settings need: every ranker's ranking at a smaller depth is a prefix of it.
+    Raises :class:`~chunkmark.errors.SpecError` for a bad spec.
+    """
+    if depth < 0:
+        raise ValueError(f"depth must be at least 0, got {depth}")
+    if len(vectors) != len(texts):
+        raise ValueError(f"{len(vectors)} chunk vectors for {len(texts)} chunk texts")
+    if len(query_vectors) != len(query_texts):
+        raise ValueError(f"{len(query_vectors)} query vectors for {len(query_texts)} query texts")
+    ranker, _ = RETRIEVERS.build(ranker_spec)
+    ranker.index(vectors, texts)
+    ranking, scores = ranker.search(query_vectors, query_texts, depth)
+    return ranking, scores, ranker_stats(ranker)

@@ -1,0 +1,312 @@
+"""Retrieval settings: how much of one ranking a question gets.
+
+A *ranker* (a :data:`~chunkmark.retrieval.base.RETRIEVERS` entry: ``exact``, ``bm25``, ``hybrid``,
+``rerank``) orders the chunks for each question. A *setting* (a :data:`RETRIEVAL` entry:
+``top_k(k=5)``, ``token_budget(tokens=1024)``, ``threshold(min_similarity=0.5)``, ...) names
+the ranking it reads (:attr:`RetrievalSetting.ranker`, a canonical ranker spec) and decides how
+many of its leading chunks count for each question (:meth:`RetrievalSetting.select`). Settings
+that read the same ranker share one search: the caller groups them by ``ranker``, ranks once at
+the largest :meth:`RetrievalSetting.depth` of the group, and hands every setting that ranking.
+
+Settings are single-valued specs (a grid such as ``top_k(k=[1, 3, 5])`` is expanded into one spec
+per value before it reaches a factory here). A new setting is one factory registered in
+:data:`RETRIEVAL` that returns an object with ``ranker``, ``k_label``, ``depth`` and ``select``.
+
+Every selection is a prefix of the ranking, described by :class:`Selection`: how many chunks
+count, how many characters of the last one are kept (a token budget may cut it) and how many
+tokens were retrieved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray
+from chunkmark.specs import Registry, Spec
+from chunkmark.tokenizers import encode_array, token_byte_lengths
+
+K = int | Literal["min"]
+"""A top-k depth: a number of chunks, or ``"min"`` (per question, as many chunks as touch its
+excerpts: the caller's ``RankContext.min_depth``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class RankContext:
+    """What settings need to know about the chunks of a cell, besides the ranking.
+
+    ``chunk_tokens[i]`` must be the number of ``encoding`` tokens of ``span_texts[i]``, the text
+    of chunk ``i``'s span (``doc.text[start:end]``, not its embedded text). ``min_depth`` is the
+    per-question depth of ``k="min"`` (computed by the caller, at most the number of chunks).
+    """
+
+    chunk_tokens: IntArray
+    span_texts: Sequence[str]
+    min_depth: IntArray
+    encoding: str = "cl100k_base"
+
+    def __post_init__(self) -> None:
+        if len(self.chunk_tokens) != len(self.span_texts):
+            raise ValueError(
+                f"RankContext has {len(self.chunk_tokens)} token counts for "
+                f"{len(self.span_texts)} span texts: give one count per chunk."
+            )
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.span_texts)
+
+    @cached_property
+    def span_lengths(self) -> IntArray:
+        """Characters of each chunk's span."""
+        return np.fromiter(
+            (len(t) for t in self.span_texts), dtype=np.int64, count=len(self.span_texts)
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """Which leading entries of a ranking count for each question.
+
+    - ``depth[q]``: how many leading entries count for question ``q``;
+    - ``last_chars[q]``: characters kept of the last counted chunk, from its span's start (its
+      full span length unless a token budget cut it; 0 when ``depth[q]`` is 0);
+    - ``tokens[q]``: tokens retrieved (the counted chunks' token counts, a cut chunk counted by
+      the tokens it keeps).
+    """
+
+    depth: IntArray
+    last_chars: IntArray
+    tokens: IntArray
+
+
+@runtime_checkable
+class RetrievalSetting(Protocol):
+    """What every built retrieval setting provides."""
+
+    @property
+    def ranker(self) -> Spec:
+        """Canonical :data:`~chunkmark.retrieval.base.RETRIEVERS` spec of the ranking it reads."""
+        ...
+
+    @property
+    def k_label(self) -> str:
+        """``"5"`` for a fixed k, ``"min"``, or ``""`` for settings without a fixed k."""
+        ...
+
+    def depth(self, ctx: RankContext) -> int:
+        """How deep a ranking :meth:`select` needs: the most it can count for any question (an
+        upper bound where that depends on the ranking), at most the number of chunks."""
+        ...
+
+    def select(self, ranking: IntArray, scores: FloatArray, ctx: RankContext) -> Selection:
+        """The leading entries that count, per question, of a ranking at least
+        :meth:`depth` deep (``ranking`` and ``scores``: ``(questions, depth)``)."""
+        ...
+
+
+RETRIEVAL: Registry[RetrievalSetting] = Registry("retrieval", command="retrieval")
+
+
+def dense_ranker() -> Spec:
+    """The canonical spec of the default ranking: exact cosine search (``exact()``)."""
+    return RETRIEVERS.resolve("exact()")
+
+
+def check_k(k: K) -> None:
+    """Raise ValueError unless ``k`` is a positive int or ``"min"``."""
+    if k == "min":
+        return
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a whole number of chunks (at least 1) or 'min', got {k!r}")
+
+
+def check_ranking(ranking: IntArray, scores: FloatArray, need: int) -> None:
+    """Raise ValueError unless ``ranking`` and ``scores`` are ``(questions, width)`` arrays at
+    least ``need`` deep."""
+    if ranking.ndim != 2 or ranking.shape != scores.shape:
+        raise ValueError(
+            f"ranking {ranking.shape} and scores {scores.shape} must be 2-D arrays of one "
+            "shape, (questions, depth)"
+        )
+    if ranking.shape[1] < need:
+        raise ValueError(
+            f"the ranking is {ranking.shape[1]} deep but this setting needs {need}: rank once "
+            "at the largest depth() of the settings that share a ranker"
+        )
+
+
+def top_k_selection(ranking: IntArray, depth: IntArray | int, ctx: RankContext) -> Selection:
+    """The selection of the first ``depth[q]`` entries (capped at the ranking's width) of each
+    row, every counted chunk whole."""
+    n_q, width = ranking.shape
+    counted = np.minimum(np.broadcast_to(np.asarray(depth, dtype=np.int64), (n_q,)), width)
+    if width == 0:
+        zeros = np.zeros(n_q, dtype=np.int64)
+        return Selection(counted.copy(), zeros, zeros.copy())
+    mask = np.arange(width)[None, :] < counted[:, None]
+    tokens = np.where(mask, ctx.chunk_tokens[ranking], 0).sum(axis=1).astype(np.int64)
+    last = ranking[np.arange(n_q), np.maximum(counted - 1, 0)]
+    last_chars = np.where(counted > 0, ctx.span_lengths[last], 0).astype(np.int64)
+    return Selection(counted.astype(np.int64), last_chars, tokens)
+
+
+@dataclass(frozen=True)
+class TopK:
+    """The first k chunks of a ranking (``k="min"``: per question, ``RankContext.min_depth``)."""
+
+    ranker: Spec
+    k: K
+
+    @property
+    def k_label(self) -> str:
+        return str(self.k)
+
+    def depth(self, ctx: RankContext) -> int:
+        if self.k == "min":
+            return min(int(ctx.min_depth.max(initial=0)), ctx.n_chunks)
+        return min(self.k, ctx.n_chunks)
+
+    def select(self, ranking: IntArray, scores: FloatArray, ctx: RankContext) -> Selection:
+        check_ranking(ranking, scores, self.depth(ctx))
+        if self.k != "min":
+            return top_k_selection(ranking, self.k, ctx)
+        if len(ctx.min_depth) != len(ranking):
+            raise ValueError(
+                f"RankContext.min_depth has {len(ctx.min_depth)} entries for "
+                f"{len(ranking)} questions: give one per question"
+            )
+        return top_k_selection(ranking, ctx.min_depth, ctx)
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """Chunks in rank order until ``tokens`` tokens are retrieved; the last may be cut to fit.
+
+    A chunk is added while some budget remains: whole when it fits, else cut to its first
+    ``remaining`` tokens (its kept characters are those whose UTF-8 bytes those tokens cover,
+    a split multi-byte character rounded down; it counts ``remaining`` tokens). A cut that would
+    keep no whole character adds nothing. Zero-token chunks are added while budget remains.
+    """
+
+    ranker: Spec
+    tokens: int
+
+    @property
+    def k_label(self) -> str:
+        return ""
+
+    def depth(self, ctx: RankContext) -> int:
+        # Every chunk added but the last leaves budget unspent, so the chunks before the last
+        # hold fewer than `tokens` tokens; so do the same number of the smallest chunks.
+        sizes = np.sort(np.asarray(ctx.chunk_tokens, dtype=np.int64))
+        fewer = int(np.searchsorted(np.cumsum(sizes), self.tokens, side="left"))
+        return min(fewer + 1, ctx.n_chunks)
+
+    def select(self, ranking: IntArray, scores: FloatArray, ctx: RankContext) -> Selection:
+        check_ranking(ranking, scores, self.depth(ctx))
+        n_q, width = ranking.shape
+        if width == 0:
+            zeros = np.zeros(n_q, dtype=np.int64)
+            return Selection(zeros, zeros.copy(), zeros.copy())
+        sizes = ctx.chunk_tokens[ranking].astype(np.int64)
+        after = np.cumsum(sizes, axis=1)
+        before = after - sizes
+        whole = (before < self.tokens) & (after <= self.tokens)  # a prefix of each row
+        full = whole.sum(axis=1)
+        selection = top_k_selection(ranking, full, ctx)
+        depth, last_chars, tokens = (
+            selection.depth.copy(),
+            selection.last_chars.copy(),
+            selection.tokens.copy(),
+        )
+        rows = np.arange(n_q)
+        nxt = np.minimum(full, width - 1)
+        cut = (full < width) & (before[rows, nxt] < self.tokens)
+        for q in np.flatnonzero(cut):
+            chunk = int(ranking[q, full[q]])
+            remaining = self.tokens - int(tokens[q])
+            chars = kept_characters(ctx.span_texts[chunk], remaining, ctx.encoding)
+            if chars > 0:
+                depth[q] += 1
+                last_chars[q] = chars
+                tokens[q] += remaining
+        return Selection(depth, last_chars, tokens)
+
+
+def kept_characters(text: str, tokens: int, encoding: str) -> int:
+    """Characters of ``text`` covered by its first ``tokens`` tokens (a multi-byte character
+    split between tokens is not counted)."""
+    ids = encode_array(text, encoding)[:tokens]
+    n_bytes = int(token_byte_lengths(encoding)[ids].sum())
+    return len(text.encode("utf-8")[:n_bytes].decode("utf-8", errors="ignore"))
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The leading chunks scoring at least ``min_similarity``, at most ``max_k``."""
+
+    ranker: Spec
+    min_similarity: float
+    max_k: int
+
+    @property
+    def k_label(self) -> str:
+        return ""
+
+    def depth(self, ctx: RankContext) -> int:
+        return min(self.max_k, ctx.n_chunks)
+
+    def select(self, ranking: IntArray, scores: FloatArray, ctx: RankContext) -> Selection:
+        need = self.depth(ctx)
+        check_ranking(ranking, scores, need)
+        passing = scores[:, :need] >= self.min_similarity
+        leading = np.cumprod(passing, axis=1).sum(axis=1).astype(np.int64)
+        return top_k_selection(ranking, leading, ctx)
+
+
+@RETRIEVAL.register("top_k")
+def top_k(k: int | Literal["min"] = 5) -> TopK:
+    """The top k chunks by exact cosine similarity (``k='min'``: per question, as many as
+    chunks touch its excerpts).
+
+    Args:
+        k: chunks per question (at least 1), or ``'min'``.
+    """
+    check_k(k)
+    return TopK(dense_ranker(), k)
+
+
+@RETRIEVAL.register("token_budget")
+def token_budget(tokens: int = 1024) -> TokenBudget:
+    """Chunks by exact cosine similarity until a budget of cl100k tokens is full; the last
+    chunk is cut to fit.
+
+    Args:
+        tokens: the budget per question, in cl100k_base tokens of the chunks' span text.
+    """
+    if isinstance(tokens, bool) or tokens < 1:
+        raise ValueError(f"tokens must be at least 1, got {tokens!r}")
+    return TokenBudget(dense_ranker(), tokens)
+
+
+@RETRIEVAL.register("threshold")
+def threshold(min_similarity: float = 0.5, max_k: int = 20) -> Threshold:
+    """The leading chunks whose cosine similarity is at least ``min_similarity``, at most
+    ``max_k`` (possibly none).
+
+    Args:
+        min_similarity: the lowest cosine similarity kept (between -1 and 1 for normalised
+            vectors).
+        max_k: the most chunks kept per question (at least 1).
+    """
+    if not math.isfinite(min_similarity):
+        raise ValueError(f"min_similarity must be a finite number, got {min_similarity!r}")
+    if isinstance(max_k, bool) or max_k < 1:
+        raise ValueError(f"max_k must be at least 1, got {max_k!r}")
+    return Threshold(dense_ranker(), float(min_similarity), max_k)
