@@ -43,7 +43,7 @@ def test_questions_embedded_once_and_warm_run_embeds_nothing(tmp_path: Path) -> 
     CREATED.clear()
     cold = _run(tmp_path, "cold")
     (fake,) = CREATED
-    n_questions = cold.manifest["dataset"]["questions"]
+    n_questions = cold.manifest["datasets"][0]["questions"]
     # One query call, one call per cell; the shared windows of the two fixed_tokens cells
     # (same start, same text) are embedded once.
     assert fake.calls == 1 + len(CHUNKERS_)

@@ -153,12 +153,16 @@ class Traits:
         return out
 
 
+Canonicalise = Callable[[dict[str, ParamValue]], dict[str, ParamValue]]
+
+
 @dataclass(frozen=True)
 class Entry(Generic[T]):
     name: str
     factory: Callable[..., T]
     summary: str
     traits: Traits = Traits()
+    canonical: Canonicalise | None = None
 
     def parameters(self) -> list[inspect.Parameter]:
         """The spec parameters: everything but the declared dependencies."""
@@ -176,8 +180,9 @@ class Entry(Generic[T]):
 class Registry(Generic[T]):
     """Named factories of one kind of component (``chunker``, ``embedder``)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, command: str | None = None) -> None:
         self.kind = kind
+        self.command = command or f"{kind}s"  # the CLI command that lists the entries
         self._entries: dict[str, Entry[T]] = {}
 
     def register(
@@ -188,11 +193,15 @@ class Registry(Generic[T]):
         calls_llm: bool = False,
         deterministic: bool = True,
         needs: tuple[str, ...] = (),
+        canonical: Canonicalise | None = None,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """Register a factory under ``name``, declaring what it is (see :class:`Traits`).
 
         Every keyword-only parameter of the factory must be declared in ``needs`` and every
         name in ``needs`` must be a keyword-only parameter: a dependency is never inferred.
+        ``canonical`` maps validated parameters to the canonical ones when two spellings mean
+        the same component (``overlap=0.25`` of ``size=400`` is ``overlap=100``); it raises
+        ValueError for values it cannot accept.
         """
         traits = Traits(embeds, calls_llm, deterministic, tuple(needs))
 
@@ -202,7 +211,7 @@ class Registry(Generic[T]):
             _check_needs(self.kind, name, factory, traits.needs)
             doc = inspect.getdoc(factory) or ""
             summary = doc.split("\n\n")[0].replace("\n", " ")
-            self._entries[name] = Entry(name, factory, summary, traits)
+            self._entries[name] = Entry(name, factory, summary, traits, canonical)
             return factory
 
         return decorate
@@ -224,7 +233,7 @@ class Registry(Generic[T]):
             known = ", ".join(sorted(self._entries))
             raise SpecError(
                 f"Unknown {self.kind} {name!r}.",
-                f"Use one of: {known} (see `chunkmark {self.kind}s`).",
+                f"Use one of: {known} (see `chunkmark {self.command}`).",
             ) from None
 
     def resolve(self, spec: str | Spec) -> Spec:
@@ -244,6 +253,13 @@ class Registry(Generic[T]):
             ) from None
         bound.apply_defaults()
         values = self._validate(entry, dict(bound.arguments))
+        if entry.canonical is not None:
+            try:
+                values = entry.canonical(values)
+            except ValueError as exc:
+                raise SpecError(
+                    f"Bad {self.kind} spec {text_of(spec)}: {exc}.", _fix_for(self.command)
+                ) from None
         return Spec.of(name, **values)
 
     def short(self, spec: str | Spec) -> str:
@@ -271,7 +287,7 @@ class Registry(Generic[T]):
             component = entry.factory(**canonical.kwargs, **wanted)
         except (ValueError, TypeError) as exc:
             raise SpecError(
-                f"Bad {self.kind} spec {canonical}: {exc}", _fix_for(self.kind)
+                f"Bad {self.kind} spec {canonical}: {exc}", _fix_for(self.command)
             ) from None
         return component, canonical
 
@@ -286,7 +302,7 @@ class Registry(Generic[T]):
             raise SpecError(
                 f"Bad value for {self.kind} {entry.name!r} parameter {where!r}: "
                 f"{err['msg']} (got {err.get('input')!r}).",
-                _fix_for(self.kind),
+                _fix_for(self.command),
             ) from None
         return {name: getattr(validated, name) for name in fields}
 
@@ -319,5 +335,10 @@ def _params_model(name: str, factory: Callable[..., Any]) -> type[pydantic.BaseM
     return model
 
 
-def _fix_for(kind: str) -> str:
-    return f"See `chunkmark {kind}s` for the parameters and their types."
+def text_of(spec: str | Spec) -> str:
+    """A spec as the user wrote it (a string) or as it prints."""
+    return spec if isinstance(spec, str) else str(spec)
+
+
+def _fix_for(command: str) -> str:
+    return f"See `chunkmark {command}` for the parameters and their types."

@@ -488,7 +488,8 @@ def test_unquoted_yaml_spec_with_a_dict_is_explained(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"item 0 is a mapping.*quote a spec"):
         load_config(path)
     path.write_text("chunkers:\n  - \"langchain(options={'keep_separator': True})\"\n")
-    assert load_config(path).chunkers == ("langchain(options={'keep_separator': True})",)
+    (spec,) = load_config(path).chunkers  # stored canonical: every parameter spelled out
+    assert spec == str(CHUNKERS.resolve("langchain(options={'keep_separator': True})"))
 
 
 # --- missing extras ------------------------------------------------------------------------------

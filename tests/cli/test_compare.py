@@ -6,8 +6,10 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -53,7 +55,7 @@ def test_json_equals_the_library_on_the_same_questions(run_dir: Path) -> None:
         rows = [i for i, cell in enumerate(cells) if cell == (name, embedder, "5")]
         values[chunker] = np.array([cols["iou"][i] for i in rows])
     want = compare_paired(values[SMALL], values[LARGE])
-    assert got["k"] == "5" and got["n"] == 64
+    assert got["k"] == "5" and got["retrieval"] == "top_k(k=5)" and got["n"] == 64
     assert got["difference"] == pytest.approx(want.difference, abs=1e-15)
     assert got["p_permutation"] == want.p_permutation
     assert got["p_ttest"] == pytest.approx(want.p_ttest, abs=1e-12)
@@ -78,3 +80,101 @@ def test_ambiguous_or_unknown_cells_are_one_line_errors(run_dir: Path) -> None:
     assert done.returncode == 2 and "names no cell" in done.stderr
     done = cli(str(run_dir), "--a", SMALL, "--b", LARGE, "--metric", "nope")
     assert done.returncode == 2 and "Unknown metric 'nope'" in done.stderr
+
+
+# --- results of the current schema (written here, not by the runner) -----------------------
+
+BM25 = "bm25(k=5, method='lucene', k1=1.5, b=0.75)"
+SCORINGS = {"default": ("position", "chars", "sum"), "tokens": ("position", "tokens", "sum")}
+
+
+@pytest.fixture(scope="module")
+def settings_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Any, np.ndarray]]:
+    """results.parquet of two cells at top_k(k=5), top_k(k=1) and bm25(k=5), scored two ways;
+    returns the folder and every (chunker, retrieval, scoring) -> iou values."""
+    out = tmp_path_factory.mktemp("settings") / "run"
+    out.mkdir()
+    rng = np.random.default_rng(3)
+    chunkers = [str(CHUNKERS.resolve(SMALL)), str(CHUNKERS.resolve(LARGE))]
+    embedder = str(EMBEDDERS.resolve("fake()"))
+    rows, values = [], {}
+    for chunker in chunkers:
+        for retrieval, k in (("top_k(k=5)", "5"), ("top_k(k=1)", "1"), (BM25, "5")):
+            for name, (excerpts, unit, denominator) in SCORINGS.items():
+                iou = rng.uniform(0, 1, 20)
+                values[(chunker, retrieval, name)] = iou
+                for i, v in enumerate(iou):
+                    rows.append(
+                        {
+                            "dataset": "demo",
+                            "chunker": chunker,
+                            "embedder": embedder,
+                            "retrieval": retrieval,
+                            "excerpts": excerpts,
+                            "unit": unit,
+                            "denominator": denominator,
+                            "k": k,
+                            "question_id": f"q{i}",
+                            "doc_id": "d",
+                            "k_used": int(k),
+                            "retrieved_tokens": 100,
+                            "iou": float(v),
+                        }
+                    )
+    pq.write_table(pa.Table.from_pylist(rows), out / "results.parquet")
+    return out, values
+
+
+def test_a_retrieval_setting_and_scoring_are_compared(
+    settings_dir: tuple[Path, dict[Any, np.ndarray]],
+) -> None:
+    run, values = settings_dir
+    small, large = str(CHUNKERS.resolve(SMALL)), str(CHUNKERS.resolve(LARGE))
+    cases = [
+        ([], ("top_k(k=5)", "default")),
+        (["--k", "1"], ("top_k(k=1)", "default")),
+        (["--retrieval", "bm25(k=5)"], (BM25, "default")),
+        (["--retrieval", "bm25(k=5)", "--unit", "tokens"], (BM25, "tokens")),
+    ]
+    for extra, (retrieval, scoring) in cases:
+        done = cli(str(run), "--a", SMALL, "--b", LARGE, "--json", *extra)
+        assert done.returncode == 0, done.stderr
+        got = json.loads(done.stdout)
+        assert got["retrieval"] == retrieval and got["n"] == 20
+        assert tuple(got["scoring"].values()) == SCORINGS[scoring]
+        want = compare_paired(
+            values[(small, retrieval, scoring)], values[(large, retrieval, scoring)]
+        )
+        assert got["difference"] == pytest.approx(want.difference, abs=1e-15)
+        assert got["p_permutation"] == want.p_permutation
+    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--retrieval", "top_k(k=7)")
+    assert done.returncode == 2 and "top_k(k=7) is not in the runs" in done.stderr
+    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--denominator", "union")
+    assert done.returncode == 2 and "no rows scored with" in done.stderr
+    assert "--denominator" in done.stderr
+
+
+def test_results_without_the_new_columns_are_top_k(tmp_path: Path) -> None:
+    run = tmp_path / "old"
+    run.mkdir()
+    chunkers = [str(CHUNKERS.resolve(SMALL)), str(CHUNKERS.resolve(LARGE))]
+    rows = [
+        {
+            "dataset": "demo",
+            "chunker": chunker,
+            "embedder": "fake()",
+            "k": k,
+            "question_id": f"q{i}",
+            "iou": (i + 1) / 10 + (0.5 if chunker == chunkers[0] and k == "min" else 0),
+        }
+        for chunker in chunkers
+        for k in ("5", "min")
+        for i in range(5)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), run / "results.parquet")
+    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--k", "min", "--json")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["retrieval"] == "top_k(k='min')" and got["k"] == "min"
+    assert got["difference"] == pytest.approx(0.5) and got["wins"] == 5
+    assert got["scoring"] == {"excerpts": "position", "unit": "chars", "denominator": "sum"}

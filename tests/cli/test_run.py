@@ -15,11 +15,17 @@ SUMMARY_COLUMNS = [
     "dataset",
     "chunker",
     "embedder",
+    "retrieval",
+    "excerpts",
+    "unit",
+    "denominator",
     "k",
     "scope",
     "n_questions",
     "n_chunks",
     "mean_chunk_tokens",
+    "mean_k_used",
+    "mean_retrieved_tokens",
     "recall_mean",
     "recall_std",
     "precision_mean",
@@ -97,7 +103,8 @@ def test_run_writes_results_summary_manifest_and_resumes(tmp_path: Path) -> None
     assert all(int(r["n_questions"]) == n_questions for r in overall)
 
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["dataset"]["name"] == "demo" and len(manifest["dataset"]["fingerprint"]) == 16
+    (dataset,) = manifest["datasets"]
+    assert dataset["name"] == "demo" and len(dataset["fingerprint"]) == 16
     assert manifest["chunkers"][0].startswith("fixed_tokens(size=64, overlap=0")
     assert manifest["versions"]["chunkmark"]
     assert {"chunk", "embed_documents", "embed_queries", "search", "score", "wall"} <= set(
@@ -120,7 +127,7 @@ def test_run_from_yaml_with_flag_override(tmp_path: Path) -> None:
     result = cli("run", str(config), "--out", str(out), "--k", "4")
     assert result.returncode == 0, result.stderr
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["k"] == ["4"] and manifest["embedders"] == [
+    assert manifest["retrieval"] == ["top_k(k=4)"] and manifest["embedders"] == [
         "fake(dimension=32, seed=0, max_words=None)"
     ]
 

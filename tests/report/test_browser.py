@@ -152,8 +152,11 @@ def test_sorting_and_filtering_the_leaderboard(browser: Any, run_dir: Path) -> N
         page.locator('#leaderboard-table thead th[data-key="tokens"]').click()
         assert column_values(page, "tokens") == sorted(column_values(page, "tokens"))
         page.select_option("#filter-k", "1")
-        ks = page.locator('#leaderboard-table tbody td[data-key="k"]').all_text_contents()
-        assert ks == ["1"] * (len(CHUNKERS) * 2)
+        shown = page.locator('#leaderboard-table tbody td[data-key="retrieval"]')
+        assert shown.all_text_contents() == ["top_k(k=1)"] * (len(CHUNKERS) * 2)
+        page.select_option("#filter-k", "")
+        page.select_option("#filter-retrieval", "top_k(k=5)")
+        assert shown.all_text_contents() == ["top_k(k=5)"] * (len(CHUNKERS) * 2)
         page.select_option("#filter-family", "sentences")
         assert page.locator("#leaderboard-table tbody tr").count() == 2
         assert opened.errors == []
@@ -176,7 +179,7 @@ def test_the_inspector_shows_a_questions_retrieved_chunks(browser: Any, run_dir:
         assert "excerpt characters retrieved" in (detail.locator("#q-summary").text_content() or "")
         assert page.locator(f'#q-list .q-item.selected[data-qid="{question}"]').count() == 1
         assert page.locator("#doc-view .exq").count() >= 1  # its excerpts, in the document
-        page.select_option("#insp-k", "1")
+        page.select_option("#insp-retrieval", "top_k(k=1)")
         assert detail.locator(".chunk-card").count() == 1
         assert cell == page.locator("#insp-cell").input_value()
         assert opened.errors == []
@@ -191,15 +194,17 @@ def _question_with_a_hit(run_dir: Path, label: str) -> str:
     manifest = json.loads((run_dir / "manifest.json").read_text())
     first = manifest["cells"][0]
     table = pq.read_table(run_dir / "results.parquet").to_pydict()
-    for q, k, chunker, embedder, hit in zip(
+    retrievals = table.get("retrieval") or [f"top_k(k={k})" for k in table["k"]]
+    for q, retrieval, chunker, embedder, hit in zip(
         table["question_id"],
-        table["k"],
+        retrievals,
         table["chunker"],
         table["embedder"],
         table["hit"],
         strict=True,
     ):
-        if (chunker, embedder, k) == (first["chunker"], first["embedder"], "5") and hit == 1.0:
+        cell = (chunker, embedder, retrieval)
+        if cell == (first["chunker"], first["embedder"], "top_k(k=5)") and hit == 1.0:
             assert label.startswith(first["chunker"].split("(")[0])
             return str(q)
     raise AssertionError("no question with a hit")
@@ -260,3 +265,60 @@ def test_the_report_of_a_real_model_renders(browser: Any, tmp_path: Path) -> Non
         assert opened.errors == []
     finally:
         opened.page.close()
+
+
+def test_a_report_of_the_new_schema(browser: Any, make_run: Any, tmp_path: Path) -> None:
+    """A run of two datasets with retrieval settings, two scorings and a failed cell (written
+    by tests/report/conftest.py, not the runner)."""
+    run = make_run("browser-new")
+    out = tmp_path / "new.html"
+    build_report([run.path], out, ReportOptions(permutations=300, bootstrap=300))
+    opened = open_report(browser, out)
+    page = opened.page
+    try:
+        failures = page.locator("#failures")
+        assert failures.is_visible() and "1 cell failed" in (failures.text_content() or "")
+        assert failures.locator("li").count() == 1
+        assert page.locator("#budget-note").is_visible()
+        assert "token_budget(tokens=200)" in (page.locator("#budget-note").text_content() or "")
+        assert page.locator("#recommendation .card[data-dataset]").count() == 2
+        setting = page.locator("#recommendation-setting").text_content() or ""
+        assert "top_k(k=5)" in setting and "denominator=sum" in setting
+        # Two scorings: the leaderboard starts at the analysed one (4 cells x 4 settings).
+        rows = page.locator("#leaderboard-table tbody tr")
+        assert rows.count() == 16
+        page.select_option("#filter-scoring", "")
+        assert rows.count() == 20
+        page.select_option("#filter-retrieval", "token_budget(tokens=200)")
+        assert rows.count() == 4
+        page.select_option("#filter-dataset", "beta")
+        assert rows.count() == 2
+        page.select_option("#plot-retrieval", "bm25(k=5, method='lucene', k1=1.5, b=0.75)")
+        assert page.locator("#plot-rp .main-svg").count() >= 1
+        page.select_option("#insp-retrieval", "token_budget(tokens=200)")
+        first = page.locator("#q-list .q-item").first
+        qid = first.get_attribute("data-qid")
+        first.click()
+        used = _k_used(run.path, qid or "", "token_budget(tokens=200)")
+        assert page.locator("#q-detail .chunk-card").count() == used
+        shown = page.locator("main").inner_text()
+        assert not re.search(r"\b(null|undefined|NaN)\b", shown), "a missing value is shown raw"
+        save_screenshot(page, tmp_path / "report-new-schema.png")
+        assert opened.errors == []
+    finally:
+        page.close()
+
+
+def _k_used(run_dir: Path, question: str, retrieval: str) -> int:
+    """k_used of the first cell of the run for one question at one setting."""
+    import json
+
+    first = json.loads((run_dir / "manifest.json").read_text())["cells"][0]
+    table = pq.read_table(run_dir / "results.parquet").to_pylist()
+    (used,) = {
+        r["k_used"]
+        for r in table
+        if (r["question_id"], r["chunker"], r["retrieval"])
+        == (question, first["chunker"], retrieval)
+    }
+    return int(used)

@@ -36,6 +36,7 @@ def test_csv_equals_the_summary(run_dir: Path) -> None:
     assert len(rows) == len(summary) == 4
     for row in rows:
         want = summary[(row["chunker"], row["k"])]
+        assert row["retrieval"] == f"top_k(k={row['k']})"
         for m in table_metrics():
             assert float(row[f"{m.name}_mean"]) == pytest.approx(float(want[f"{m.name}_mean"]))
         assert float(row["recall_ci_low"]) == pytest.approx(float(want["recall_ci_low"]))
@@ -47,17 +48,18 @@ def test_csv_equals_the_summary(run_dir: Path) -> None:
 
 def test_markdown_and_latex_tables(run_dir: Path) -> None:
     data = load_runs([run_dir])
-    md = export_table(data, "markdown", k="5").splitlines()
-    assert md[0].startswith("| dataset | chunker | embedder | k | recall |")
-    assert md[1].startswith("|---|---|---|---:|")
+    md = export_table(data, "markdown", "top_k(k=5)").splitlines()
+    assert md[0].startswith("| dataset | chunker | embedder | retrieval | recall |")
+    assert md[1].startswith("|---|---|---|---|---:|")
     assert len(md) == 2 + 2  # header, rule, one row per cell at k=5
+    assert all("| top_k(k=5) |" in line for line in md[2:])
     summary = _summary(run_dir)
     recall = 100 * float(
         summary[(chunkmark.CHUNKERS.resolve(CHUNKERS[0]).__str__(), "5")]["recall_mean"]
     )
     assert any(f"| {recall:.1f} [" in line for line in md[2:])
-    tex = export_table(data, "latex", k="5")
-    assert tex.startswith("\\begin{tabular}{lll") and tex.rstrip().endswith("\\end{tabular}")
+    tex = export_table(data, "latex", "top_k(k=5)")
+    assert tex.startswith("\\begin{tabular}{llllr") and tex.rstrip().endswith("\\end{tabular}")
     assert "prec. $\\Omega$" in tex and "fixed\\_tokens(size=100)" in tex
     assert latex_escape("a_b & 50% #1 {x}") == "a\\_b \\& 50\\% \\#1 \\{x\\}"
 

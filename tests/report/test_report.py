@@ -38,10 +38,13 @@ from chunkmark.report.data import (
 from chunkmark.report.html import embed_json
 from chunkmark.report.inspector import build_inspector, load_report_dataset
 from chunkmark.report.prices import PriceTable, load_prices
+from chunkmark.report.settings import DEFAULT_SCORING, Scoring, retrieval_of, top_k
 from chunkmark.report.stats import StatsOptions, analyse, pareto_front
 
 CHUNKERS = ["fixed_tokens(size=100, overlap=0)", "recursive(size=200, overlap=0)", "sentences(n=3)"]
 FAST = StatsOptions(permutations=2_000, bootstrap=2_000)
+D = DEFAULT_SCORING.key
+K5 = "top_k(k=5)"
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +61,17 @@ def data(run: Any) -> ReportData:
 
 
 def mean_at(data: ReportData, cell: int, k: str, metric: str) -> float | None:
-    row = data.row(cell, k)
+    row = data.row(cell, top_k(k), D)
     return None if row is None else row.mean[metric]
+
+
+def dense_ranking(path: Path) -> dict[str, list[Any]]:
+    """A ranking file's dense rows (every row of a file written before rankers had names)."""
+    table = pq.read_table(path).to_pydict()
+    if "ranker" not in table:
+        return table
+    keep = [i for i, r in enumerate(table["ranker"]) if r.startswith("exact(")]
+    return {name: [values[i] for i in keep] for name, values in table.items()}
 
 
 def summary_rows(path: Path) -> list[dict[str, str]]:
@@ -93,7 +105,7 @@ def test_leaderboard_rows_equal_summary_csv(run: Any, data: ReportData) -> None:
             for c in data.cells
             if c.chunker == expected["chunker"] and c.embedder == expected["embedder"]
         )
-        row = data.row(cell.index, expected["k"])
+        row = data.row(cell.index, retrieval_of(expected), Scoring.from_row(expected).key)
         assert row is not None
         assert row.n_questions == int(expected["n_questions"])
         for m in METRICS.names():
@@ -122,9 +134,9 @@ def test_cells_carry_the_manifest_facts_and_costs(run: Any, data: ReportData) ->
 def test_retrieved_tokens_sum_the_retrieved_chunks(run: Any, data: ReportData) -> None:
     cell = data.cells[0]
     chunks = pq.read_table(cell.chunks_path()).to_pydict()
-    ranking = pq.read_table(cell.ranking_path()).to_pydict()
+    ranking = dense_ranking(cell.ranking_path())
     for k in ("1", "5"):
-        row = data.row(cell.index, k)
+        row = data.row(cell.index, top_k(k), D)
         assert row is not None
         per_question = [
             sum(chunks["tokens"][i] for i in ids[: int(k)]) for ids in ranking["chunks"]
@@ -160,7 +172,8 @@ def synthetic(
     retrieved: dict[int, float],
     k: str = "5",
 ) -> ReportData:
-    """A report table of cells at one k, from per-question values."""
+    """A report table of cells at one retrieval setting (top_k(k=<k>)) and the default scoring,
+    from per-question values."""
     n = len(next(iter(values[0].values())))
     qids = tuple(f"q{i}" for i in range(n))
     cells, rows, scores = [], [], {}
@@ -191,6 +204,8 @@ def synthetic(
         rows.append(
             LeaderRow(
                 i,
+                top_k(k),
+                D,
                 k,
                 n,
                 {m: float(v.mean()) for m, v in full.items()},
@@ -199,11 +214,11 @@ def synthetic(
                 retrieved[i],
             )
         )
-        scores[(i, k)] = Scores(qids, ("d",) * n, np.full(n, int(k)), full)
+        scores[(i, top_k(k), D)] = Scores(qids, ("d",) * n, np.full(n, int(k)), full)
     from chunkmark.report.data import DatasetInfo
 
     info = DatasetInfo("synthetic", "synthetic", "", "fp", 1, n)
-    return ReportData([], [info], cells, rows, scores, [k], PriceTable({}, frozenset(), None, ()))
+    return ReportData([], [info], cells, rows, scores, PriceTable({}, frozenset(), None, ()))
 
 
 def test_recommendation_finds_the_best_and_the_cheapest_tied_cell() -> None:
@@ -219,10 +234,10 @@ def test_recommendation_finds_the_best_and_the_cheapest_tied_cell() -> None:
     data = synthetic(values, tokens={0: 5000, 1: 1000, 2: 800}, retrieved={0: 2000, 1: 900, 2: 300})
     (rec,), comparisons = analyse(data, FAST)
     assert rec.best is not None and rec.best.cell == 0
-    assert set(rec.best.tied) == {(0, "5"), (1, "5")}
+    assert set(rec.best.tied) == {(0, K5, D), (1, K5, D)}
     assert rec.cheapest_tied is not None and rec.cheapest_tied.cell == 1
     # The cheapest is tested against the best: the same comparison compare_paired gives.
-    assert rec.cheapest_tied.versus == (0, "5")
+    assert rec.cheapest_tied.versus == (0, K5, D)
     expected = compare_paired(
         values[0]["iou"], values[1]["iou"], permutations=2_000, bootstrap=2_000
     )
@@ -230,7 +245,7 @@ def test_recommendation_finds_the_best_and_the_cheapest_tied_cell() -> None:
     assert rec.cheapest_tied.p_adjusted is not None and rec.cheapest_tied.p_adjusted >= 0.05
     # Within 1000 retrieved tokens only cells 1 and 2 fit; 1 has the higher recall, clearly.
     assert rec.budget is not None and rec.budget.cell == 1 and rec.budget.metric == "recall"
-    assert rec.budget.versus == (2, "5") and rec.budget.tied == ((1, "5"),)
+    assert rec.budget.versus == (2, K5, D) and rec.budget.tied == ((1, K5, D),)
     assert rec.budget.p_adjusted is not None and rec.budget.p_adjusted < 0.05
     assert comparisons.embedder_pairs == {"synthetic": []}
 
@@ -239,8 +254,8 @@ def test_recommendation_when_nothing_fits_the_budget() -> None:
     values = {0: {"iou": np.linspace(0, 1, 50)}, 1: {"iou": np.linspace(0, 0.5, 50)}}
     data = synthetic(values, tokens={0: 10, 1: 20}, retrieved={0: 5000, 1: 3000})
     (rec,), _ = analyse(data, FAST)
-    assert rec.budget is None and rec.smallest_retrieval == (1, "5")
-    assert rec.best is not None and rec.best.cell == 0 and rec.best.tied == ((0, "5"),)
+    assert rec.budget is None and rec.smallest_retrieval == (1, K5, D)
+    assert rec.best is not None and rec.best.cell == 0 and rec.best.tied == ((0, K5, D),)
     assert rec.cheapest_tied is not None and rec.cheapest_tied.cell == 0
 
 
@@ -289,7 +304,7 @@ def test_embedder_pairs_and_dataset_agreement(tmp_path: Path, run: Any) -> None:
     pairs = comparisons.embedder_pairs["demo"]
     assert [p.chunker for p in pairs] == [data.cells[0].chunker, data.cells[1].chunker]
     for p in pairs:
-        a, b = data.scores[(p.a, "5")], data.scores[(p.b, "5")]
+        a, b = data.scores[(p.a, K5, D)], data.scores[(p.b, K5, D)]
         assert a.question_ids == b.question_ids
         expected = compare_paired(
             a.values["iou"], b.values["iou"], permutations=2_000, bootstrap=2_000
@@ -360,7 +375,8 @@ def test_the_page_is_one_self_contained_file(run: Any, tmp_path: Path) -> None:
     assert page.count("</script>") == 3
     payload = page_data(page)
     assert len(payload["rows"]) == len(CHUNKERS) * 2
-    assert payload["meta"]["options"]["k"] == "5"
+    assert payload["meta"]["options"]["retrieval"] == K5
+    assert payload["meta"]["options"]["scoring"] == D
     assert payload["inspector"][0]["available"] is True
 
 
@@ -381,10 +397,12 @@ def test_the_recommendation_on_the_page_matches_the_analysis(run: Any, tmp_path:
     payload = page_data((tmp_path / "r.html").read_text(encoding="utf-8"))
     (rec,) = payload["recommendations"]
     (expected,) = report.recommendations
-    assert rec["metric"] == "recall" and rec["k"] == "1" and rec["tokenBudget"] == 500
+    assert rec["metric"] == "recall" and rec["retrieval"] == "top_k(k=1)" and rec["scoring"] == D
+    assert rec["tokenBudget"] == 500
     assert expected.best is not None and rec["best"]["cell"] == expected.best.cell
     best_row = max(
-        (r for r in report.data.rows if r.k == "1"), key=lambda r: (r.mean["recall"], str(r.cell))
+        (r for r in report.data.rows if (r.retrieval, r.scoring) == ("top_k(k=1)", D)),
+        key=lambda r: (r.mean["recall"], str(r.cell)),
     )
     assert expected.best.mean == best_row.mean["recall"]
 
@@ -392,7 +410,7 @@ def test_the_recommendation_on_the_page_matches_the_analysis(run: Any, tmp_path:
 def test_unknown_metric_or_k_are_refused(run: Any, tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="Unknown metric"):
         build_report([run.out], tmp_path / "r.html", ReportOptions(metric="nope"))
-    with pytest.raises(ReportError, match="k=7 is not in the runs"):
+    with pytest.raises(ReportError, match=r"k=7 \(top_k\(k=7\)\) is not in the runs"):
         build_report([run.out], tmp_path / "r.html", ReportOptions(k="7"))
 
 
@@ -427,7 +445,8 @@ def test_inspector_without_the_dataset(run: Any, tmp_path: Path) -> None:
     copy = tmp_path / "moved"
     shutil.copytree(run.out, copy)
     manifest = json.loads((copy / "manifest.json").read_text())
-    manifest["dataset"]["source"] = str(tmp_path / "gone")
+    for dataset in manifest.get("datasets") or [manifest["dataset"]]:
+        dataset["source"] = str(tmp_path / "gone")
     (copy / "manifest.json").write_text(json.dumps(manifest))
     build_report([copy], tmp_path / "r.html", ReportOptions(permutations=500, bootstrap=500))
     (inspector,) = page_data((tmp_path / "r.html").read_text(encoding="utf-8"))["inspector"]
@@ -484,6 +503,7 @@ def test_the_command_writes_the_report_and_prints_the_recommendation(
     )
     assert result.exit_code == 0, result.output
     assert out.is_file()
-    assert "best iou at k=1" in result.output and "report written to" in result.output
+    assert "best iou with top_k(k=1)" in result.output and "report written to" in result.output
+    assert "retrieval top_k(k=1); scoring excerpts=position" in result.output
     bad = CliRunner().invoke(app, ["report", str(run.out), "--metric", "nope"])
     assert isinstance(bad.exception, ChunkmarkError)

@@ -105,3 +105,26 @@ def chunk_document(chunker: ChunkerFn, doc_id: str, text: str) -> list[Chunk]:
             )
         out.append(chunk)
     return out
+
+
+def whole_overlap(overlap: float, size: int) -> int:
+    """An overlap as a whole count: a value below 1 (and above 0) is a fraction of ``size``,
+    rounded half up (``0.25`` of ``400`` is ``100``); a whole number is itself."""
+    if 0 < overlap < 1:
+        return int(overlap * size + 0.5)
+    if float(overlap).is_integer():
+        return int(overlap)
+    raise ValueError(
+        f"overlap must be a whole number, or a fraction of size below 1, got {overlap}"
+    )
+
+
+def overlap_fraction(size_param: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The canonical form of a chunker whose ``overlap`` may be given as a fraction of its
+    ``size_param``: ``fixed_tokens(size=400, overlap=0.25)`` is ``fixed_tokens(size=400,
+    overlap=100)``, one cell, one row name."""
+
+    def canonical(values: dict[str, Any]) -> dict[str, Any]:
+        return {**values, "overlap": whole_overlap(values["overlap"], values[size_param])}
+
+    return canonical

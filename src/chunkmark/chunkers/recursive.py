@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
 
-from chunkmark.chunkers.base import CHUNKERS
+from chunkmark.chunkers.base import CHUNKERS, overlap_fraction, whole_overlap
 from chunkmark.chunkers.tokens import check_window
 from chunkmark.spans import Span
 from chunkmark.tokenizers import check_encoding_name, count_tokens, get_encoding
@@ -47,10 +47,10 @@ class _Node:
     children: dict[int, _Node] = field(default_factory=dict)  # piece index -> its split
 
 
-@CHUNKERS.register("recursive")
+@CHUNKERS.register("recursive", canonical=overlap_fraction("size"))
 def recursive(
     size: int = 400,
-    overlap: int = 0,
+    overlap: int | float = 0,
     separators: list[str] = DEFAULT_SEPARATORS,  # never mutated
     length: Literal["tokens", "chars"] = "tokens",
     encoding: str = "cl100k_base",
@@ -59,11 +59,13 @@ def recursive(
 
     Args:
         size: maximum summed length of the pieces of a chunk.
-        overlap: length carried over from one chunk into the next (``0 <= overlap < size``).
+        overlap: length carried over from one chunk into the next (``0 <= overlap < size``);
+            a value below 1 is a fraction of size.
         separators: tried in order; ``""`` splits into characters.
         length: measure pieces in ``"tokens"`` or ``"chars"``.
         encoding: tiktoken encoding name (for ``length="tokens"``).
     """
+    overlap = whole_overlap(overlap, size)
     check_window(size, overlap, length)
     if not separators:
         raise ValueError("separators must not be empty")

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.chunkers.base import CHUNKERS
+from chunkmark.chunkers.base import CHUNKERS, overlap_fraction, whole_overlap
 from chunkmark.chunkers.tokens import check_window, window_bounds
 from chunkmark.spans import Span
 
@@ -136,14 +136,16 @@ def _windows(starts: IntArray, ends: IntArray, n: int, overlap: int) -> list[Spa
     ]
 
 
-@CHUNKERS.register("sentences")
-def sentences(n: int = 5, overlap: int = 0) -> Callable[[str], list[Span]]:
+@CHUNKERS.register("sentences", canonical=overlap_fraction("n"))
+def sentences(n: int = 5, overlap: int | float = 0) -> Callable[[str], list[Span]]:
     """Windows of n sentences, a new one every n - overlap sentences (rule-based segmenter).
 
     Args:
         n: sentences per chunk.
-        overlap: sentences shared by consecutive chunks (``0 <= overlap < n``).
+        overlap: sentences shared by consecutive chunks (``0 <= overlap < n``); a value below 1
+            is a fraction of n.
     """
+    overlap = whole_overlap(overlap, n)
     check_window(n, overlap, "sentences")
 
     def chunk(text: str) -> list[Span]:
@@ -155,14 +157,16 @@ def sentences(n: int = 5, overlap: int = 0) -> Callable[[str], list[Span]]:
     return chunk
 
 
-@CHUNKERS.register("words")
-def words(n: int = 100, overlap: int = 0) -> Callable[[str], list[Span]]:
+@CHUNKERS.register("words", canonical=overlap_fraction("n"))
+def words(n: int = 100, overlap: int | float = 0) -> Callable[[str], list[Span]]:
     """Windows of n whitespace-separated words, a new one every n - overlap words.
 
     Args:
         n: words per chunk.
-        overlap: words shared by consecutive chunks (``0 <= overlap < n``).
+        overlap: words shared by consecutive chunks (``0 <= overlap < n``); a value below 1 is
+            a fraction of n.
     """
+    overlap = whole_overlap(overlap, n)
     check_window(n, overlap, "words")
 
     def chunk(text: str) -> list[Span]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.chunkers.base import CHUNKERS
+from chunkmark.chunkers.base import CHUNKERS, overlap_fraction, whole_overlap
 from chunkmark.spans import Span
 from chunkmark.tokenizers import (
     check_encoding_name,
@@ -85,17 +85,19 @@ def char_offsets(text: str, byte_offsets: IntArray, *, round_up: bool) -> IntArr
     return np.where(at_end, len(text), starts_before[inside] - 1)
 
 
-@CHUNKERS.register("fixed_tokens")
+@CHUNKERS.register("fixed_tokens", canonical=overlap_fraction("size"))
 def fixed_tokens(
-    size: int = 400, overlap: int = 0, encoding: str = "cl100k_base"
+    size: int = 400, overlap: int | float = 0, encoding: str = "cl100k_base"
 ) -> Callable[[str], list[Span]]:
     """Windows of size tokens, a new one every size - overlap tokens (FixedTokenChunker).
 
     Args:
         size: tokens per chunk.
-        overlap: tokens shared by consecutive chunks (``0 <= overlap < size``).
+        overlap: tokens shared by consecutive chunks (``0 <= overlap < size``); a value
+            below 1 is a fraction of size (``0.25`` of 400 is 100).
         encoding: tiktoken encoding name.
     """
+    overlap = whole_overlap(overlap, size)
     check_window(size, overlap, "tokens")
     check_encoding_name(encoding)
     step = size - overlap

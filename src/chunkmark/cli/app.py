@@ -89,13 +89,15 @@ def _register_commands() -> None:
     if _registered:
         return
     _registered = True
-    from chunkmark.cli import chunkers, compare, datasets, metrics, report, run, synth
+    from chunkmark.cli import chunkers, compare, datasets, metrics, plan, report, run, synth, tune
 
     chunkers.register(app)
     metrics.register(app)
     datasets.register(app)
     synth.register(app)
     run.register(app)
+    plan.register(app)
+    tune.register(app)
     compare.register(app)
     report.register(app)
 

@@ -22,9 +22,10 @@ _PREVIEW_CHARS = 60
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``chunkers``, ``embedders`` and ``chunk`` commands to the app."""
+    """Add the ``chunkers``, ``embedders``, ``retrieval`` and ``chunk`` commands to the app."""
     app.command("chunkers")(list_chunkers)
     app.command("embedders")(list_embedders)
+    app.command("retrieval")(list_retrieval)
     app.command("chunk")(chunk_file)
 
 
@@ -38,6 +39,15 @@ def list_embedders() -> None:
     from chunkmark.embedders import EMBEDDERS
 
     Console().print(_registry_table("Embedders", EMBEDDERS))
+
+
+def list_retrieval() -> None:
+    """List the retrieval settings (run's --retrieval) and the rankers they read."""
+    from chunkmark.retrieval import RETRIEVAL, RETRIEVERS
+
+    console = Console()
+    console.print(_registry_table("Retrieval settings", RETRIEVAL))
+    console.print(_registry_table("Rankers (what the settings read)", RETRIEVERS))
 
 
 def _registry_table(title: str, registry: Registry[Any]) -> Table:

@@ -1,10 +1,11 @@
-"""``chunkmark compare``: two cells of one or more runs, paired over the same questions."""
+"""``chunkmark compare``: two cells of one or more runs, paired over the same questions, at one
+retrieval setting and one scoring (so it pairs like with like)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
@@ -15,7 +16,11 @@ from chunkmark.errors import ConfigError, SpecError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison, compare_paired
 
+if TYPE_CHECKING:
+    from chunkmark.report.settings import Scoring
+
 Cell = tuple[str, str, str]  # dataset, chunker, embedder
+_KEYS = ("dataset", "chunker", "embedder", "retrieval", "k", "excerpts", "unit", "denominator")
 
 
 def register(app: typer.Typer) -> None:
@@ -38,9 +43,30 @@ def compare(
     ],
     b: Annotated[str, typer.Option("--b", help="Cell B, the same way.", show_default=False)],
     metric: Annotated[str, typer.Option(help="The metric compared.")] = "iou",
-    k: Annotated[
-        str | None, typer.Option(help="The k compared. [default: 5, else the first]")
+    retrieval: Annotated[
+        str | None,
+        typer.Option(
+            help="The retrieval setting compared, a spec of the runs' settings ('top_k(k=10)', "
+            "'bm25(k=5)', 'token_budget(tokens=1024)'). [default: top_k(k=5), else the first "
+            "top_k setting]",
+            show_default=False,
+        ),
     ] = None,
+    k: Annotated[
+        str | None,
+        typer.Option(
+            help="Short for --retrieval 'top_k(k=K)' (a number or min).", show_default=False
+        ),
+    ] = None,
+    excerpts: Annotated[
+        str, typer.Option(help="The scoring compared: excerpts matched by position or text.")
+    ] = "position",
+    unit: Annotated[
+        str, typer.Option(help="The scoring compared: counted in chars or tokens.")
+    ] = "chars",
+    denominator: Annotated[
+        str, typer.Option(help="The scoring compared: precision over the sum or union.")
+    ] = "sum",
     chunker: Annotated[
         str | None, typer.Option(help="Pin the chunker of both cells (comparing embedders).")
     ] = None,
@@ -63,8 +89,14 @@ def compare(
         raise ConfigError(
             f"Unknown metric {metric!r}.", f"Use one of: {', '.join(METRICS.names())}."
         )
+    # The report's reading of retrieval settings and scoring, imported here: the CLI starts fast.
+    from chunkmark.report.settings import Scoring, choose_retrieval
+
     rows = _read_runs(runs, metric)
-    k_value = _pick_k(rows, k)
+    setting = choose_retrieval(list(dict.fromkeys(rows["retrieval"])), retrieval, k, ConfigError)
+    scoring = _pick_scoring(rows, Scoring(excerpts, unit, denominator))
+    rows = _only(rows, setting, scoring)
+    k_value = rows["k"][0] if rows["k"] else ""
     datasets = sorted({r[0] for r in rows["cells"]})
     if dataset is None and len(datasets) > 1:
         raise ConfigError(
@@ -73,14 +105,20 @@ def compare(
     chosen_dataset = dataset or datasets[0]
     cell_a = _select(rows, a, chosen_dataset, chunker, embedder, "--a")
     cell_b = _select(rows, b, chosen_dataset, chunker, embedder, "--b")
-    values_a, values_b = _paired_values(rows, cell_a, cell_b, k_value)
+    values_a, values_b = _paired_values(rows, cell_a, cell_b)
     result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
     verdict = _verdict(result, metric, alpha)
     if as_json:
         payload = {
             "dataset": chosen_dataset,
             "metric": metric,
+            "retrieval": setting,
             "k": k_value,
+            "scoring": {
+                "excerpts": scoring.excerpts,
+                "unit": scoring.unit,
+                "denominator": scoring.denominator,
+            },
             "a": {"chunker": cell_a[1], "embedder": cell_a[2]},
             "b": {"chunker": cell_b[1], "embedder": cell_b[2]},
             **result.to_dict(),
@@ -89,14 +127,22 @@ def compare(
         }
         typer.echo(json.dumps(payload, indent=2))
         return
-    _print(result, cell_a, cell_b, metric, k_value, verdict)
+    _print(result, cell_a, cell_b, metric, setting, scoring, verdict)
 
 
 def _read_runs(runs: list[Path], metric: str) -> dict[str, Any]:
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tables = []
+    from chunkmark.report.settings import Scoring, retrieval_of
+
+    out: dict[str, list[Any]] = {
+        "cells": [],
+        "retrieval": [],
+        "k": [],
+        "scoring": [],
+        "question_id": [],
+        "value": [],
+    }
     for run in runs:
         path = run / "results.parquet"
         if not path.is_file():
@@ -104,29 +150,46 @@ def _read_runs(runs: list[Path], metric: str) -> dict[str, Any]:
                 f"{run} holds no results.parquet.",
                 "Pass the folder a `chunkmark run` wrote (its --out).",
             )
-        tables.append(pq.read_table(path))
-    table = pa.concat_tables(tables, promote_options="default")
-    if metric not in table.column_names:
+        table = pq.read_table(path)
+        if metric not in table.column_names:
+            raise ConfigError(
+                f"{run} has no {metric!r} column.", "Rerun it with this chunkmark version."
+            )
+        data = table.select([c for c in (*_KEYS, "question_id", metric) if c in table.column_names])
+        columns = data.to_pydict()
+        for i in range(data.num_rows):
+            row = {c: columns[c][i] for c in _KEYS if c in columns}
+            out["cells"].append((row["dataset"], row["chunker"], row["embedder"]))
+            out["retrieval"].append(retrieval_of(row))
+            out["k"].append(str(row.get("k") or ""))
+            out["scoring"].append(Scoring.from_row(row))
+            out["question_id"].append(columns["question_id"][i])
+            out["value"].append(columns[metric][i])
+    if not out["cells"]:
+        raise ConfigError("The runs hold no scored rows.", "Rerun `chunkmark run`.")
+    return out
+
+
+def _pick_scoring(rows: dict[str, Any], wanted: Scoring) -> Scoring:
+    present = sorted(set(rows["scoring"]))
+    if wanted not in present:
         raise ConfigError(
-            f"The runs have no {metric!r} column.", "Rerun them with this chunkmark version."
+            f"The runs hold no rows scored with {wanted.label}.",
+            "Use --excerpts, --unit and --denominator for one of: "
+            + "; ".join(s.label for s in present)
+            + ".",
         )
-    data = table.to_pydict()
-    cells = list(zip(data["dataset"], data["chunker"], data["embedder"], strict=True))
-    return {
-        "cells": cells,
-        "k": data["k"],
-        "question_id": data["question_id"],
-        "value": data[metric],
-    }
+    return wanted
 
 
-def _pick_k(rows: dict[str, Any], k: str | None) -> str:
-    available = list(dict.fromkeys(rows["k"]))
-    if k is None:
-        return "5" if "5" in available else available[0]
-    if k not in available:
-        raise ConfigError(f"k={k} is not in the runs.", f"Use one of: {', '.join(available)}.")
-    return k
+def _only(rows: dict[str, Any], retrieval: str, scoring: Scoring) -> dict[str, Any]:
+    """The rows of one retrieval setting and scoring."""
+    keep = [
+        i
+        for i, (r, s) in enumerate(zip(rows["retrieval"], rows["scoring"], strict=True))
+        if r == retrieval and s == scoring
+    ]
+    return {name: [values[i] for i in keep] for name, values in rows.items()}
 
 
 def _select(
@@ -182,13 +245,14 @@ def _canonical(kind: str, spec: str, quiet: bool = False) -> str | None:
 
 
 def _paired_values(
-    rows: dict[str, Any], a: Cell, b: Cell, k: str
+    rows: dict[str, Any], a: Cell, b: Cell
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A's and B's values over the questions both have (rows of one setting and scoring)."""
     found: dict[Cell, dict[str, float]] = {a: {}, b: {}}
-    for cell, k_value, question, value in zip(
-        rows["cells"], rows["k"], rows["question_id"], rows["value"], strict=True
+    for cell, question, value in zip(
+        rows["cells"], rows["question_id"], rows["value"], strict=True
     ):
-        if k_value == k and cell in found:
+        if cell in found:
             found[cell][question] = float(value)
     common = [q for q in found[a] if q in found[b]]
     if not common:
@@ -216,8 +280,19 @@ def _verdict(result: PairedComparison, metric: str, alpha: float) -> str:
     )
 
 
-def _print(result: PairedComparison, a: Cell, b: Cell, metric: str, k: str, verdict: str) -> None:
-    table = Table(title=f"{a[0]}: {METRICS[metric].label} at k={k}, {result.n} paired questions")
+def _print(
+    result: PairedComparison,
+    a: Cell,
+    b: Cell,
+    metric: str,
+    retrieval: str,
+    scoring: Scoring,
+    verdict: str,
+) -> None:
+    title = f"{a[0]}: {METRICS[metric].label} with {retrieval}, {result.n} paired questions"
+    if not scoring.is_default:
+        title += f" ({scoring.label})"
+    table = Table(title=title)
     table.add_column("", style="bold")
     table.add_column("cell")
     table.add_column("mean", justify="right")

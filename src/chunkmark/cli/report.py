@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from chunkmark.report import Report
 
 REPORT_HELP = """Write one HTML file (it opens from disk, offline): a recommendation computed from
 the numbers, a sortable leaderboard, interactive plots, paired comparisons and an inspector of
@@ -29,8 +32,20 @@ def report(
     metric: Annotated[
         str, typer.Option(help="The metric the recommendation and comparisons use.")
     ] = "iou",
+    retrieval: Annotated[
+        str | None,
+        typer.Option(
+            help="The retrieval setting they use, a spec of the runs' settings: "
+            "'top_k(k=10)', 'token_budget(tokens=1024)', 'bm25(k=5)' (parameters left out "
+            "take their defaults). [default: top_k(k=5), else the first top_k setting]",
+            show_default=False,
+        ),
+    ] = None,
     k: Annotated[
-        str | None, typer.Option(help="The k they use. [default: 5, else the first]")
+        str | None,
+        typer.Option(
+            help="Short for --retrieval 'top_k(k=K)' (a number or min).", show_default=False
+        ),
     ] = None,
     token_budget: Annotated[
         float,
@@ -57,7 +72,7 @@ def report(
         typer.Option(
             "--format",
             help="html (the report), or the leaderboard as markdown, latex or csv on stdout "
-            "(with --k, only that k).",
+            "(with --retrieval or --k, only that setting).",
         ),
     ] = "html",
     mlflow: Annotated[
@@ -72,11 +87,12 @@ def report(
     from chunkmark.report import ReportOptions, build_report
 
     if fmt != "html":
-        _export(runs, fmt, k, prices, mlflow)
+        _export(runs, fmt, retrieval, k, prices, mlflow)
         return
 
     options = ReportOptions(
         metric=metric,
+        retrieval=retrieval,
         k=k,
         token_budget=token_budget,
         prices=prices,
@@ -88,6 +104,26 @@ def report(
     )
     result = build_report(runs, out, options)
     console = Console(stderr=True)
+    _print_recommendations(result, console)
+    if mlflow is not None:
+        from chunkmark.report.exports import log_to_mlflow
+
+        ids = log_to_mlflow(result.data, result.path, mlflow)
+        console.print(f"logged {len(ids)} cells to MLflow at {mlflow}", markup=False)
+
+
+def _print_recommendations(result: Report, console: Console) -> None:
+    """One line per dataset: the best cell, the cheapest tied with it, the best within the
+    budget; then the failures, the notes and where the page went."""
+    from chunkmark.report.settings import Scoring
+
+    short = result.data.short_retrievals()
+    for rec in result.recommendations[:1]:
+        console.print(
+            f"retrieval {rec.retrieval}; scoring {Scoring.from_key(rec.scoring).label}",
+            markup=False,
+            highlight=False,
+        )
     for rec in result.recommendations:
         if rec.best is None:
             continue
@@ -97,17 +133,22 @@ def report(
             cells[rec.cheapest_tied.cell] if rec.cheapest_tied else None,
         )
         line = (
-            f"{rec.dataset}: best {rec.metric} at k={rec.k}: {best.label} "
+            f"{rec.dataset}: best {rec.metric} with {short[rec.retrieval]}: {best.label} "
             f"({100 * rec.best.mean:.2f}%)"
         )
         if cheap is not None and cheap.index != best.index:
             line += f"; cheapest tied with it: {cheap.label}"
         if rec.budget is not None:
             line += (
-                f"; best recall within {rec.token_budget:g} tokens: "
-                f"{cells[rec.budget.cell].label} at k={rec.budget.k}"
+                f"; best recall within {rec.token_budget:g} tokens: {cells[rec.budget.cell].label}"
             )
         console.print(line, markup=False, highlight=False)
+    for failure in result.data.failures:
+        console.print(
+            f"failed: {failure.dataset}: {failure.chunker} x {failure.embedder}: {failure.error}",
+            markup=False,
+            highlight=False,
+        )
     for note in result.data.notes:
         console.print(f"note: {note}", markup=False, highlight=False)
     console.print(
@@ -115,30 +156,32 @@ def report(
         markup=False,
         highlight=False,
     )
-    if mlflow is not None:
-        from chunkmark.report.exports import log_to_mlflow
-
-        ids = log_to_mlflow(result.data, result.path, mlflow)
-        console.print(f"logged {len(ids)} cells to MLflow at {mlflow}", markup=False)
 
 
 def _export(
-    runs: list[Path], fmt: str, k: str | None, prices: Path | None, mlflow: str | None
+    runs: list[Path],
+    fmt: str,
+    retrieval: str | None,
+    k: str | None,
+    prices: Path | None,
+    mlflow: str | None,
 ) -> None:
     """The leaderboard as markdown, LaTeX or CSV on stdout (and to MLflow when asked)."""
     from chunkmark.errors import ConfigError
     from chunkmark.report.data import load_runs
     from chunkmark.report.exports import FORMATS, export_table, log_to_mlflow
     from chunkmark.report.prices import load_prices
+    from chunkmark.report.settings import choose_retrieval
 
     if fmt not in FORMATS:
         raise ConfigError(
             f"Unknown --format {fmt!r}.", f"Use html or one of: {', '.join(FORMATS)}."
         )
     data = load_runs(runs, load_prices(prices) if prices is not None else None)
-    if k is not None and k not in data.ks:
-        raise ConfigError(f"k={k} is not in the runs.", f"Use one of: {', '.join(data.ks)}.")
-    typer.echo(export_table(data, fmt, k), nl=False)
+    setting = None
+    if retrieval is not None or k is not None:
+        setting = choose_retrieval(data.retrievals, retrieval, k, ConfigError)
+    typer.echo(export_table(data, fmt, setting), nl=False)
     if mlflow is not None:
         ids = log_to_mlflow(data, None, mlflow)
         Console(stderr=True).print(f"logged {len(ids)} cells to MLflow at {mlflow}", markup=False)

@@ -19,14 +19,24 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from chunkmark.experiments.config import DEFAULT_DATASET, load_config, make_config
+from chunkmark.cli import options
 
-RUN_HELP = """Chunk, embed, retrieve and score: one cell per (chunker, embedder), all k at once.
+RUN_HELP = """Chunk, embed, retrieve and score: one cell per (dataset, chunker, embedder), every
+retrieval setting and scoring option from one search per ranker.
 
-Writes OUT/results.parquet (one row per question x cell x k), OUT/summary.csv (one row per
-cell x k x scope) and OUT/manifest.json (resolved specs, versions, fingerprint, timings).
-Finished cells are kept in OUT/cells/: rerunning with the same --out resumes.
+A list in a spec is a grid: 'fixed_tokens(size=[200, 400], overlap=[0, 0.25])' is four cells
+(an overlap below 1 is a fraction of size); zip(...) pairs lists instead. Retrieval settings:
+top_k(k=...) (the default, at every --k), token_budget(tokens=...), threshold(min_similarity=...),
+bm25(k=...), hybrid(fusion='rrf'|'convex', k=...), rerank(model=..., k=...); see
+`chunkmark retrieval`.
+
+Writes OUT/results.parquet (one row per question x cell x setting x scoring), OUT/summary.csv
+(one row per cell x setting x scoring x scope) and OUT/manifest.json (resolved specs,
+versions, fingerprints, timings, failures). Finished cells are kept in OUT/cells/: rerunning
+with the same --out resumes. A cell that fails is recorded and the others go on; the run then
+exits with status 3, and a rerun retries only the failed cells.
 """
+FAILED_EXIT = 3
 
 
 def register(app: typer.Typer) -> None:
@@ -34,53 +44,42 @@ def register(app: typer.Typer) -> None:
 
 
 def run(
-    config_file: Annotated[
-        Path | None,
-        typer.Argument(help="Experiment YAML (keys: dataset, chunkers, embedders, k, out, ...)."),
-    ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option(
-            help=f"Dataset folder (Chroma or JSONL layout), or a built-in name: demo, chroma-general. [default: {DEFAULT_DATASET}]"
-        ),
-    ] = None,
-    chunker: Annotated[
+    config_file: options.ConfigFile = None,
+    dataset: options.Datasets = None,
+    chunker: options.Chunkers = None,
+    embedder: options.Embedders = None,
+    k: options.Depths = None,
+    retrieval: options.Retrieval = None,
+    excerpts: Annotated[
         list[str] | None,
         typer.Option(
-            "--chunker",
-            "-c",
-            help="Chunker spec, repeatable, e.g. 'fixed_tokens(size=200, overlap=0)'.",
+            help="Scoring: 'position' (an excerpt is found where it is) or 'text' (also in an identical copy elsewhere in its document); repeatable. [default: position]"
         ),
     ] = None,
-    embedder: Annotated[
+    unit: Annotated[
         list[str] | None,
         typer.Option(
-            "--embedder",
-            "-e",
-            help="Embedder spec, repeatable, e.g. 'sentence_transformers(model=\"all-MiniLM-L6-v2\")'.",
+            help="Scoring: measure spans in 'chars' or cl100k 'tokens'; repeatable. [default: chars]"
         ),
     ] = None,
-    k: Annotated[
-        str | None,
+    denominator: Annotated[
+        list[str] | None,
         typer.Option(
-            help="Retrieval depths: positive integers and/or 'min'. [default: 1,3,5,10,min]"
+            help="Scoring: 'sum' of retrieved chunk lengths (the reference's) or their 'union'; repeatable. [default: sum]"
+        ),
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            help="Refuse to start when the estimated cost in US dollars exceeds this (see `chunkmark plan`)."
         ),
     ] = None,
     out: Annotated[
         Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
     ] = None,
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="Embedding cache folder. [default: $CHUNKMARK_CACHE_DIR or the user cache dir]"
-        ),
-    ] = None,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Do not read or write the embedding cache.")
-    ] = False,
-    no_report: Annotated[
-        bool, typer.Option("--no-report", help="Do not write OUT/report.html.")
-    ] = False,
+    cache_dir: options.CacheDir = None,
+    no_cache: options.NoCache = False,
+    no_report: options.NoReport = False,
     seed: Annotated[
         int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
     ] = None,
@@ -90,24 +89,22 @@ def run(
 ) -> None:
     from chunkmark.experiments.runner import evaluate
 
-    overrides: dict[str, Any] = {
-        key: value
-        for key, value in {
-            "dataset": dataset,
-            "chunkers": chunker or None,
-            "embedders": embedder or None,
-            "k": k,
-            "out": out,
-            "cache_dir": cache_dir,
-            "seed": seed,
-        }.items()
-        if value is not None
-    }
-    if no_cache:
-        overrides["no_cache"] = True
-    if no_report:
-        overrides["report"] = False
-    config = load_config(config_file, overrides) if config_file else make_config(overrides)
+    scoring = {"excerpts": excerpts, "unit": unit, "denominator": denominator}
+    config = options.experiment(
+        config_file,
+        no_cache,
+        datasets=dataset,
+        chunkers=chunker,
+        embedders=embedder,
+        k=k,
+        retrieval=retrieval,
+        max_cost=max_cost,
+        out=out,
+        cache_dir=cache_dir,
+        seed=seed,
+        scoring={key: v for key, v in scoring.items() if v} or None,
+        report=False if no_report else None,
+    )
     console = Console(stderr=True, quiet=quiet, log_path=False)
     bar = Progress(
         SpinnerColumn(),
@@ -138,11 +135,45 @@ def run(
             console.print(line)
     for line in chunking_lines(results.manifest["cells"]):
         console.print(line)
+    for line in query_check_lines(results.manifest["cells"]):
+        console.print(line)
     timings = results.manifest["timings"]
+    failed = f", [bold red]{len(results.failures)}[/] failed" if results.failures else ""
     console.print(
-        f"[bold]{results.cells_computed}[/] cells computed, [bold]{results.cells_resumed}[/] resumed "
-        f"in {timings['wall']:.1f}s. Files: {results.out}/results.parquet, summary.csv, manifest.json"
+        f"[bold]{results.cells_computed}[/] cells computed, [bold]{results.cells_resumed}[/] resumed"
+        f"{failed} in {timings['wall']:.1f}s. Files: {results.out}/results.parquet, summary.csv, "
+        "manifest.json"
     )
+    if results.failures:
+        for line in failure_lines(results.failures):
+            console.print(line)
+        raise typer.Exit(FAILED_EXIT)
+
+
+def failure_lines(failures: list[dict[str, Any]]) -> list[str]:
+    """The failure summary: one line per failed cell, then how to retry."""
+    lines = [f"[bold red]{len(failures)} cell(s) failed[/] (details in manifest.json and cells/):"]
+    for f in failures:
+        lines.append(
+            f"  {f['dataset']}: {_short_chunker(f['chunker'])} x {_short_embedder(f['embedder'])}: "
+            f"{f['error']}"
+        )
+    lines.append("Fix the cause and rerun with the same --out: only the failed cells run again.")
+    return lines
+
+
+def query_check_lines(cells: list[dict[str, Any]]) -> list[str]:
+    """A warning per cell whose questions were no closer to their answers than shuffled ones."""
+    lines = []
+    for cell in cells:
+        check = cell.get("query_check")
+        if check and check.get("flagged"):
+            lines.append(
+                f"[yellow]warning:[/] {cell['dataset']}: {_short_chunker(cell['chunker'])} x "
+                f"{_short_embedder(cell['embedder'])}: questions are no closer to their answers "
+                f"than shuffled questions (p={check['p_value']:.2g}); check the query embedder."
+            )
+    return lines
 
 
 def embedding_lines(embedder: str, stats: dict[str, Any]) -> list[str]:
@@ -197,29 +228,37 @@ def chunking_lines(cells: list[dict[str, Any]]) -> list[str]:
 
 
 def results_tables(rows: list[dict[str, Any]]) -> list[Table]:
-    """One table per (dataset, embedder): a row per chunker x k, the catalog's on-screen metrics
-    in percent."""
+    """One table per (dataset, embedder, scoring): a row per chunker x retrieval setting, the
+    catalog's on-screen metrics in percent."""
     from chunkmark.metrics import METRICS
 
     shown = [m for m in METRICS if m.on_screen]
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in rows:
-        groups.setdefault((r["dataset"], r["embedder"]), []).append(r)
+        options = (
+            r.get("excerpts", "position"),
+            r.get("unit", "chars"),
+            r.get("denominator", "sum"),
+        )
+        groups.setdefault((r["dataset"], r["embedder"], *options), []).append(r)
     tables = []
-    for (dataset, embedder), group in groups.items():
+    for (dataset, embedder, *scoring), group in groups.items():
+        how = "" if scoring == ["position", "chars", "sum"] else f" ({', '.join(scoring)})"
         table = Table(
-            title=f"{dataset} x {_short_embedder(embedder)}: percent, mean over questions",
+            title=f"{dataset} x {_short_embedder(embedder)}: percent, mean over questions{how}",
             title_justify="left",
         )
         table.add_column("chunker", justify="left", overflow="fold")
-        for name in ("k", "chunks", "tok/chunk", *(m.label for m in shown)):
+        table.add_column("retrieval", justify="left", overflow="fold")
+        for name in ("chunks", "tok/chunk", "ctx tok", *(m.label for m in shown)):
             table.add_column(name, justify="right", no_wrap=True)
         for r in group:
             table.add_row(
                 _short_chunker(r["chunker"]),
-                str(r["k"]),
+                _short_retrieval(r["retrieval"]),
                 str(r["n_chunks"]),
                 f"{r['mean_chunk_tokens']:.0f}",
+                f"{r['mean_retrieved_tokens']:.0f}",
                 *(_pct(r[f"{m.name}_mean"], m.digits) for m in shown),
             )
         tables.append(table)
@@ -234,6 +273,12 @@ def _short_chunker(spec: str) -> str:
     from chunkmark.chunkers import CHUNKERS
 
     return CHUNKERS.short(spec)
+
+
+def _short_retrieval(spec: str) -> str:
+    from chunkmark.retrieval import RETRIEVAL
+
+    return RETRIEVAL.short(spec)
 
 
 def _short_embedder(spec: str) -> str:

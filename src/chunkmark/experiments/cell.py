@@ -1,14 +1,19 @@
-"""One cell of an experiment: a (dataset, chunker, embedder, retriever) combination.
+"""One cell of an experiment: a (dataset, chunker, embedder) combination, every retrieval
+setting and scoring option of the grid computed from it.
 
 A :class:`Cell` owns its whole pipeline and returns a typed :class:`CellResult`:
 
 1. chunk: read the chunks from the chunk store when the chunker declares its output reusable
    (deterministic, no LLM) and they are there; else build the chunker, chunk every document,
    count the chunks' tokens and store them;
-2. embed: the chunks' texts, through the run's cached embedder;
-3. retrieve: one search per question, as deep as the deepest k (``min`` included);
-4. score: every metric of the catalog (:data:`chunkmark.metrics.METRICS`) at every k, from
-   prefixes of that one ranking.
+2. embed: the chunks' texts, through the run's cached embedder; query and chunk vectors must
+   come from the same embedder (identity and dimension), else an error before any search;
+3. retrieve: one search per question and *ranker* (dense, bm25, hybrid, rerank), as deep as the
+   deepest setting that reads it needs: ``top_k`` (every k, ``min`` included), ``token_budget``
+   and ``threshold`` read that one ranking, never a second search or embedding pass;
+4. score: every metric of the catalog (:data:`chunkmark.metrics.METRICS`) for every retrieval
+   setting and scoring option, from the selected prefixes of those rankings;
+5. check: whether the queries carry signal (:func:`chunkmark.experiments.checks.query_signal`).
 
 What the cells of one embedder share (the cached embedder, the question vectors, the stores)
 is a :class:`CellEnv`.
@@ -29,25 +34,31 @@ from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders.base import Embedder, FloatArray
 from chunkmark.errors import ChunkmarkError
+from chunkmark.experiments.checks import check_same_embedder, query_signal
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
-from chunkmark.experiments.config import MIN_K_CAP, KValue
+from chunkmark.experiments.config import MIN_K_CAP
+from chunkmark.experiments.scoring_tables import ScoringTables
 from chunkmark.metrics import (
     METRICS,
     ChunkTable,
     QuestionTable,
     ScoreInputs,
+    Scoring,
     min_k_depth,
     score_chunking,
-    score_retrieval,
 )
-from chunkmark.retrieval import RETRIEVERS
+from chunkmark.retrieval import RETRIEVAL, RankContext, RetrievalSetting, rank
 from chunkmark.specs import Spec
 from chunkmark.stats import ChunkerStats, EmbedderStats
 from chunkmark.timing import PhaseTimer
 
-DEFAULT_RETRIEVER = Spec.of("exact", block_rows=1024)
 IntArray = npt.NDArray[np.int64]
 TokenCounter = Callable[[list[str]], list[int]]
+DEFAULT_SCORING = (Scoring(),)
+# Result columns before the metrics, in order; the cell's names (dataset, chunker, embedder)
+# come first in every table.
+SETTING_COLUMNS = ("retrieval", "excerpts", "unit", "denominator", "k")
+QUESTION_COLUMNS = ("question_id", "doc_id", "k_used", "retrieved_tokens")
 
 
 def count_cl100k(texts: list[str]) -> list[int]:
@@ -59,11 +70,12 @@ def count_cl100k(texts: list[str]) -> list[int]:
 
 @dataclass
 class CellEnv:
-    """What the cells of one embedder share.
+    """What the cells of one (dataset, embedder) share.
 
     ``embedder`` is the run's (cached) embedder, ``identity`` the inner model's identity (it
     keys stored chunks of chunkers that embed). ``embed_queries`` embeds the dataset's
-    questions; it is called once, by the first cell that needs them.
+    questions; it is called once, by the first cell that needs them, and a failure is kept and
+    raised again for every later cell (never a second round of retries).
     """
 
     embedder: Embedder
@@ -74,16 +86,26 @@ class CellEnv:
     seed: int = 0
     count_tokens: TokenCounter = count_cl100k
     _queries: FloatArray | None = field(default=None, repr=False)
+    _query_error: Exception | None = field(default=None, repr=False)
+    query_identity: dict[str, Any] | None = field(default=None, repr=False)
 
     def query_vectors(self) -> FloatArray:
+        if self._query_error is not None:
+            raise self._query_error
         if self._queries is None:
-            self._queries = self.embed_queries()
+            try:
+                self._queries = self.embed_queries()
+            except Exception as exc:
+                self._query_error = exc
+                raise
+            self.query_identity = self.identity
         return self._queries
 
 
 @dataclass
 class CellResult:
-    """Everything one cell produced: per-question columns for every k, and the cell's facts."""
+    """Everything one cell produced: per-question columns for every retrieval setting and
+    scoring option, and the cell's facts."""
 
     dataset: str
     chunker: str
@@ -95,13 +117,13 @@ class CellResult:
     timings: dict[str, float]
     embedding: EmbedderStats
     question_ids: list[str] = field(default_factory=list)
-    ranking: IntArray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
-    similarity: npt.NDArray[np.float32] = field(
-        default_factory=lambda: np.zeros((0, 0), np.float32)
-    )
+    rankings: dict[str, tuple[IntArray, npt.NDArray[np.float32]]] = field(default_factory=dict)
+    retrieval_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    query_check: dict[str, Any] | None = None
     model_seconds_attributed: float | None = None
     chunking: ChunkerStats | None = None
     chunks_reused: bool = False
+    fingerprint: str = ""
 
     @property
     def chunk_doc(self) -> list[str]:
@@ -111,8 +133,25 @@ class CellResult:
     def n_chunks(self) -> int:
         return len(self.chunk_doc)
 
+    @property
+    def ranking(self) -> IntArray:
+        """The dense ranking (chunk indices, best first), if the cell searched densely."""
+        return self._dense()[0]
+
+    @property
+    def similarity(self) -> npt.NDArray[np.float32]:
+        """The dense ranking's cosine similarities."""
+        return self._dense()[1]
+
+    def _dense(self) -> tuple[IntArray, npt.NDArray[np.float32]]:
+        for ranker, pair in self.rankings.items():
+            if ranker.startswith("exact("):
+                return pair
+        return np.zeros((0, 0), np.int64), np.zeros((0, 0), np.float32)
+
     def table(self) -> pa.Table:
-        """One row per question x k: the cell's names, then the scored columns."""
+        """One row per question x retrieval setting x scoring: the cell's names, then the
+        scored columns."""
         n = len(self.columns["question_id"])
         cols: dict[str, Any] = {
             "dataset": [self.dataset] * n,
@@ -135,13 +174,23 @@ class CellResult:
         )
 
     def ranking_table(self) -> pa.Table:
-        """Per question, the chunk indices retrieved (best first, as deep as the deepest k) and
-        their similarity scores."""
+        """Per ranker and question, the chunk indices retrieved (best first, as deep as the
+        deepest setting reading that ranker needs) and their scores."""
+        rankers: list[str] = []
+        ids: list[str] = []
+        chunks: list[list[int]] = []
+        scores: list[list[float]] = []
+        for ranker, (ranking, similarity) in self.rankings.items():
+            rankers.extend([ranker] * len(self.question_ids))
+            ids.extend(self.question_ids)
+            chunks.extend(ranking.tolist())
+            scores.extend(similarity.tolist())
         return pa.table(
             {
-                "question_id": pa.array(self.question_ids, pa.string()),
-                "chunks": pa.array(self.ranking.tolist(), pa.list_(pa.int32())),
-                "scores": pa.array(self.similarity.tolist(), pa.list_(pa.float32())),
+                "ranker": pa.array(rankers, pa.string()),
+                "question_id": pa.array(ids, pa.string()),
+                "chunks": pa.array(chunks, pa.list_(pa.int32())),
+                "scores": pa.array(scores, pa.list_(pa.float32())),
             }
         )
 
@@ -156,6 +205,7 @@ class CellResult:
         return {
             "id": cell_id,
             "dataset": self.dataset,
+            "fingerprint": self.fingerprint,
             "chunker": self.chunker,
             "embedder": self.embedder,
             "n_chunks": self.n_chunks,
@@ -166,12 +216,16 @@ class CellResult:
             "timings": self.timings,
             "embedding": embedding,
             "chunking": None if self.chunking is None else self.chunking.to_dict(),
+            "retrieval": self.retrieval_stats,
+            "query_check": self.query_check,
         }
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One (dataset, chunker, embedder, retriever) combination, scored at every k in ``ks``.
+    """One (dataset, chunker, embedder) combination, scored for every retrieval setting in
+    ``retrieval`` (canonical single-setting specs such as ``top_k(k=5)``) and every scoring
+    option in ``scoring``.
 
     Specs are canonical (``Registry.resolve``); ``embedder`` names the model whose cached
     instance the :class:`CellEnv` holds.
@@ -180,11 +234,11 @@ class Cell:
     dataset: Dataset
     chunker: Spec
     embedder: Spec
-    ks: tuple[KValue, ...]
-    retriever: Spec = DEFAULT_RETRIEVER
+    retrieval: tuple[Spec, ...]
+    scoring: tuple[Scoring, ...] = DEFAULT_SCORING
 
     def run(self, env: CellEnv, timer: PhaseTimer | None = None) -> CellResult:
-        """Chunk, embed, retrieve and score; phases are timed into ``timer``."""
+        """Chunk, embed, retrieve, score and check; phases are timed into ``timer``."""
         timer = timer or PhaseTimer()
         query_vectors = env.query_vectors()
         before = env.embedder.stats()  # the cell's share includes what its chunker embedded
@@ -194,14 +248,20 @@ class Cell:
             vectors = (
                 env.embedder.embed(texts, kind="document")
                 if texts
-                else np.zeros((0, 1), np.float32)
+                else np.zeros(
+                    (0, query_vectors.shape[1] if query_vectors.ndim == 2 else 1), np.float32
+                )
             )
+        check_same_embedder(
+            env.query_identity or env.identity, env.identity, query_vectors, vectors
+        )
         embedding: EmbedderStats = env.embedder.stats() - before
         attribute = getattr(env.embedder, "model_seconds_for", None)
         attributed = None if attribute is None else float(attribute(texts))
-        columns, ranking, similarity = self._retrieve_and_score(
-            chunks, texts, vectors, query_vectors, timer
-        )
+        scored = _Scored(self, chunks, tokens)
+        columns, rankings, stats = scored.run(texts, vectors, query_vectors, timer)
+        with timer("score"):
+            check = query_signal(scored.questions, scored.table, query_vectors, vectors, env.seed)
         per_doc: dict[str, int] = {d.id: 0 for d in self.dataset.documents}
         for c in chunks:
             per_doc[c.doc_id] += 1
@@ -216,11 +276,13 @@ class Cell:
             timings=dict(timer.seconds),
             embedding=embedding,
             question_ids=[q.id for q in self.dataset.questions],
-            ranking=ranking,
-            similarity=similarity,
+            rankings=rankings,
+            retrieval_stats=stats,
+            query_check=check,
             model_seconds_attributed=attributed,
             chunking=chunk_stats,
             chunks_reused=reused,
+            fingerprint=self.dataset.fingerprint,
         )
 
     def _chunk(
@@ -251,47 +313,128 @@ class Cell:
                 env.chunk_store.put(key, chunks, tokens)
         return chunks, tokens, chunker_stats(chunker), False
 
-    def _retrieve_and_score(
-        self,
-        chunks: list[Chunk],
-        texts: list[str],
-        vectors: FloatArray,
-        query_vectors: FloatArray,
-        timer: PhaseTimer,
-    ) -> tuple[dict[str, list[Any]], IntArray, npt.NDArray[np.float32]]:
-        doc_index = {d.id: i for i, d in enumerate(self.dataset.documents)}
+
+class _Scored:
+    """Retrieval and scoring of one cell's chunks: one search per ranker, then every setting
+    and scoring option read from those rankings."""
+
+    def __init__(self, cell: Cell, chunks: list[Chunk], tokens: IntArray) -> None:
+        self.cell = cell
+        self.chunks = chunks
+        self.tokens = tokens
+        dataset = cell.dataset
+        doc_index = {d.id: i for i, d in enumerate(dataset.documents)}
+        self.table = ChunkTable.from_rows([(doc_index[c.doc_id], c.start, c.end) for c in chunks])
+        self.questions = question_table(dataset)
+
+    def run(
+        self, texts: list[str], vectors: FloatArray, query_vectors: FloatArray, timer: PhaseTimer
+    ) -> tuple[
+        dict[str, list[Any]],
+        dict[str, tuple[IntArray, npt.NDArray[np.float32]]],
+        dict[str, dict[str, Any]],
+    ]:
+        dataset = self.cell.dataset
         with timer("score"):
-            table = ChunkTable.from_rows([(doc_index[c.doc_id], c.start, c.end) for c in chunks])
-            questions = question_table(self.dataset)
-            omega = score_chunking(questions, table)
+            omega = score_chunking(self.questions, self.table)
             min_depth = min_k_depth(omega.n_touching, MIN_K_CAP)
-            depths = [k if k != "min" else int(min_depth.max(initial=0)) for k in self.ks]
-            max_k = max(depths, default=1)
+            docs = dataset.by_id
+            spans = [docs[c.doc_id].text[c.start : c.end] for c in self.chunks]
+            ctx = RankContext(chunk_tokens=self.tokens, span_texts=spans, min_depth=min_depth)
+            settings: list[tuple[Spec, RetrievalSetting]] = [
+                (spec, RETRIEVAL.build(spec)[0]) for spec in self.cell.retrieval
+            ]
+        rankings: dict[str, tuple[IntArray, npt.NDArray[np.float32]]] = {}
+        stats: dict[str, dict[str, Any]] = {}
+        query_texts = [q.text for q in dataset.questions]
         with timer("search"):
-            retriever, _ = RETRIEVERS.build(self.retriever)
-            retriever.index(vectors, texts)
-            query_texts = [q.text for q in self.dataset.questions]
-            ranking, similarity = retriever.search(query_vectors, query_texts, max_k)
+            for ranker, depth in _depths(settings, ctx).items():
+                ranking, scores, ranker_stats = rank(
+                    ranker, vectors, texts, query_vectors, query_texts, depth
+                )
+                rankings[str(ranker)] = (ranking, np.asarray(scores, np.float32))
+                if ranker_stats:
+                    stats[str(ranker)] = dict(ranker_stats)
         with timer("score"):
-            names = METRICS.names()
-            columns: dict[str, list[Any]] = {
-                name: [] for name in ("k", "question_id", "doc_id", "k_used", *names, "n_touching")
-            }
-            q_ids = [q.id for q in self.dataset.questions]
-            q_docs = [q.doc_id for q in self.dataset.questions]
-            for k in self.ks:
-                depth = min_depth if k == "min" else np.int64(k)
-                scores = score_retrieval(questions, table, ranking, depth, omega.n_relevant)
-                inputs = ScoreInputs(questions, table, ranking, scores.k, scores, omega)
+            columns = self._score(settings, rankings, ctx, omega.n_touching)
+        return columns, rankings, stats
+
+    def _score(
+        self,
+        settings: list[tuple[Spec, RetrievalSetting]],
+        rankings: dict[str, tuple[IntArray, npt.NDArray[np.float32]]],
+        ctx: RankContext,
+        n_touching: IntArray,
+    ) -> dict[str, list[Any]]:
+        names = METRICS.names()
+        columns: dict[str, list[Any]] = {
+            name: [] for name in (*SETTING_COLUMNS, *QUESTION_COLUMNS, *names, "n_touching")
+        }
+        dataset = self.cell.dataset
+        q_ids = [q.id for q in dataset.questions]
+        q_docs = [q.doc_id for q in dataset.questions]
+        n = len(q_ids)
+        tables = ScoringTables(
+            dataset_texts(dataset), self.questions, self.table, dataset.fingerprint
+        )
+        selections = {
+            str(spec): setting.select(*rankings[str(setting.ranker)], ctx)
+            for spec, setting in settings
+        }
+        for scoring in self.cell.scoring:
+            for spec, setting in settings:
+                ranking = rankings[str(setting.ranker)][0]
+                sel = selections[str(spec)]
+                last_end = _last_end(self.table, ranking, sel.depth, sel.last_chars)
+                scores, inputs_tables = tables.score(scoring, ranking, sel.depth, last_end=last_end)
+                inputs = ScoreInputs(
+                    inputs_tables.questions,
+                    inputs_tables.chunks,
+                    ranking,
+                    scores.k,
+                    scores,
+                    inputs_tables.omega,
+                )
                 values = METRICS.score(inputs)
-                columns["k"].extend([str(k)] * len(q_ids))
+                for key, value in (
+                    ("retrieval", str(spec)),
+                    *scoring.columns().items(),
+                    ("k", setting.k_label),
+                ):
+                    columns[key].extend([value] * n)
                 columns["question_id"].extend(q_ids)
                 columns["doc_id"].extend(q_docs)
                 columns["k_used"].extend(scores.k.tolist())
+                columns["retrieved_tokens"].extend(sel.tokens.tolist())
                 for name in names:
                     columns[name].extend(values[name].tolist())
-                columns["n_touching"].extend(omega.n_touching.tolist())
-        return columns, ranking, similarity
+                columns["n_touching"].extend(n_touching.tolist())
+        return columns
+
+
+def _depths(settings: list[tuple[Spec, RetrievalSetting]], ctx: RankContext) -> dict[Spec, int]:
+    """Each ranker the settings read, and the deepest ranking any of them needs."""
+    out: dict[Spec, int] = {}
+    for _, setting in settings:
+        out[setting.ranker] = max(out.get(setting.ranker, 0), int(setting.depth(ctx)))
+    return out
+
+
+def _last_end(
+    table: ChunkTable, ranking: IntArray, depth: IntArray, last_chars: IntArray
+) -> IntArray:
+    """Per question, where the last counted chunk ends once cut to ``last_chars`` characters
+    (its own end when not cut; 0 when nothing is counted)."""
+    if ranking.shape[1] == 0:
+        return np.zeros(len(depth), dtype=np.int64)
+    slot = np.clip(depth - 1, 0, ranking.shape[1] - 1)
+    last = ranking[np.arange(len(depth)), slot]
+    return np.where(depth > 0, table.start[last] + last_chars, 0).astype(np.int64)
+
+
+def dataset_texts(dataset: Dataset) -> list[str]:
+    """The documents' texts in dataset order (the document index of the span tables)."""
+    return [d.text for d in dataset.documents]
 
 
 def chunker_stats(chunker: ChunkerFn) -> ChunkerStats | None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
 import yaml
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from chunkmark.errors import ConfigError
+from chunkmark.errors import ConfigError, SpecError
+from chunkmark.metrics import Scoring
 
 DEFAULT_DATASET = "demo"
 DEFAULT_CHUNKERS = (
@@ -52,11 +54,55 @@ def parse_k(values: str | Sequence[str | int]) -> list[KValue]:
     return out
 
 
-class ExperimentConfig(BaseModel):
-    """A grid: one dataset x chunkers x embedders, scored at every k.
+class ScoringGrid(BaseModel):
+    """The scoring options a grid scores with (see :class:`chunkmark.metrics.Scoring`); a list
+    under a key scores every cell each way, from the same rankings."""
 
-    ``chunkers`` holds spec strings. From Python, an item may also be a splitter object
-    (a LangChain ``TextSplitter``, a LlamaIndex ``NodeParser``, a chonkie chunker, anything with
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    excerpts: tuple[Literal["position", "text"], ...] = ("position",)
+    unit: tuple[Literal["chars", "tokens"], ...] = ("chars",)
+    denominator: tuple[Literal["sum", "union"], ...] = ("sum",)
+
+    @field_validator("excerpts", "unit", "denominator", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("excerpts", "unit", "denominator")
+    @classmethod
+    def _non_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("give at least one value")
+        return tuple(dict.fromkeys(value))
+
+    def scorings(self) -> list[Scoring]:
+        """Every combination as a :class:`~chunkmark.metrics.Scoring`."""
+        return [
+            Scoring(e, u, d) for e in self.excerpts for u in self.unit for d in self.denominator
+        ]
+
+    def combinations(self) -> list[dict[str, str]]:
+        """Every combination, defaults first when they are listed first."""
+        return [
+            {"excerpts": e, "unit": u, "denominator": d}
+            for e in self.excerpts
+            for u in self.unit
+            for d in self.denominator
+        ]
+
+
+class ExperimentConfig(BaseModel):
+    """A grid: datasets x chunkers x embedders x retrieval settings x scoring options.
+
+    ``chunkers``, ``embedders`` and ``retrieval`` hold spec strings, and a list where a
+    parameter takes one value is a grid (``fixed_tokens(size=[200, 400], overlap=[0, 0.25])``,
+    ``zip(...)`` to pair lists; see :mod:`chunkmark.experiments.grid`); they are stored
+    expanded and canonical. ``retrieval`` defaults to ``top_k`` at every ``k``; give one or the
+    other. ``dataset`` (one) is accepted for ``datasets``.
+
+    From Python, a ``chunkers`` item may also be a splitter object (a LangChain
+    ``TextSplitter``, a LlamaIndex ``NodeParser``, a chonkie chunker, anything with
     ``split_text(str) -> list[str]``, or what ``from_splitter`` returns): it is registered for
     this process and replaced by the spec ``splitter(key='<ClassName>-<config hash>')`` (see
     :func:`chunkmark.chunkers.adapters.register_splitter`). The key depends only on the
@@ -66,20 +112,48 @@ class ExperimentConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dataset: str = DEFAULT_DATASET
+    datasets: tuple[str, ...] = (DEFAULT_DATASET,)
     chunkers: tuple[str, ...] = DEFAULT_CHUNKERS
     embedders: tuple[str, ...] = DEFAULT_EMBEDDERS
+    retrieval: tuple[str, ...] | None = None
     k: tuple[int | Literal["min"], ...] = DEFAULT_K
+    scoring: ScoringGrid = ScoringGrid()
     out: Path | None = None
     cache_dir: Path | None = None
     no_cache: bool = False
     seed: int = 0
     report: bool = True  # write OUT/report.html at the end of the run
+    max_cost: float | None = None  # refuse to start when the plan's estimate in USD exceeds it
+    prices: dict[str, Any] | None = None  # overrides of the package's price tables (see plan)
 
-    @field_validator("chunkers", "embedders", mode="before")
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, values: Any) -> Any:
+        if not isinstance(values, dict):
+            return values
+        values = dict(values)
+        if "dataset" in values:
+            if "datasets" in values:
+                raise ValueError("give `datasets` (a list) or `dataset` (one), not both")
+            values["datasets"] = values.pop("dataset")
+        if values.get("retrieval") is not None and "k" in values:
+            raise ValueError(
+                "give `retrieval` or `k`, not both: put the depths in the retrieval list, "
+                "e.g. top_k(k=[1, 5, 10])"
+            )
+        return values
+
+    @field_validator("datasets", "chunkers", "embedders", "retrieval", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
-        return (value,) if isinstance(value, str) else value
+        return (value,) if isinstance(value, (str, Path)) else value
+
+    @field_validator("datasets", mode="before")
+    @classmethod
+    def _dataset_names(cls, value: Any) -> Any:
+        if isinstance(value, (list, tuple)):
+            return tuple(str(v) for v in value)
+        return value
 
     @field_validator("chunkers", mode="before")
     @classmethod
@@ -114,44 +188,174 @@ class ExperimentConfig(BaseModel):
             value = str(value)
         return tuple(parse_k(value))
 
-    @field_validator("chunkers", "embedders")
+    @field_validator("scoring", mode="before")
     @classmethod
-    def _non_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("give at least one spec")
+    def _scoring(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("datasets", "chunkers", "embedders", "retrieval")
+    @classmethod
+    def _non_empty(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and not value:
+            raise ValueError("give at least one")
         return value
 
+    @field_validator("chunkers")
+    @classmethod
+    def _expand_chunkers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from chunkmark.chunkers import CHUNKERS
 
-def load_config(path: Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
-    """Read an experiment YAML file; ``overrides`` (from CLI flags) win over the file."""
+        return _expand(value, CHUNKERS)
+
+    @field_validator("embedders")
+    @classmethod
+    def _expand_embedders(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from chunkmark.embedders import EMBEDDERS
+
+        return _expand(value, EMBEDDERS)
+
+    @field_validator("retrieval")
+    @classmethod
+    def _expand_retrieval(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        from chunkmark.retrieval import RETRIEVAL
+
+        return None if value is None else _expand(value, RETRIEVAL)
+
+    @field_validator("max_cost")
+    @classmethod
+    def _max_cost(cls, value: float | None) -> float | None:
+        if value is not None and value < 0:
+            raise ValueError("must be zero or more US dollars")
+        return value
+
+    def retrieval_specs(self) -> tuple[str, ...]:
+        """The retrieval settings, canonical: ``retrieval`` or, by default, ``top_k`` at each k."""
+        if self.retrieval is not None:
+            return self.retrieval
+        from chunkmark.retrieval import RETRIEVAL
+
+        return tuple(str(RETRIEVAL.resolve(f"top_k(k={k!r})")) for k in self.k)
+
+
+def _expand(value: tuple[str, ...], registry: Any) -> tuple[str, ...]:
+    """Expanded, canonical specs; a bad spec raises its SpecError (pydantic lets it through,
+    and :func:`make_config` adds where it was written)."""
+    from chunkmark.experiments.grid import expand_specs
+
+    return expand_specs(value, registry)
+
+
+KEYS = tuple(ExperimentConfig.model_fields)
+ALIASES = {"dataset": "datasets", "chunker": "chunkers", "embedder": "embedders"}
+
+
+def read_experiment(path: Path) -> dict[str, Any]:
+    """An experiment file's mapping, every key checked: an unknown key is an error naming the
+    key, the file and the line, with the nearest valid key."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"Experiment file {path} does not exist.", "Check the path.") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"Cannot read experiment file {path}: it is not UTF-8 ({exc.reason} at byte {exc.start}).",
+            "Save it as UTF-8.",
+        ) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(
             f"Cannot read experiment file {path}: {first}.", "Fix the YAML syntax."
         ) from None
     if not isinstance(raw, dict):
         raise ConfigError(
-            f"Experiment file {path} is not a mapping.", "Write keys like `dataset: demo`."
+            f"Experiment file {path} is not a mapping.", "Write keys like `datasets: [demo]`."
+        )
+    lines = _key_lines(node)
+    for key in raw:
+        if key in KEYS or key in ALIASES:
+            continue
+        near = difflib.get_close_matches(str(key), [*KEYS, *ALIASES], n=1)
+        hint = f"Did you mean {near[0]!r}? " if near else ""
+        raise ConfigError(
+            f"Unknown key {key!r} in {path}, line {lines.get(str(key), '?')}.",
+            f"{hint}Valid keys: {', '.join(KEYS)}.",
         )
     for singular, plural in (("chunker", "chunkers"), ("embedder", "embedders")):
         if singular in raw and plural not in raw:
             raw[plural] = raw.pop(singular)
-    raw.update(overrides or {})
-    return make_config(raw, source=str(path))
+    raw["__lines__"] = lines
+    return raw
 
 
-def make_config(values: dict[str, Any], source: str = "options") -> ExperimentConfig:
+def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {
+        str(key.value): key.start_mark.line + 1
+        for key, _ in node.value
+        if isinstance(key, yaml.ScalarNode)
+    }
+
+
+def _failing_key(values: dict[str, Any]) -> str | None:
+    """Which spec list of ``values`` holds the bad spec."""
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.embedders import EMBEDDERS
+    from chunkmark.retrieval import RETRIEVAL
+
+    for key, registry in (
+        ("chunkers", CHUNKERS),
+        ("embedders", EMBEDDERS),
+        ("retrieval", RETRIEVAL),
+    ):
+        value = values.get(key)
+        if isinstance(value, str):
+            value = (value,)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            continue
+        try:
+            _expand(tuple(value), registry)
+        except SpecError:
+            return key
+    return None
+
+
+def load_config(path: Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """Read an experiment YAML file; ``overrides`` (from CLI flags) win over the file."""
+    raw = read_experiment(path)
+    lines = raw.pop("__lines__")
+    overrides = dict(overrides or {})
+    if "datasets" in overrides:
+        raw.pop("dataset", None)
+    if "k" in overrides and "retrieval" not in overrides:
+        raw.pop("retrieval", None)
+    if "retrieval" in overrides:
+        raw.pop("k", None)
+    raw.update(overrides)
+    return make_config(raw, source=str(path), lines=lines)
+
+
+def make_config(
+    values: dict[str, Any], source: str = "options", lines: dict[str, int] | None = None
+) -> ExperimentConfig:
     try:
         return ExperimentConfig(**values)
+    except SpecError as exc:
+        key = _failing_key(values)
+        if lines is None or key not in lines:
+            raise
+        raise SpecError(f"{exc.problem} ({source}, line {lines[key]})", exc.fix) from None
     except pydantic.ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "config"
+        loc = [str(x) for x in err["loc"]]
+        where = ".".join(loc) or "config"
         msg = err["msg"].removeprefix("Value error, ")
+        line = (lines or {}).get(loc[0]) if loc else None
+        at = f"{source}, line {line}" if line else source
         raise ConfigError(
-            f"Invalid experiment setting {where!r} in {source}: {msg}.",
-            "Valid keys: dataset, chunkers, embedders, k, out, cache_dir, no_cache, seed, report.",
+            f"Invalid experiment setting {where!r} in {at}: {msg}.",
+            f"Valid keys: {', '.join(KEYS)}.",
         ) from None

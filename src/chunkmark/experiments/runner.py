@@ -1,7 +1,14 @@
-"""Run an experiment grid: dataset x chunkers x embedders, every k from one max-k search.
+"""Run an experiment grid: datasets x chunkers x embedders, every retrieval setting and scoring
+option of a cell from one search per ranker.
 
 Each finished cell is written to ``OUT/cells/`` at once; a rerun with the same ``OUT`` skips
-finished cells. Question embeddings are computed once per embedder (and cached on disk).
+finished cells. A cell that fails (an API error after retries, a chunker exception) is a result
+too: its error goes to ``OUT/cells/<id>.failed.json`` and the manifest, the other cells go on,
+and a rerun retries only the failed ones. Question embeddings are computed once per (dataset,
+embedder) and cached on disk.
+
+:func:`evaluate` runs a whole grid; :class:`Session` runs cells on demand (``chunkmark tune``
+asks for one cell per trial) and writes the combined files at the end.
 """
 
 from __future__ import annotations
@@ -11,7 +18,8 @@ import json
 import platform
 import sys
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
@@ -26,6 +34,7 @@ from chunkmark.datasets import load_dataset
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
+from chunkmark.errors import ConfigError
 from chunkmark.experiments.cell import Cell, CellEnv
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
@@ -38,14 +47,43 @@ from chunkmark.experiments.store import (
     write_results,
     write_table,
 )
-from chunkmark.metrics import METRICS, bootstrap_ci, mean_std
+from chunkmark.metrics import METRICS, Scoring, bootstrap_ci, mean_std
 from chunkmark.paths import resolve_cache_dir
+from chunkmark.retrieval import RETRIEVAL
 from chunkmark.specs import Spec
 from chunkmark.timing import PhaseTimer
 
-CELL_FORMAT = 2
+CELL_FORMAT = 3
 Progress = Callable[[str], None]
 EmbedProgress = Callable[[str, int, int], None]
+# Columns that name a summary row's group, in order, before its scope.
+GROUP_COLUMNS = (
+    "dataset",
+    "chunker",
+    "embedder",
+    "retrieval",
+    "excerpts",
+    "unit",
+    "denominator",
+    "k",
+)
+
+
+@dataclass
+class CellOutcome:
+    """One cell of a run: its rows and facts, or, when it failed, its error in ``facts``."""
+
+    id: str
+    dataset: str
+    chunker: str
+    embedder: str
+    table: pa.Table | None
+    facts: dict[str, Any]
+    resumed: bool
+
+    @property
+    def failed(self) -> bool:
+        return self.table is None
 
 
 @dataclass
@@ -59,6 +97,7 @@ class Results:
     cells_resumed: int = 0
     cells_computed: int = 0
     files: dict[str, Path] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     def overall(self) -> list[dict[str, Any]]:
         """Summary rows of scope ``all``."""
@@ -77,10 +116,12 @@ def evaluate(
 ) -> Results:
     """Run a grid and write ``results.parquet``, ``summary.csv`` and ``manifest.json``.
 
-    ``evaluate(dataset="demo", chunkers=["fixed_tokens(size=200)"], k=[1, 5, "min"])`` or
-    ``evaluate(ExperimentConfig(...))``. Every spec is validated before any work starts.
-    ``progress(message)`` hears each step, ``embed_progress(what, done, total)`` each slice of
-    texts embedded.
+    ``evaluate(datasets=["demo"], chunkers=["fixed_tokens(size=[200, 400])"],
+    retrieval=["top_k(k=[1, 5])", "token_budget(tokens=1024)"])`` or
+    ``evaluate(ExperimentConfig(...))``. Every spec is validated, and with ``max_cost`` the
+    cost estimated, before any work starts. ``progress(message)`` hears each step,
+    ``embed_progress(what, done, total)`` each slice of texts embedded. Failed cells are in
+    ``Results.failures`` (and the manifest); the other cells' results are complete.
     """
     from chunkmark.experiments.config import make_config
 
@@ -88,106 +129,248 @@ def evaluate(
         config = make_config(options)
     elif options:
         config = make_config({**config.model_dump(exclude_unset=True), **options})
-    say = progress or (lambda _msg: None)
-    started = time.perf_counter()
-    totals = PhaseTimer()
+    session = Session(config, progress, embed_progress)
+    return session.finish(session.run_cells())
 
-    chunker_specs = [CHUNKERS.resolve(s) for s in config.chunkers]
-    embedder_specs = [EMBEDDERS.resolve(s) for s in config.embedders]
-    out = config.out or default_out_dir()
-    prepare_out_dir(out)
 
-    with totals("load_dataset"):
-        dataset = load_dataset(config.dataset)
-    say(
-        f"dataset {dataset.name}: {len(dataset.documents)} documents, {len(dataset.questions)} questions"
-    )
+class Session:
+    """A run's shared state: its datasets, embedders, caches and results folder.
 
-    cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
-    cache = None if cache_dir is None else EmbeddingCache(cache_dir)
-    chunk_store = None if cache_dir is None else ChunkStore(cache_dir)
-    tables: list[pa.Table] = []
-    cells: list[dict[str, Any]] = []
-    embedding_stats: dict[str, Any] = {}
-    resumed = computed = 0
+    :meth:`run_cells` computes (or resumes) cells; :meth:`finish` writes the combined files.
+    Embedders are built once per session and kept, so asking for more cells later costs no
+    second model load.
+    """
 
-    for e_spec in embedder_specs:
-        inner, _ = EMBEDDERS.build(e_spec)
-        embedder = CachedEmbedder(inner, cache)
-        short_e = EMBEDDERS.short(e_spec)
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        progress: Progress | None = None,
+        embed_progress: EmbedProgress | None = None,
+    ) -> None:
+        self.config = config
+        self.say: Progress = progress or (lambda _msg: None)
+        self.embed_progress = embed_progress
+        self.started = time.perf_counter()
+        self.totals = PhaseTimer()
+        self.embedder_specs = [EMBEDDERS.resolve(s) for s in config.embedders]
+        self.retrieval = tuple(RETRIEVAL.resolve(s) for s in config.retrieval_specs())
+        self.scoring = tuple(config.scoring.scorings())
+        self.out = config.out or default_out_dir()
+        with self.totals("load_dataset"):
+            self.datasets = [load_dataset(name) for name in config.datasets]
+        _check_unique_names(self.datasets)
+        if config.max_cost is not None:
+            from chunkmark.experiments.plan import check_budget, plan_grid
 
-        def embed_queries(embedder: CachedEmbedder = embedder, short_e: str = short_e) -> Any:
-            say(f"embedding {len(dataset.questions)} questions with {short_e}")
-            _track(embedder, embed_progress, f"questions x {short_e}")
-            with totals("embed_queries"):
-                return embedder.embed([q.text for q in dataset.questions], kind="query")
+            check_budget(plan_grid(config), config.max_cost)
+        prepare_out_dir(self.out)
+        for dataset in self.datasets:
+            self.say(
+                f"dataset {dataset.name}: {len(dataset.documents)} documents, "
+                f"{len(dataset.questions)} questions"
+            )
+        self.cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
+        self.cache = None if self.cache_dir is None else EmbeddingCache(self.cache_dir)
+        self.chunk_store = None if self.cache_dir is None else ChunkStore(self.cache_dir)
+        self._embedders: dict[Spec, tuple[CachedEmbedder, dict[str, Any]]] = {}
+        self._envs: dict[tuple[str, Spec], CellEnv] = {}
+        for e_spec in self.embedder_specs:  # a missing extra stops the run here, not per cell
+            self._embedder(e_spec)
 
-        env = CellEnv(
-            embedder=embedder,
-            identity=_safe_identity(inner),
-            embed_queries=embed_queries,
-            chunk_store=chunk_store,
-            cache_dir=cache_dir,
-            seed=config.seed,
+    def run_cells(self, chunkers: Sequence[str] | None = None) -> list[CellOutcome]:
+        """Every (dataset, chunker, embedder) for ``chunkers`` (default: the config's), computed,
+        or resumed from ``OUT/cells/``; a failing cell is recorded and the others go on."""
+        specs = [CHUNKERS.resolve(s) for s in (chunkers or self.config.chunkers)]
+        outcomes: list[CellOutcome] = []
+        for e_spec in self.embedder_specs:
+            for dataset in self.datasets:
+                for c_spec in specs:
+                    outcomes.append(self._outcome(dataset, c_spec, e_spec))
+        return outcomes
+
+    def finish(self, outcomes: Sequence[CellOutcome]) -> Results:
+        """Write ``results.parquet``, ``summary.csv``, ``manifest.json`` (and the report) for
+        ``outcomes``, and return them."""
+        done = [o for o in outcomes if not o.failed]
+        failures = [_failure(o) for o in outcomes if o.failed]
+        with self.totals("summarise"):
+            summary = summary_rows(done, self.config.seed)
+        manifest = self._manifest(outcomes, failures)
+        files = {
+            "results": self.out / "results.parquet",
+            "summary": self.out / "summary.csv",
+            "manifest": self.out / "manifest.json",
+        }
+        write_results(files["results"], [o.table for o in done if o.table is not None])
+        write_csv(files["summary"], summary)
+        write_json(files["manifest"], manifest)
+        if self.config.report and done:
+            from chunkmark.report import write_run_report
+
+            report = write_run_report(self.out, self.datasets, self.say)
+            if report is not None:
+                files["report"] = report
+        resumed = sum(o.resumed for o in outcomes)
+        computed = sum(not o.resumed and not o.failed for o in outcomes)
+        return Results(self.config, self.out, summary, manifest, resumed, computed, files, failures)
+
+    def _embedder(self, e_spec: Spec) -> tuple[CachedEmbedder, dict[str, Any]]:
+        if e_spec not in self._embedders:
+            inner, _ = EMBEDDERS.build(e_spec)
+            self._embedders[e_spec] = (CachedEmbedder(inner, self.cache), _safe_identity(inner))
+        return self._embedders[e_spec]
+
+    def _env(self, dataset: Dataset, e_spec: Spec) -> CellEnv:
+        key = (dataset.fingerprint, e_spec)
+        if key not in self._envs:
+            embedder, identity = self._embedder(e_spec)
+            short_e = EMBEDDERS.short(e_spec)
+
+            def embed_queries() -> Any:
+                self.say(
+                    f"embedding {len(dataset.questions)} {dataset.name} questions with {short_e}"
+                )
+                self._track(embedder, f"{dataset.name} questions x {short_e}")
+                with self.totals("embed_queries"):
+                    return embedder.embed([q.text for q in dataset.questions], kind="query")
+
+            self._envs[key] = CellEnv(
+                embedder=embedder,
+                identity=identity,
+                embed_queries=embed_queries,
+                chunk_store=self.chunk_store,
+                cache_dir=self.cache_dir,
+                seed=self.config.seed,
+            )
+        return self._envs[key]
+
+    def _outcome(self, dataset: Dataset, c_spec: Spec, e_spec: Spec) -> CellOutcome:
+        cell_id = cell_key(dataset, c_spec, e_spec, self.retrieval, self.scoring)
+        names = (dataset.name, str(c_spec), str(e_spec))
+        path = self.out / "cells" / f"{cell_id}.parquet"
+        label = f"{dataset.name}: {CHUNKERS.short(c_spec)} x {EMBEDDERS.short(e_spec)}"
+        done = read_cell(path)
+        if done is not None:
+            self.say(f"resumed  {label}")
+            return CellOutcome(cell_id, *names, done[0], done[1], resumed=True)
+        failed_path = path.with_suffix(".failed.json")
+        try:
+            env = self._env(dataset, e_spec)
+            env.query_vectors()
+            self.say(f"cell     {label}")
+            self._track(env.embedder, label)
+            timer = PhaseTimer()
+            cell = Cell(dataset, c_spec, e_spec, self.retrieval, self.scoring)
+            result = cell.run(env, timer)
+        except Exception as exc:  # a failing cell is a result: recorded, the run goes on
+            facts = _failure_facts(cell_id, dataset, c_spec, e_spec, exc)
+            write_json(failed_path, facts)
+            self.say(f"[red]failed[/]   {label}: {facts['error']}")
+            return CellOutcome(cell_id, *names, None, facts, resumed=False)
+        self.totals.merge(timer)
+        table, facts = result.table(), result.facts(cell_id)
+        if facts.get("query_check") and facts["query_check"]["flagged"]:
+            check = facts["query_check"]
+            self.say(
+                f"[yellow]warning:[/] {label}: questions are no closer to their answers than "
+                f"shuffled questions (answer similarity {check['answer_similarity']:.3f} vs "
+                f"{check['shuffled_similarity']:.3f}, p={check['p_value']:.2g}); is the query "
+                "embedder real?"
+            )
+        with self.totals("write"):
+            # Chunks and rankings first: the cell file marks the cell done.
+            write_table(path.with_suffix(".chunks.parquet"), result.chunks_table())
+            write_table(path.with_suffix(".ranking.parquet"), result.ranking_table())
+            write_cell(path, table, facts)
+        failed_path.unlink(missing_ok=True)
+        return CellOutcome(cell_id, *names, table, facts, resumed=False)
+
+    def _track(self, embedder: Any, what: str) -> None:
+        report = self.embed_progress
+        embedder.progress = (
+            None if report is None else (lambda done, total: report(what, done, total))
         )
-        for c_spec in chunker_specs:
-            cell = Cell(dataset, c_spec, e_spec, tuple(config.k))
-            cell_id = _cell_id(dataset, c_spec, e_spec, config)
-            path = out / "cells" / f"{cell_id}.parquet"
-            done = read_cell(path)
-            if done is not None:
-                table, facts = done
-                resumed += 1
-                say(f"resumed  {CHUNKERS.short(c_spec)} x {short_e}")
-            else:
-                env.query_vectors()
-                say(f"cell     {CHUNKERS.short(c_spec)} x {short_e}")
-                _track(embedder, embed_progress, f"{CHUNKERS.short(c_spec)} x {short_e}")
-                timer = PhaseTimer()
-                result = cell.run(env, timer)
-                totals.merge(timer)
-                table, facts = result.table(), result.facts(cell_id)
-                with totals("write"):
-                    # Chunks and rankings first: the cell file marks the cell done.
-                    write_table(path.with_suffix(".chunks.parquet"), result.chunks_table())
-                    write_table(path.with_suffix(".ranking.parquet"), result.ranking_table())
-                    write_cell(path, table, facts)
-                computed += 1
-            tables.append(table)
-            cells.append({**facts, "resumed": done is not None})
-        embedding_stats[str(e_spec)] = {
-            "identity": env.identity,
-            "stats": embedder.stats().to_dict(),
+
+    def _manifest(
+        self, outcomes: Sequence[CellOutcome], failures: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        embedding = {
+            str(spec): {"identity": identity, "stats": embedder.stats().to_dict()}
+            for spec, (embedder, identity) in self._embedders.items()
+        }
+        wall = time.perf_counter() - self.started
+        ran = tuple(dict.fromkeys(o.chunker for o in outcomes)) or self.config.chunkers
+        config = self.config.model_copy(update={"chunkers": ran})  # what ran (tune asks per trial)
+        return {
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "versions": _versions(),
+            "config": config.model_dump(mode="json"),
+            "datasets": [
+                {
+                    "name": d.name,
+                    "source": d.source,
+                    "fingerprint": d.fingerprint,
+                    "documents": len(d.documents),
+                    "questions": len(d.questions),
+                }
+                for d in self.datasets
+            ],
+            "chunkers": list(dict.fromkeys(o.chunker for o in outcomes)),
+            "embedders": [str(s) for s in self.embedder_specs],
+            "retrieval": [str(s) for s in self.retrieval],
+            "scoring": [s.columns() for s in self.scoring],
+            "seed": config.seed,
+            "cache_dir": None if self.cache is None else str(self.cache.root),
+            "timings": {"wall": wall, **self.totals.seconds},
+            "embedding": embedding,
+            "cells": [{**o.facts, "resumed": o.resumed} for o in outcomes if not o.failed],
+            "failures": failures,
         }
 
-    with totals("summarise"):
-        summary = _summarise(tables, cells, config.seed)
-    wall = time.perf_counter() - started
-    manifest = _manifest(
-        config, dataset, chunker_specs, embedder_specs, cells, embedding_stats, totals, wall, cache
-    )
-    files = {
-        "results": out / "results.parquet",
-        "summary": out / "summary.csv",
-        "manifest": out / "manifest.json",
+
+def _check_unique_names(datasets: list[Dataset]) -> None:
+    seen: dict[str, Dataset] = {}
+    for d in datasets:
+        other = seen.get(d.name)
+        if other is not None and other.fingerprint != d.fingerprint:
+            raise ConfigError(
+                f"Two datasets of the grid are both named {d.name!r} ({other.source} and "
+                f"{d.source}).",
+                "Rename one (its folder name, or the name in its metadata) so results can "
+                "tell them apart.",
+            )
+        seen[d.name] = d
+
+
+def _failure_facts(
+    cell_id: str, dataset: Dataset, c_spec: Spec, e_spec: Spec, exc: Exception
+) -> dict[str, Any]:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return {
+        "id": cell_id,
+        "dataset": dataset.name,
+        "fingerprint": dataset.fingerprint,
+        "chunker": str(c_spec),
+        "embedder": str(e_spec),
+        "error": f"{type(exc).__name__}: {message}" if message else type(exc).__name__,
+        "traceback": "".join(traceback.format_exception(exc)),
+        "failed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    write_results(files["results"], tables)
-    write_csv(files["summary"], summary)
-    write_json(files["manifest"], manifest)
-    if config.report:
-        from chunkmark.report import write_run_report
-
-        report = write_run_report(out, dataset, say)  # None, with a note, without plotly
-        if report is not None:
-            files["report"] = report
-    return Results(config, out, summary, manifest, resumed, computed, files)
 
 
-def _track(embedder: CachedEmbedder, report: EmbedProgress | None, what: str) -> None:
-    embedder.progress = None if report is None else (lambda done, total: report(what, done, total))
+def _failure(outcome: CellOutcome) -> dict[str, Any]:
+    keys = ("id", "dataset", "chunker", "embedder", "error", "failed_at")
+    return {k: outcome.facts.get(k) for k in keys}
 
 
-def _cell_id(dataset: Dataset, c_spec: Spec, e_spec: Spec, config: ExperimentConfig) -> str:
+def cell_key(
+    dataset: Dataset,
+    c_spec: Spec,
+    e_spec: Spec,
+    retrieval: Sequence[Spec],
+    scoring: Sequence[Scoring],
+) -> str:
+    """A cell's id: what changes its rows (data, specs, settings, metrics, code version)."""
     from chunkmark.version import __version__
 
     key = json.dumps(
@@ -197,46 +380,60 @@ def _cell_id(dataset: Dataset, c_spec: Spec, e_spec: Spec, config: ExperimentCon
             dataset.fingerprint,
             str(c_spec),
             str(e_spec),
-            [str(k) for k in config.k],
+            [str(r) for r in retrieval],
+            [s.columns() for s in scoring],
             METRICS.names(),
         ]
     )
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
-def _summarise(
-    tables: list[pa.Table], cells: list[dict[str, Any]], seed: int
-) -> list[dict[str, Any]]:
+def summary_rows(outcomes: Sequence[CellOutcome], seed: int) -> list[dict[str, Any]]:
+    """Summary rows (as in ``summary.csv``) of the finished ``outcomes``: per cell, retrieval
+    setting and scoring option, one row for all questions and one per document."""
     rows: list[dict[str, Any]] = []
-    for table, facts in zip(tables, cells, strict=True):
-        data = table.to_pydict()
-        k_col = np.asarray(data["k"])
+    names = METRICS.names()
+    with_ci = METRICS.with_interval()
+    for outcome in outcomes:
+        if outcome.table is None:
+            continue
+        facts = outcome.facts
+        data = outcome.table.to_pydict()
         doc_col = np.asarray(data["doc_id"])
-        for k in dict.fromkeys(data["k"]):
-            at_k = k_col == k
-            scopes = [("all", at_k)] + [(d, at_k & (doc_col == d)) for d in facts["chunks_per_doc"]]
+        group_keys = list(zip(*(data[c] for c in GROUP_COLUMNS[3:]), strict=True))
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, key in enumerate(group_keys):
+            groups.setdefault(key, []).append(i)
+        metric_cols = {m: np.asarray(data[m], dtype=np.float64) for m in names}
+        k_used = np.asarray(data["k_used"], dtype=np.float64)
+        tokens = np.asarray(data["retrieved_tokens"], dtype=np.float64)
+        for key, index in groups.items():
+            at = np.zeros(len(doc_col), dtype=bool)
+            at[index] = True
+            scopes = [("all", at)] + [(d, at & (doc_col == d)) for d in facts["chunks_per_doc"]]
             for scope, mask in scopes:
-                n_chunks = facts["n_chunks"] if scope == "all" else facts["chunks_per_doc"][scope]
-                tokens = (
-                    facts["chunk_tokens"]
-                    if scope == "all"
-                    else facts["chunk_tokens_per_doc"][scope]
+                everything = scope == "all"
+                n_chunks = facts["n_chunks"] if everything else facts["chunks_per_doc"][scope]
+                chunk_tokens = (
+                    facts["chunk_tokens"] if everything else facts["chunk_tokens_per_doc"][scope]
                 )
                 row: dict[str, Any] = {
                     "dataset": facts["dataset"],
                     "chunker": facts["chunker"],
                     "embedder": facts["embedder"],
-                    "k": k,
+                    **dict(zip(GROUP_COLUMNS[3:], key, strict=True)),
                     "scope": scope,
                     "n_questions": int(mask.sum()),
                     "n_chunks": n_chunks,
-                    "mean_chunk_tokens": tokens / n_chunks if n_chunks else float("nan"),
+                    "mean_chunk_tokens": chunk_tokens / n_chunks if n_chunks else float("nan"),
+                    "mean_k_used": float(k_used[mask].mean()) if mask.any() else float("nan"),
+                    "mean_retrieved_tokens": (
+                        float(tokens[mask].mean()) if mask.any() else float("nan")
+                    ),
                 }
-                names = METRICS.names()
-                values = {m: np.asarray(data[m], dtype=np.float64)[mask] for m in names}
+                values = {m: metric_cols[m][mask] for m in names}
                 for m in names:
                     row[f"{m}_mean"], row[f"{m}_std"] = mean_std(values[m])
-                with_ci = METRICS.with_interval()
                 ci = bootstrap_ci({m: values[m] for m in with_ci}, seed=seed)
                 for m in with_ci:
                     row[f"{m}_ci_low"], row[f"{m}_ci_high"] = ci[m]
@@ -269,36 +466,3 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return out
-
-
-def _manifest(
-    config: ExperimentConfig,
-    dataset: Dataset,
-    chunker_specs: list[Spec],
-    embedder_specs: list[Spec],
-    cells: list[dict[str, Any]],
-    embedding_stats: dict[str, Any],
-    totals: PhaseTimer,
-    wall: float,
-    cache: EmbeddingCache | None,
-) -> dict[str, Any]:
-    return {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "versions": _versions(),
-        "config": config.model_dump(mode="json"),
-        "dataset": {
-            "name": dataset.name,
-            "source": dataset.source,
-            "fingerprint": dataset.fingerprint,
-            "documents": len(dataset.documents),
-            "questions": len(dataset.questions),
-        },
-        "chunkers": [str(s) for s in chunker_specs],
-        "embedders": [str(s) for s in embedder_specs],
-        "k": [str(k) for k in config.k],
-        "seed": config.seed,
-        "cache_dir": None if cache is None else str(cache.root),
-        "timings": {"wall": wall, **totals.seconds},
-        "embedding": embedding_stats,
-        "cells": cells,
-    }

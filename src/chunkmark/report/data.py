@@ -1,11 +1,17 @@
 """Reading results folders into typed tables for the report.
 
-A results folder (``chunkmark run --out``) holds ``manifest.json`` (cells, their facts and the
-dataset), ``summary.csv`` (means, standard deviations and bootstrap intervals per cell x k x
-scope), ``results.parquet`` (one row per question x cell x k) and, per computed cell,
-``cells/<id>.chunks.parquet`` and ``cells/<id>.ranking.parquet``. Several folders can be read
-together: cells of the same dataset (same fingerprint) are pooled, a cell found twice is kept
-once.
+A results folder (``chunkmark run --out``) holds ``manifest.json`` (the datasets, cells and
+their facts, cells that failed), ``summary.csv`` (means, standard deviations and bootstrap
+intervals per cell x retrieval setting x scoring x scope), ``results.parquet`` (one row per
+question x cell x retrieval setting x scoring) and, per computed cell, ``cells/<id>.chunks.parquet``
+and ``cells/<id>.ranking.parquet`` (one ranking per ranker and question). Folders written before
+retrieval settings, scoring options and several datasets per run are read too: a row without a
+``retrieval`` is ``top_k(k=<k>)``, one without scoring columns has the default scoring, a
+manifest with one ``dataset`` object holds that dataset, a ranking file without ``ranker`` is the
+dense ranking.
+
+Several folders can be read together: cells of the same dataset (same fingerprint) are pooled;
+a cell found twice is kept once (the later folder adds only the settings the earlier one lacks).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import csv
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,17 @@ from chunkmark.errors import ChunkmarkError
 from chunkmark.metrics import METRICS
 from chunkmark.report.errors import ReportError
 from chunkmark.report.prices import PriceTable, load_prices
+from chunkmark.report.settings import (
+    DEFAULT_SCORING,
+    Scoring,
+    fixed_depth,
+    is_dense,
+    is_dense_ranker,
+    ordered,
+    retrieval_of,
+    short_forms,
+    top_k,
+)
 from chunkmark.specs import parse_spec
 
 FloatArray = npt.NDArray[np.float64]
@@ -50,10 +67,10 @@ class DatasetInfo:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """One results folder."""
+    """One results folder and the datasets (their keys) it holds."""
 
     path: Path
-    dataset: str
+    datasets: tuple[str, ...]
     created: str | None
     version: str | None
     wall_seconds: float | None
@@ -100,28 +117,57 @@ class CellInfo:
         return self.cell_dir / f"{self.id}.ranking.parquet"
 
 
+# A leaderboard row's identity: (cell index, retrieval setting, scoring key).
+RowKey = tuple[int, str, str]
+
+
+@dataclass(frozen=True)
+class FailedCell:
+    """A cell the run could not compute (it has no rows anywhere)."""
+
+    run: int
+    id: str
+    dataset: str
+    chunker: str
+    embedder: str
+    error: str
+
+
 @dataclass(frozen=True)
 class Scores:
-    """Per-question values of one cell at one k, in the order of ``question_ids``."""
+    """Per-question values of one cell at one retrieval setting and scoring, in the order of
+    ``question_ids``; ``retrieved_tokens`` is None for folders that did not record it."""
 
     question_ids: tuple[str, ...]
     doc_ids: tuple[str, ...]
     k_used: IntArray
     values: dict[str, FloatArray]
+    retrieved_tokens: FloatArray | None = None
 
 
 @dataclass(frozen=True)
 class LeaderRow:
-    """One cell at one k: the summary's means, standard deviations and 95% intervals, and the
-    mean number of tokens retrieved per question."""
+    """One cell at one retrieval setting and scoring: the summary's means, standard deviations
+    and 95% intervals, the mean number of chunks and of tokens retrieved per question.
+
+    ``k`` is the setting's k as the runs write it (``"5"``, ``"min"``; ``""`` for settings
+    without one, such as ``token_budget``); ``scoring`` is a :attr:`Scoring.key`.
+    """
 
     cell: int
+    retrieval: str
+    scoring: str
     k: str
     n_questions: int
     mean: dict[str, float]
     std: dict[str, float]
     ci: dict[str, tuple[float, float]]
     retrieved_tokens: float
+    k_used: float = math.nan
+
+    @property
+    def key(self) -> RowKey:
+        return (self.cell, self.retrieval, self.scoring)
 
 
 @dataclass(frozen=True)
@@ -151,25 +197,46 @@ class ReportData:
     datasets: list[DatasetInfo]
     cells: list[CellInfo]
     rows: list[LeaderRow]
-    scores: dict[tuple[int, str], Scores]
-    ks: list[str]
+    scores: dict[RowKey, Scores]
     prices: PriceTable
+    failures: list[FailedCell] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _rankings: dict[int, Ranking | None] = field(default_factory=dict, repr=False)
     _chunks: dict[int, ChunkSpans | None] = field(default_factory=dict, repr=False)
 
-    def row(self, cell: int, k: str) -> LeaderRow | None:
-        """The leaderboard row of ``cell`` at ``k``, if the runs hold it."""
+    def row(self, cell: int, retrieval: str, scoring: str) -> LeaderRow | None:
+        """The leaderboard row of ``cell`` at a retrieval setting and scoring, if any."""
         for row in self.rows:
-            if row.cell == cell and row.k == k:
+            if row.key == (cell, retrieval, scoring):
                 return row
         return None
+
+    @property
+    def retrievals(self) -> list[str]:
+        """The retrieval settings of the rows, in display order."""
+        return ordered(r.retrieval for r in self.rows)
+
+    @property
+    def scorings(self) -> list[Scoring]:
+        """The scorings of the rows, sorted."""
+        return sorted({Scoring.from_key(r.scoring) for r in self.rows})
+
+    @property
+    def ks(self) -> list[str]:
+        """The k values of the rows: numbers in order, then the others (``min``)."""
+        ks = {r.k for r in self.rows if r.k}
+        numbers = sorted((k for k in ks if k.isdigit()), key=int)
+        return numbers + sorted(k for k in ks if not k.isdigit())
+
+    def short_retrievals(self) -> dict[str, str]:
+        """Each retrieval setting's short form for display (see :func:`short_forms`)."""
+        return short_forms(r.retrieval for r in self.rows)
 
     def cells_of(self, dataset: str) -> list[CellInfo]:
         return [c for c in self.cells if c.dataset == dataset]
 
     def ranking(self, cell: int) -> Ranking | None:
-        """The cell's ranking file, read once; None when the run did not keep it."""
+        """The cell's dense ranking, read once; None when the run did not keep it."""
         if cell not in self._rankings:
             self._rankings[cell] = read_ranking(self.cells[cell].ranking_path())
         return self._rankings[cell]
@@ -188,16 +255,25 @@ def load_runs(paths: Sequence[str | Path], prices: PriceTable | None = None) -> 
     price_table = prices or load_prices()
     manifests = [(Path(p), _read_manifest(Path(p))) for p in paths]
     keys = _dataset_keys([m for _, m in manifests])
-    data = ReportData([], [], [], [], {}, [], price_table)
+    data = ReportData([], [], [], [], {}, price_table)
     seen: dict[tuple[str, str, str], int] = {}
     for run_index, (path, manifest) in enumerate(manifests):
-        dataset = _dataset_info(manifest, keys)
-        if all(d.key != dataset.key for d in data.datasets):
-            data.datasets.append(dataset)
-        _add_run(data, run_index, path, manifest, dataset, seen)
-    data.ks = _ordered_ks(data.rows)
+        infos = [_dataset_info(d, keys) for d in manifest_datasets(manifest)]
+        for info in infos:
+            if all(d.key != info.key for d in data.datasets):
+                data.datasets.append(info)
+        _add_run(data, run_index, path, manifest, infos, seen)
     _fill_retrieved_tokens(data)
     return data
+
+
+def manifest_datasets(manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The manifest's datasets: its ``datasets`` list, or the one ``dataset`` of older runs."""
+    many = manifest.get("datasets")
+    if isinstance(many, list):
+        return [d for d in many if isinstance(d, dict)]
+    one = manifest.get("dataset")
+    return [one] if isinstance(one, dict) else []
 
 
 def _add_run(
@@ -205,38 +281,84 @@ def _add_run(
     run_index: int,
     path: Path,
     manifest: dict[str, Any],
-    dataset: DatasetInfo,
+    infos: list[DatasetInfo],
     seen: dict[tuple[str, str, str], int],
 ) -> None:
-    """Add one folder's cells, leaderboard rows and per-question scores to ``data``."""
+    """Add one folder's cells, leaderboard rows, per-question scores and failures to ``data``."""
     summary = _read_summary(path)
     results = _read_results(path)
-    cells = manifest.get("cells") or []
     identities = {s: e.get("identity", {}) for s, e in (manifest.get("embedding") or {}).items()}
     added = 0
-    for facts in cells:
-        key = (dataset.fingerprint, str(facts["chunker"]), str(facts["embedder"]))
+    for facts in manifest.get("cells") or []:
+        info = _dataset_of(facts, infos)
+        chunker, embedder = str(facts["chunker"]), str(facts["embedder"])
+        own = (info.name, chunker, embedder)
+        cell_summary = [r for r in summary if _summary_key(r, info) == own]
+        cell_results = {k[3:]: v for k, v in results.items() if (k[0] or info.name, *k[1:3]) == own}
+        key = (info.fingerprint, chunker, embedder)
         if key in seen:
+            cell = data.cells[seen[key]]
+            new = _add_rows(data, cell, cell_summary, cell_results)
+            more = (
+                f"; its {new} row(s) for settings the earlier folder lacks are added" if new else ""
+            )
             data.notes.append(
-                f"{path}: the cell {facts['chunker']} x {facts['embedder']} is also in an "
-                "earlier folder; the first one is shown."
+                f"{path}: the cell {chunker} x {embedder} is also in an earlier folder; the "
+                f"first one is shown{more}."
             )
             continue
-        cell = _cell_info(len(data.cells), run_index, path, dataset, facts, identities, data)
+        cell = _cell_info(len(data.cells), run_index, path, info, facts, identities, data)
         seen[key] = cell.index
         data.cells.append(cell)
         added += 1
-        _add_rows(data, cell, summary, results)
+        _add_rows(data, cell, cell_summary, cell_results)
+    for failure in manifest.get("failures") or []:
+        data.failures.append(_failure(run_index, failure, infos))
     timings = manifest.get("timings") or {}
     data.runs.append(
         RunInfo(
             path=path,
-            dataset=dataset.key,
+            datasets=tuple(d.key for d in infos),
             created=manifest.get("created"),
             version=(manifest.get("versions") or {}).get("chunkmark"),
             wall_seconds=timings.get("wall"),
             cells=added,
         )
+    )
+
+
+def _summary_key(row: dict[str, str], info: DatasetInfo) -> tuple[str, str, str]:
+    return (row.get("dataset") or info.name, row["chunker"], row["embedder"])
+
+
+def _dataset_of(facts: dict[str, Any], infos: list[DatasetInfo]) -> DatasetInfo:
+    """A cell's dataset: by its fingerprint, else its dataset name, else the run's only one."""
+    fingerprint, name = facts.get("fingerprint"), facts.get("dataset")
+    for info in infos:
+        if fingerprint and info.fingerprint == str(fingerprint):
+            return info
+    for info in infos:
+        if name and info.name == str(name):
+            return info
+    if len(infos) == 1:
+        return infos[0]
+    raise ReportError(
+        f"The cell {facts.get('chunker')} x {facts.get('embedder')} names a dataset "
+        f"({name or fingerprint}) its manifest does not list.",
+        "Rerun `chunkmark run`.",
+    )
+
+
+def _failure(run: int, failure: dict[str, Any], infos: list[DatasetInfo]) -> FailedCell:
+    name = str(failure.get("dataset") or "")
+    key = next((i.key for i in infos if i.name == name), name)
+    return FailedCell(
+        run=run,
+        id=str(failure.get("id") or ""),
+        dataset=key,
+        chunker=str(failure.get("chunker") or ""),
+        embedder=str(failure.get("embedder") or ""),
+        error=str(failure.get("error") or ""),
     )
 
 
@@ -248,8 +370,11 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         manifest = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReportError(f"Cannot read {file}: {exc}.", "Rerun `chunkmark run`.") from None
-    if not isinstance(manifest, dict) or "cells" not in manifest or "dataset" not in manifest:
+    if not isinstance(manifest, dict) or "cells" not in manifest:
         raise ReportError(f"{file} is not a chunkmark manifest.", _RUN_FIX)
+    datasets = manifest_datasets(manifest)
+    if not datasets or any("name" not in d or "fingerprint" not in d for d in datasets):
+        raise ReportError(f"{file} names no dataset (name and fingerprint).", _RUN_FIX)
     return manifest
 
 
@@ -257,7 +382,8 @@ def _dataset_keys(manifests: list[dict[str, Any]]) -> dict[str, str]:
     """fingerprint -> the label of its dataset (name, plus a fingerprint prefix on clashes)."""
     names: dict[str, set[str]] = {}
     for m in manifests:
-        names.setdefault(str(m["dataset"]["name"]), set()).add(str(m["dataset"]["fingerprint"]))
+        for d in manifest_datasets(m):
+            names.setdefault(str(d["name"]), set()).add(str(d["fingerprint"]))
     keys: dict[str, str] = {}
     for name, prints in names.items():
         for fp in prints:
@@ -265,8 +391,7 @@ def _dataset_keys(manifests: list[dict[str, Any]]) -> dict[str, str]:
     return keys
 
 
-def _dataset_info(manifest: dict[str, Any], keys: dict[str, str]) -> DatasetInfo:
-    d = manifest["dataset"]
+def _dataset_info(d: dict[str, Any], keys: dict[str, str]) -> DatasetInfo:
     return DatasetInfo(
         key=keys[str(d["fingerprint"])],
         name=str(d["name"]),
@@ -350,8 +475,15 @@ def _read_summary(path: Path) -> list[dict[str, str]]:
         raise ReportError(f"Cannot read {file}: {exc}.", _RUN_FIX) from None
 
 
-def _read_results(path: Path) -> dict[tuple[str, str, str], Scores]:
-    """results.parquet grouped by (chunker, embedder, k)."""
+# results.parquet groups: (dataset, chunker, embedder, retrieval, scoring key)
+ResultKey = tuple[str, str, str, str, str]
+_KEY_COLUMNS = ("dataset", "chunker", "embedder", "retrieval", "k")
+_SCORING_COLUMNS = ("excerpts", "unit", "denominator")
+_DEFAULTS = (DEFAULT_SCORING.excerpts, DEFAULT_SCORING.unit, DEFAULT_SCORING.denominator)
+
+
+def _read_results(path: Path) -> dict[ResultKey, Scores]:
+    """results.parquet grouped by dataset, cell, retrieval setting and scoring."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -362,12 +494,25 @@ def _read_results(path: Path) -> dict[tuple[str, str, str], Scores]:
         raise ReportError(f"Cannot read {file}: {exc}.", _RUN_FIX) from None
     names = [m for m in METRICS.names() if m in table.column_names]
     data = table.to_pydict()
-    groups: dict[tuple[str, str, str], list[int]] = {}
-    for i, key in enumerate(zip(data["chunker"], data["embedder"], data["k"], strict=True)):
+    n = table.num_rows
+    keys = [data[c] if c in data else [None] * n for c in (*_KEY_COLUMNS, *_SCORING_COLUMNS)]
+    groups: dict[ResultKey, list[int]] = {}
+    for i, (dataset, chunker, embedder, retrieval, k, *scoring) in enumerate(
+        zip(*keys, strict=True)
+    ):
+        key = (
+            str(dataset or ""),
+            str(chunker),
+            str(embedder),
+            str(retrieval) if retrieval else top_k(str(k)),
+            Scoring(*(str(v or d) for v, d in zip(scoring, _DEFAULTS, strict=True))).key,
+        )
         groups.setdefault(key, []).append(i)
     columns = {m: np.asarray(data[m], dtype=np.float64) for m in names}
     k_used = np.asarray(data["k_used"], dtype=np.int64)
-    out: dict[tuple[str, str, str], Scores] = {}
+    tokens = data.get("retrieved_tokens")
+    retrieved = None if tokens is None else np.asarray(tokens, dtype=np.float64)
+    out: dict[ResultKey, Scores] = {}
     for key, rows in groups.items():
         idx = np.asarray(rows, dtype=np.int64)
         out[key] = Scores(
@@ -375,6 +520,7 @@ def _read_results(path: Path) -> dict[tuple[str, str, str], Scores]:
             doc_ids=tuple(data["doc_id"][i] for i in rows),
             k_used=k_used[idx],
             values={m: columns[m][idx] for m in names},
+            retrieved_tokens=None if retrieved is None else retrieved[idx],
         )
     return out
 
@@ -383,23 +529,44 @@ def _add_rows(
     data: ReportData,
     cell: CellInfo,
     summary: list[dict[str, str]],
-    results: dict[tuple[str, str, str], Scores],
-) -> None:
-    """The cell's leaderboard rows (from summary.csv) and per-question scores."""
+    results: dict[tuple[str, str], Scores],
+) -> int:
+    """The cell's leaderboard rows (from summary.csv) and per-question scores, keyed by
+    (retrieval, scoring) in ``results``; rows the cell already has are skipped. Returns how
+    many were added."""
+    have = {r.key for r in data.rows if r.cell == cell.index}
+    added = 0
     for row in summary:
-        if row["chunker"] != cell.chunker or row["embedder"] != cell.embedder:
+        retrieval, scoring = retrieval_of(row), Scoring.from_row(row).key
+        key = (cell.index, retrieval, scoring)
+        if key in have:
             continue
-        k = row["k"]
+        have.add(key)
         mean = {m: _float(row.get(f"{m}_mean")) for m in METRICS.names()}
         std = {m: _float(row.get(f"{m}_std")) for m in METRICS.names()}
         ci = {
             m: (_float(row.get(f"{m}_ci_low")), _float(row.get(f"{m}_ci_high")))
             for m in METRICS.with_interval()
         }
-        data.rows.append(LeaderRow(cell.index, k, int(row["n_questions"]), mean, std, ci, math.nan))
-        scores = results.get((cell.chunker, cell.embedder, k))
+        data.rows.append(
+            LeaderRow(
+                cell=cell.index,
+                retrieval=retrieval,
+                scoring=scoring,
+                k=str(row.get("k") or ""),
+                n_questions=int(row["n_questions"]),
+                mean=mean,
+                std=std,
+                ci=ci,
+                retrieved_tokens=_float(row.get("mean_retrieved_tokens")),
+                k_used=_float(row.get("mean_k_used")),
+            )
+        )
+        added += 1
+        scores = results.get((retrieval, scoring))
         if scores is not None:
-            data.scores[(cell.index, k)] = scores
+            data.scores[key] = scores
+    return added
 
 
 def _float(text: str | None) -> float:
@@ -408,33 +575,35 @@ def _float(text: str | None) -> float:
     return float(text)
 
 
-def _ordered_ks(rows: list[LeaderRow]) -> list[str]:
-    """The k values of the runs: numbers in order, then the others (``min``)."""
-    ks = {r.k for r in rows}
-    numbers = sorted((k for k in ks if k.isdigit()), key=int)
-    return numbers + sorted(k for k in ks if not k.isdigit())
-
-
 def _fill_retrieved_tokens(data: ReportData) -> None:
-    """Mean tokens retrieved per question for every row: summed over the retrieved chunks when
-    the cell's chunks and ranking were kept, else k_used x the mean chunk tokens."""
+    """Fill what older folders did not record: the mean tokens retrieved per question (the
+    retrieved chunks' tokens summed when the cell's chunks and dense ranking were kept, else
+    chunks retrieved x the mean chunk tokens) and the mean chunks retrieved."""
     for i, row in enumerate(data.rows):
         cell = data.cells[row.cell]
-        scores = data.scores.get((row.cell, row.k))
-        if scores is None:
-            depth = float(row.k) if row.k.isdigit() else math.nan
-            value = depth * cell.mean_chunk_tokens
-        else:
-            value = _retrieved_tokens(data, cell, scores)
-        data.rows[i] = LeaderRow(
-            row.cell, row.k, row.n_questions, row.mean, row.std, row.ci, float(value)
-        )
+        scores = data.scores.get(row.key)
+        k_used = row.k_used
+        if math.isnan(k_used):
+            depth = fixed_depth(row.retrieval)
+            if scores is not None and len(scores.k_used):
+                k_used = float(np.mean(scores.k_used))
+            elif depth is not None:
+                k_used = float(depth)
+        tokens = row.retrieved_tokens
+        if math.isnan(tokens):
+            if scores is not None and scores.retrieved_tokens is not None:
+                tokens = float(np.mean(scores.retrieved_tokens)) if len(scores.k_used) else 0.0
+            elif scores is not None and is_dense(row.retrieval):
+                tokens = _retrieved_tokens(data, cell, scores)
+            else:
+                tokens = k_used * cell.mean_chunk_tokens
+        data.rows[i] = replace(row, retrieved_tokens=float(tokens), k_used=float(k_used))
 
 
 def _retrieved_tokens(data: ReportData, cell: CellInfo, scores: Scores) -> float:
     chunks, ranking = data.chunks(cell.index), data.ranking(cell.index)
     if chunks is None or ranking is None or not len(scores.k_used):
-        return float(np.mean(scores.k_used)) * cell.mean_chunk_tokens
+        return float(np.mean(scores.k_used)) * cell.mean_chunk_tokens if len(scores.k_used) else 0.0
     position = {q: i for i, q in enumerate(ranking.question_ids)}
     total = 0
     for q, depth in zip(scores.question_ids, scores.k_used.tolist(), strict=True):
@@ -457,21 +626,40 @@ def read_chunks(path: Path) -> ChunkSpans | None:
 
 
 def read_ranking(path: Path) -> Ranking | None:
-    """A cell's ranking file, or None when it is missing or unreadable."""
-    table = _read_optional(path, ["question_id", "chunks", "scores"])
+    """A cell's dense ranking (the rows whose ``ranker`` is ``exact(...)``, or every row of a
+    file without that column), or None when it is missing, unreadable or has none."""
+    table = _read_optional(path, ["question_id", "chunks", "scores"], optional=["ranker"])
     if table is None:
         return None
-    return Ranking(tuple(table["question_id"]), table["chunks"], table["scores"])
+    rankers = table.get("ranker")
+    keep = [
+        i
+        for i in range(len(table["question_id"]))
+        if rankers is None or is_dense_ranker(rankers[i])
+    ]
+    if not keep:
+        return None
+    return Ranking(
+        tuple(table["question_id"][i] for i in keep),
+        [table["chunks"][i] for i in keep],
+        [table["scores"][i] for i in keep],
+    )
 
 
-def _read_optional(path: Path, columns: list[str]) -> dict[str, list[Any]] | None:
+def _read_optional(
+    path: Path, columns: list[str], optional: Sequence[str] = ()
+) -> dict[str, list[Any]] | None:
+    """``columns`` (and those of ``optional`` the file has) of a parquet file, or None when it
+    is missing, unreadable or lacks one of ``columns``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not path.is_file():
         return None
     try:
-        data: dict[str, list[Any]] = pq.read_table(path, columns=columns).to_pydict()
+        names = pq.read_schema(path).names
+        wanted = columns + [c for c in optional if c in names]
+        data: dict[str, list[Any]] = pq.read_table(path, columns=wanted).to_pydict()
     except (OSError, pa.ArrowInvalid, KeyError):
         return None
     return data

@@ -1,9 +1,12 @@
 """The leaderboard as a table for elsewhere: markdown (a README), LaTeX (a paper), CSV; and a
 run logged to MLflow.
 
-Every table has one row per cell and k, the catalog's on-screen and interval metrics as
-``mean [low, high]`` in percent (CSV keeps fractions and separate interval columns), chunks,
-mean chunk tokens, tokens embedded and the estimated cost.
+Every table has one row per cell, retrieval setting and scoring: the setting (its short form;
+CSV keeps the canonical spec, its k and the scoring options), the catalog's on-screen and
+interval metrics as ``mean [low, high]`` in percent (CSV keeps fractions and separate interval
+columns), tokens retrieved per question, chunks, mean chunk tokens, tokens embedded and the
+estimated cost. Markdown and LaTeX name the scoring in a column only when the runs hold more
+than one.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +22,7 @@ from typing import Any, Literal
 from chunkmark.errors import MissingDependencyError
 from chunkmark.metrics import METRICS, Metric
 from chunkmark.report.data import CellInfo, LeaderRow, ReportData
+from chunkmark.report.settings import DEFAULT_SCORING, Scoring, name_of
 
 Format = Literal["markdown", "latex", "csv"]
 FORMATS: tuple[Format, ...] = ("markdown", "latex", "csv")
@@ -28,9 +33,10 @@ def table_metrics() -> list[Metric]:
     return [m for m in METRICS if m.on_screen or m.interval]
 
 
-def export_table(data: ReportData, fmt: Format, k: str | None = None) -> str:
-    """The leaderboard (all k, or only ``k``) in ``fmt``, best first within each k."""
-    rows = _ordered_rows(data, k)
+def export_table(data: ReportData, fmt: Format, retrieval: str | None = None) -> str:
+    """The leaderboard (every retrieval setting, or only ``retrieval``, a setting of the runs)
+    in ``fmt``, best first within each setting and scoring."""
+    rows = _ordered_rows(data, retrieval)
     if fmt == "csv":
         return _csv(data, rows)
     header, body = _cells(data, rows)
@@ -39,15 +45,16 @@ def export_table(data: ReportData, fmt: Format, k: str | None = None) -> str:
     return _latex(header, body)
 
 
-def _ordered_rows(data: ReportData, k: str | None) -> list[LeaderRow]:
-    ks = [k] if k is not None else data.ks
+def _ordered_rows(data: ReportData, retrieval: str | None) -> list[LeaderRow]:
+    settings = [retrieval] if retrieval is not None else data.retrievals
     first = table_metrics()[0].name if table_metrics() else None
     out: list[LeaderRow] = []
-    for value in ks:
-        rows = [r for r in data.rows if r.k == value]
-        if first is not None:
-            rows.sort(key=lambda r: -_finite(r.mean.get(first, math.nan)))
-        out.extend(rows)
+    for value in settings:
+        for scoring in data.scorings:
+            rows = [r for r in data.rows if (r.retrieval, r.scoring) == (value, scoring.key)]
+            if first is not None:
+                rows.sort(key=lambda r: -_finite(r.mean.get(first, math.nan)))
+            out.extend(rows)
     return out
 
 
@@ -57,8 +64,11 @@ def _finite(x: float) -> float:
 
 def _cells(data: ReportData, rows: Sequence[LeaderRow]) -> tuple[list[str], list[list[str]]]:
     metrics = table_metrics()
-    header = ["dataset", "chunker", "embedder", "k", *(m.label for m in metrics)]
-    header += ["chunks", "tok/chunk", "tokens embedded", "cost ($)"]
+    short = data.short_retrievals()
+    scored = len(data.scorings) > 1
+    header = ["dataset", "chunker", "embedder", "retrieval", *(["scoring"] if scored else [])]
+    header += [m.label for m in metrics]
+    header += ["tok retrieved/q", "chunks", "tok/chunk", "tokens embedded", "cost ($)"]
     body = []
     for row in rows:
         cell = data.cells[row.cell]
@@ -68,8 +78,10 @@ def _cells(data: ReportData, rows: Sequence[LeaderRow]) -> tuple[list[str], list
                 cell.dataset,
                 cell.chunker_short,
                 cell.embedder_short,
-                row.k,
+                short[row.retrieval],
+                *([row.scoring] if scored else []),
                 *values,
+                f"{row.retrieved_tokens:.0f}",
                 str(cell.n_chunks),
                 f"{cell.mean_chunk_tokens:.0f}",
                 str(cell.tokens_embedded),
@@ -96,7 +108,8 @@ def _markdown(header: list[str], body: list[list[str]]) -> str:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    align = ["---" if i < 3 else "---:" for i in range(len(header))]
+    text = 5 if "scoring" in header else 4  # the left-aligned columns
+    align = ["---" if i < text else "---:" for i in range(len(header))]
     return "\n".join([line(header), "|" + "|".join(align) + "|", *map(line, body)]) + "\n"
 
 
@@ -121,7 +134,8 @@ def latex_escape(text: str) -> str:
 
 
 def _latex(header: list[str], body: list[list[str]]) -> str:
-    spec = "lll" + "r" * (len(header) - 3)
+    text = 5 if "scoring" in header else 4
+    spec = "l" * text + "r" * (len(header) - text)
     lines = [
         r"\begin{tabular}{" + spec + "}",
         r"\toprule",
@@ -138,17 +152,22 @@ def _csv(data: ReportData, rows: Sequence[LeaderRow]) -> str:
     metrics = table_metrics()
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    header = ["dataset", "chunker", "embedder", "k", "n_questions"]
+    header = ["dataset", "chunker", "embedder", "retrieval", "k", "excerpts", "unit"]
+    header += ["denominator", "n_questions"]
     for m in metrics:
         header += [f"{m.name}_mean", f"{m.name}_ci_low", f"{m.name}_ci_high"]
+    header += ["mean_k_used", "mean_retrieved_tokens"]
     header += ["n_chunks", "mean_chunk_tokens", "tokens_embedded", "cost_usd"]
     writer.writerow(header)
     for row in rows:
         cell = data.cells[row.cell]
-        values: list[Any] = [cell.dataset, cell.chunker, cell.embedder, row.k, row.n_questions]
+        scoring = Scoring.from_key(row.scoring)
+        values: list[Any] = [cell.dataset, cell.chunker, cell.embedder, row.retrieval, row.k]
+        values += [scoring.excerpts, scoring.unit, scoring.denominator, row.n_questions]
         for m in metrics:
             low, high = row.ci.get(m.name, (math.nan, math.nan))
             values += [row.mean.get(m.name, math.nan), low, high]
+        values += [row.k_used, row.retrieved_tokens]
         values += [cell.n_chunks, cell.mean_chunk_tokens, cell.tokens_embedded, cell.cost]
         writer.writerow(["" if v is None else v for v in values])
     return buf.getvalue()
@@ -157,9 +176,9 @@ def _csv(data: ReportData, rows: Sequence[LeaderRow]) -> str:
 def log_to_mlflow(
     data: ReportData, report: Path | None, tracking_uri: str, experiment: str = "chunkmark"
 ) -> list[str]:
-    """Log one MLflow run per cell: its specs as params, every metric at every k
-    (``<metric>_at_<k>``), its costs; the report and the leaderboard CSV as artifacts of each.
-    Returns the MLflow run ids."""
+    """Log one MLflow run per cell: its specs as params, every metric at every retrieval setting
+    and scoring (see :func:`mlflow_metric_name`), its costs; the report and the leaderboard CSV
+    as artifacts of each. Returns the MLflow run ids."""
     try:
         import mlflow
     except ImportError:
@@ -186,10 +205,22 @@ def log_to_mlflow(
                     continue
                 for name, value in row.mean.items():
                     if math.isfinite(value):
-                        metrics[f"{name}_at_{row.k}"] = value
+                        metrics[mlflow_metric_name(name, row)] = value
             mlflow.log_metrics(metrics)
             mlflow.log_text(leaderboard, "leaderboard.csv")
             if report is not None and report.is_file():
                 mlflow.log_artifact(str(report))
             ids.append(run.info.run_id)
     return ids
+
+
+def mlflow_metric_name(metric: str, row: LeaderRow) -> str:
+    """``<metric>_at_<k>`` for top_k at the default scoring (the names of runs before retrieval
+    settings), else ``<metric>_at_<setting>`` with the scoring appended when it is not the
+    default, every run of characters MLflow does not take written as ``_``."""
+    if name_of(row.retrieval) == "top_k" and row.k and row.scoring == DEFAULT_SCORING.key:
+        return f"{metric}_at_{row.k}"
+    name = f"{metric}_at_{row.retrieval}"
+    if row.scoring != DEFAULT_SCORING.key:
+        name += f"_{row.scoring}"
+    return re.sub(r"[^A-Za-z0-9.-]+", "_", name).strip("_")

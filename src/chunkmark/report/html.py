@@ -28,23 +28,27 @@ from chunkmark.report.inspector import build_inspector, load_report_dataset
 from chunkmark.report.payload import (
     cell_payload,
     comparisons_payload,
+    failure_payload,
     fronts,
     leaderboard_metrics,
     metrics_payload,
     num,
     per_document,
     recommendation_payload,
+    retrievals_payload,
     row_payload,
+    scorings_payload,
     similarity,
 )
 from chunkmark.report.prices import load_prices
+from chunkmark.report.settings import Scoring
 from chunkmark.report.stats import (
     Comparisons,
     Recommendation,
     StatsOptions,
     analyse,
     check_metric,
-    choose_k,
+    choose_setting,
 )
 from chunkmark.timing import PhaseTimer
 
@@ -53,11 +57,19 @@ _SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """How the report is built: the metric and k of the recommendation and comparisons, the
-    token budget, the price file, and the tests' settings."""
+    """How the report is built: the metric, retrieval setting and scoring of the
+    recommendation and comparisons, the token budget, the price file, and the tests' settings.
+
+    ``retrieval`` is a setting spec (``top_k(k=5)``, ``bm25(k=5)``, ``token_budget(tokens=1024)``)
+    matched against the runs' settings; without it, ``k`` means ``top_k(k=<k>)``; without
+    either, ``top_k(k=5)`` when the runs hold it. ``scoring`` is a :attr:`Scoring.key`
+    (``position/chars/sum``); without it, the defaults when the runs hold them, else the first.
+    """
 
     metric: str = "iou"
+    retrieval: str | None = None
     k: str | None = None
+    scoring: str | None = None
     token_budget: float = 1000.0
     prices: Path | None = None
     alpha: float = 0.05
@@ -69,7 +81,9 @@ class ReportOptions:
     def stats(self) -> StatsOptions:
         return StatsOptions(
             metric=self.metric,
+            retrieval=self.retrieval,
             k=self.k,
+            scoring=self.scoring,
             token_budget=self.token_budget,
             alpha=self.alpha,
             permutations=self.permutations,
@@ -120,7 +134,8 @@ def build_report(
         script = plotly_js()
     with timer("read"):
         data = load_runs(runs, load_prices(opts.prices))
-    stats = replace(opts, k=choose_k(data, opts.k)).stats()
+    retrieval, scoring = choose_setting(data, opts.stats())
+    stats = replace(opts.stats(), retrieval=retrieval, scoring=scoring)
     with timer("tests"):
         recommendations, comparisons = analyse(data, stats)
     with timer("inspector"):
@@ -160,6 +175,7 @@ def _payload(
 ) -> dict[str, Any]:
     from chunkmark.version import __version__
 
+    retrieval, scoring = str(stats.retrieval), str(stats.scoring)
     return {
         "meta": {
             "title": opts.title or _title(data),
@@ -168,7 +184,7 @@ def _payload(
             "runs": [
                 {
                     "path": str(r.path),
-                    "dataset": r.dataset,
+                    "datasets": list(r.datasets),
                     "created": r.created,
                     "version": r.version,
                     "wallSeconds": num(r.wall_seconds, 4),
@@ -179,7 +195,10 @@ def _payload(
             "notes": data.notes,
             "options": {
                 "metric": stats.metric,
-                "k": stats.k,
+                "retrieval": retrieval,
+                "retrievalShort": data.short_retrievals()[retrieval],
+                "scoring": scoring,
+                "scoringLabel": Scoring.from_key(scoring).label,
                 "tokenBudget": num(stats.token_budget),
                 "alpha": stats.alpha,
                 "permutations": stats.permutations,
@@ -202,11 +221,14 @@ def _payload(
             for d in data.datasets
         ],
         "ks": data.ks,
+        "retrievals": retrievals_payload(data),
+        "scorings": scorings_payload(data),
+        "failures": [failure_payload(f, data) for f in data.failures],
         "cells": [cell_payload(c) for c in data.cells],
         "rows": [row_payload(r) for r in data.rows],
-        "fronts": fronts(data),
-        "perDocument": per_document(data),
-        "similarity": similarity(data),
+        "fronts": fronts(data, scoring),
+        "perDocument": per_document(data, scoring),
+        "similarity": similarity(data, scoring),
         "recommendations": [recommendation_payload(r) for r in recommendations],
         "comparisons": comparisons_payload(comparisons),
         "inspector": inspector,

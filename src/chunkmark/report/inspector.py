@@ -4,8 +4,9 @@ Only what the page can show is carried: the documents questions point at (and th
 others that a retrieved chunk comes from); a document longer than :data:`FULL_TEXT_LIMIT`
 characters is cut down to windows around its excerpts and retrieved chunks (the page says it is
 trimmed); a cell's chunks are those that meet the text carried, and cells with the same chunks
-(one chunker, several embedders) share them. Numbers are packed (see :func:`_chunk_set` and
-:func:`_ranking`).
+(one chunker, several embedders) share them. The rankings are the dense ones (ranker
+``exact(...)``): what the ``top_k``, ``token_budget`` and ``threshold`` settings read. Numbers are
+packed (see :func:`_chunk_set` and :func:`_ranking`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from chunkmark.datasets import Dataset, load_dataset
 from chunkmark.errors import ChunkmarkError
 from chunkmark.report.data import ChunkSpans, DatasetInfo, Ranking, ReportData
+from chunkmark.report.settings import fixed_depth, is_dense
 
 FULL_TEXT_LIMIT = 20_000  # characters: longer documents are carried as windows
 EXCERPT_MARGIN = 300  # characters of context kept on each side of an excerpt
@@ -110,17 +112,22 @@ def _cell_views(data: ReportData, dataset: str) -> list[_CellView]:
 
 def _asked_questions(data: ReportData, dataset: str) -> set[str]:
     asked: set[str] = set()
-    for (cell, _), scores in data.scores.items():
+    for (cell, _, _), scores in data.scores.items():
         if data.cells[cell].dataset == dataset:
             asked.update(scores.question_ids)
     return asked
 
 
 def _depth(data: ReportData, views: list[_CellView]) -> int:
-    """How deep the rankings are carried: the deepest k used by any row, at most MAX_DEPTH."""
+    """How deep the rankings are carried: the deepest k used by any row of a setting that reads
+    the dense ranking, at most MAX_DEPTH."""
     cells = {v.cell for v in views}
     deepest = max(
-        (int(s.k_used.max(initial=0)) for (c, _), s in data.scores.items() if c in cells),
+        (
+            int(s.k_used.max(initial=0))
+            for (c, retrieval, _), s in data.scores.items()
+            if c in cells and is_dense(retrieval)
+        ),
         default=1,
     )
     return max(1, min(MAX_DEPTH, deepest))
@@ -258,12 +265,15 @@ def _deltas(values: list[int]) -> list[int]:
 
 
 def _k_used(data: ReportData, cell: int, questions: list[Any]) -> dict[str, list[int]]:
-    """Per k that is not a number (``min``), the depth each question used."""
+    """Per dense retrieval setting without a fixed depth (``top_k(k='min')``, ``token_budget``,
+    ``threshold``), the depth each question used (the settings' depths agree across scorings:
+    the first scoring's are carried)."""
     out: dict[str, list[int]] = {}
-    for k in data.ks:
-        scores = data.scores.get((cell, k))
-        if k.isdigit() or scores is None:
+    for (c, retrieval, _), scores in data.scores.items():
+        if c != cell or not is_dense(retrieval) or fixed_depth(retrieval) is not None:
+            continue
+        if retrieval in out:
             continue
         used = dict(zip(scores.question_ids, scores.k_used.tolist(), strict=True))
-        out[k] = [int(used.get(q.id, 0)) for q in questions]
+        out[retrieval] = [int(used.get(q.id, 0)) for q in questions]
     return out

@@ -12,7 +12,15 @@ import numpy as np
 from chunkmark.errors import ChunkmarkError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison
-from chunkmark.report.data import CellInfo, LeaderRow, ReportData, Scores
+from chunkmark.report.data import (
+    CellInfo,
+    FailedCell,
+    LeaderRow,
+    ReportData,
+    Scores,
+    short_name,
+)
+from chunkmark.report.settings import Scoring, budget_of, fixed_depth, is_dense, name_of
 from chunkmark.report.stats import (
     Comparisons,
     Option,
@@ -95,12 +103,59 @@ def chunker_variant(cell: CellInfo) -> str:
 def row_payload(row: LeaderRow) -> dict[str, Any]:
     return {
         "cell": row.cell,
+        "retrieval": row.retrieval,
+        "scoring": row.scoring,
         "k": row.k,
         "n": row.n_questions,
         "mean": {m: num(v) for m, v in row.mean.items()},
         "std": {m: num(v) for m, v in row.std.items()},
         "ci": {m: [num(lo), num(hi)] for m, (lo, hi) in row.ci.items()},
         "retrievedTokens": num(row.retrieved_tokens, 5),
+        "kUsed": num(row.k_used, 4),
+    }
+
+
+def retrievals_payload(data: ReportData) -> list[dict[str, Any]]:
+    """The retrieval settings of the runs in display order: the canonical spec, its short
+    form, its name, whether it reads the dense ranking, its fixed depth and token budget."""
+    short = data.short_retrievals()
+    return [
+        {
+            "spec": spec,
+            "short": short[spec],
+            "name": name_of(spec),
+            "dense": is_dense(spec),
+            "depth": fixed_depth(spec),
+            "budget": num(budget_of(spec)),
+        }
+        for spec in data.retrievals
+    ]
+
+
+def scorings_payload(data: ReportData) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": s.key,
+            "label": s.label,
+            "excerpts": s.excerpts,
+            "unit": s.unit,
+            "denominator": s.denominator,
+            "isDefault": s.is_default,
+        }
+        for s in data.scorings
+    ]
+
+
+def failure_payload(failure: FailedCell, data: ReportData) -> dict[str, Any]:
+    return {
+        "run": str(data.runs[failure.run].path) if failure.run < len(data.runs) else "",
+        "id": failure.id,
+        "dataset": failure.dataset,
+        "chunker": failure.chunker,
+        "embedder": failure.embedder,
+        "chunkerShort": short_name("chunker", failure.chunker),
+        "embedderShort": short_name("embedder", failure.embedder),
+        "error": failure.error,
     }
 
 
@@ -113,18 +168,21 @@ def cost_of(cell: CellInfo, measure: str) -> float:
     return math.nan if cell.cost is None else cell.cost
 
 
-def fronts(data: ReportData) -> dict[str, dict[str, Any]]:
-    """Per dataset and k: the recall-precision front, and per metric and cost measure the
-    quality-cost front, as row indices into ``rows``."""
+def fronts(data: ReportData, scoring: str) -> dict[str, dict[str, Any]]:
+    """Per dataset and retrieval setting (at ``scoring``): the recall-precision front, and per
+    metric and cost measure the quality-cost front, as row indices into ``rows``."""
     out: dict[str, dict[str, Any]] = {}
     for dataset in data.datasets:
         per_k: dict[str, Any] = {}
-        for k in data.ks:
+        for retrieval in data.retrievals:
             rows = [
                 i
                 for i, r in enumerate(data.rows)
-                if r.k == k and data.cells[r.cell].dataset == dataset.key
+                if (r.retrieval, r.scoring) == (retrieval, scoring)
+                and data.cells[r.cell].dataset == dataset.key
             ]
+            if not rows:
+                continue
             recall = [data.rows[i].mean["recall"] for i in rows]
             precision = [data.rows[i].mean["precision"] for i in rows]
             rp = pareto_front(recall, precision, x="higher", y="higher")
@@ -143,16 +201,17 @@ def fronts(data: ReportData) -> dict[str, dict[str, Any]]:
                     ]
                     for measure in COSTS
                 }
-            per_k[k] = {"recallPrecision": [rows[j] for j in rp], "cost": cost}
+            per_k[retrieval] = {"recallPrecision": [rows[j] for j in rp], "cost": cost}
         out[dataset.key] = per_k
     return out
 
 
-def per_document(data: ReportData) -> dict[str, Any]:
+def per_document(data: ReportData, scoring: str) -> dict[str, Any]:
     """Per dataset, its documents (up to MAX_HEATMAP_DOCS, most questions first), and per row
-    the mean of every metric over each document's questions (None: no question)."""
+    at ``scoring`` (the plots' scoring) the mean of every metric over each document's questions
+    (None: no question)."""
     counts: dict[str, dict[str, int]] = {}
-    for (cell, _), found in data.scores.items():
+    for (cell, _, _), found in data.scores.items():
         c = counts.setdefault(data.cells[cell].dataset, {})
         if not c:
             for d in found.doc_ids:
@@ -163,8 +222,8 @@ def per_document(data: ReportData) -> dict[str, Any]:
     }
     values: dict[str, dict[str, list[float | int | None]]] = {}
     for i, row in enumerate(data.rows):
-        scores = data.scores.get((row.cell, row.k))
-        if scores is not None:
+        scores = data.scores.get(row.key)
+        if scores is not None and row.scoring == scoring:
             values[str(i)] = _document_means(scores, docs[data.cells[row.cell].dataset])
     total = {ds: len(c) for ds, c in counts.items()}
     return {"docs": docs, "documents": total, "values": values}
@@ -179,9 +238,11 @@ def _document_means(scores: Scores, docs: list[str]) -> dict[str, list[float | i
     }
 
 
-def similarity(data: ReportData) -> dict[str, Any]:
-    """Per cell, the top-1 similarity of every question; per row, the share of retrieved chunks
-    (the top k_used of every question) whose similarity reaches each threshold."""
+def similarity(data: ReportData, scoring: str) -> dict[str, Any]:
+    """Per cell, the top-1 similarity of every question in the dense ranking; per row at
+    ``scoring`` of a setting that reads it (top_k, token_budget, threshold), the share of
+    retrieved chunks (the top k_used of every question) whose similarity reaches each
+    threshold."""
     top1: dict[str, list[float]] = {}
     share: dict[str, list[float | int | None]] = {}
     for cell in data.cells:
@@ -191,8 +252,10 @@ def similarity(data: ReportData) -> dict[str, Any]:
         top1[str(cell.index)] = [round(float(s[0]), 3) for s in ranking.scores if len(s)]
         position = {q: i for i, q in enumerate(ranking.question_ids)}
         for i, row in enumerate(data.rows):
-            scores = data.scores.get((row.cell, row.k))
-            if row.cell != cell.index or scores is None:
+            scores = data.scores.get(row.key)
+            if row.cell != cell.index or scores is None or row.scoring != scoring:
+                continue
+            if not is_dense(row.retrieval):
                 continue
             retrieved = [
                 s
@@ -229,7 +292,9 @@ def comparison_payload(c: PairedComparison | None) -> dict[str, Any] | None:
 
 
 def _option(option: Option | None) -> dict[str, Any] | None:
-    return None if option is None else {"cell": option[0], "k": option[1]}
+    if option is None:
+        return None
+    return {"cell": option[0], "retrieval": option[1], "scoring": option[2]}
 
 
 def pick_payload(pick: Pick | None) -> dict[str, Any] | None:
@@ -237,7 +302,8 @@ def pick_payload(pick: Pick | None) -> dict[str, Any] | None:
         return None
     return {
         "cell": pick.cell,
-        "k": pick.k,
+        "retrieval": pick.retrieval,
+        "scoring": pick.scoring,
         "metric": pick.metric,
         "mean": num(pick.mean),
         "ciLow": num(pick.ci_low),
@@ -256,7 +322,9 @@ def recommendation_payload(r: Recommendation) -> dict[str, Any]:
     return {
         "dataset": r.dataset,
         "metric": r.metric,
-        "k": r.k,
+        "retrieval": r.retrieval,
+        "scoring": r.scoring,
+        "scoringLabel": Scoring.from_key(r.scoring).label,
         "n": r.n_questions,
         "best": pick_payload(r.best),
         "cheapestTied": pick_payload(r.cheapest_tied),

@@ -3,7 +3,8 @@
 Every test here is one of :mod:`chunkmark.metrics.paired`: cells are compared on the same
 questions (paired), with the sign-flip randomisation test; groups tied with the best are
 :func:`~chunkmark.metrics.paired.tied_with_best` (Holm-adjusted p-values), and shown as a group,
-not an order.
+not an order. Cells are compared at one retrieval setting and one scoring (see
+:func:`choose_setting`), so every comparison pairs like with like.
 """
 
 from __future__ import annotations
@@ -23,20 +24,25 @@ from chunkmark.metrics.paired import (
     holm,
     tied_with_best,
 )
-from chunkmark.report.data import FloatArray, ReportData
+from chunkmark.report.data import FloatArray, ReportData, RowKey
 from chunkmark.report.errors import ReportError
+from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring
 
 Direction = Literal["higher", "lower"]
 RANDOMISATION = "paired sign-flip randomisation test"
-Option = tuple[int, str]  # (cell index, k)
+Option = RowKey  # (cell index, retrieval setting, scoring key)
 
 
 @dataclass(frozen=True)
 class StatsOptions:
-    """The settings of every test in the report."""
+    """The settings of every test in the report: the metric, the retrieval setting
+    (``retrieval``, else ``top_k(k=<k>)``, else the default of :func:`choose_retrieval`), the
+    scoring (a :attr:`Scoring.key`; None: the defaults when present) and the tests' own."""
 
     metric: str = "iou"
+    retrieval: str | None = None
     k: str | None = None
+    scoring: str | None = None
     token_budget: float = 1000.0
     alpha: float = 0.05
     permutations: int = 10_000
@@ -73,7 +79,8 @@ def pareto_front(
 
 @dataclass(frozen=True)
 class Pick:
-    """One recommended (cell, k) with its interval, and the test that puts it there.
+    """One recommended cell (at the recommendation's retrieval setting and scoring) with its
+    interval, and the test that puts it there.
 
     ``versus`` is the option it was tested against (the runner-up, or the best for the cheapest
     tied cell), ``comparison`` that paired comparison and ``p_adjusted`` its Holm-adjusted
@@ -82,7 +89,8 @@ class Pick:
     """
 
     cell: int
-    k: str
+    retrieval: str
+    scoring: str
     metric: str
     mean: float
     ci_low: float
@@ -95,14 +103,20 @@ class Pick:
     compared: int  # comparisons with the best in the group's test (Holm adjusts over these)
     is_best: bool
 
+    @property
+    def option(self) -> Option:
+        return (self.cell, self.retrieval, self.scoring)
+
 
 @dataclass(frozen=True)
 class Recommendation:
-    """The recommendation for one dataset at the chosen metric and k."""
+    """The recommendation for one dataset at the chosen metric, retrieval setting and
+    scoring."""
 
     dataset: str
     metric: str
-    k: str
+    retrieval: str
+    scoring: str
     n_questions: int
     best: Pick | None
     cheapest_tied: Pick | None
@@ -144,15 +158,23 @@ class Comparisons:
     agreements: list[Agreement] = field(default_factory=list)
 
 
-def choose_k(data: ReportData, k: str | None) -> str:
-    """The k analysed: the one asked for, else 5 when present, else the first."""
-    if not data.ks:
-        raise ReportError("The runs hold no scored rows.", "Rerun `chunkmark run`.")
-    if k is None:
-        return "5" if "5" in data.ks else data.ks[0]
-    if k not in data.ks:
-        raise ReportError(f"k={k} is not in the runs.", f"Use one of: {', '.join(data.ks)}.")
-    return k
+def choose_setting(data: ReportData, options: StatsOptions) -> tuple[str, str]:
+    """The retrieval setting and scoring key analysed (a ReportError when the runs lack the
+    setting or scoring asked for)."""
+    retrieval = choose_retrieval(data.retrievals, options.retrieval, options.k)
+    present = data.scorings
+    if options.scoring is None:
+        return retrieval, choose_scoring(present).key
+    if options.scoring not in {s.key for s in present}:
+        raise ReportError(
+            f"The scoring {options.scoring} is not in the runs.",
+            f"Use one of: {', '.join(s.key for s in present)}.",
+        )
+    return retrieval, options.scoring
+
+
+def scoring_label(key: str) -> str:
+    return Scoring.from_key(key).label
 
 
 def check_metric(metric: str) -> str:
@@ -203,7 +225,7 @@ def _tied(values: dict[Option, FloatArray], metric: str, options: StatsOptions) 
     """The options tied with the best on ``metric`` (None when there are none)."""
     if not values:
         return None
-    names = {f"{cell}:{k}": (cell, k) for cell, k in values}
+    names = {str(i): o for i, o in enumerate(values)}
     ties = tied_with_best(
         {name: values[o] for name, o in names.items()},
         direction=METRICS[metric].direction,
@@ -221,22 +243,32 @@ def _tied(values: dict[Option, FloatArray], metric: str, options: StatsOptions) 
     )
 
 
-def _best_group(data: ReportData, dataset: str, k: str, options: StatsOptions) -> _Group | None:
-    """The dataset's cells at ``k``, tested against the best on the chosen metric."""
-    cells = [(c.index, k) for c in data.cells_of(dataset) if (c.index, k) in data.scores]
+def _options(data: ReportData, dataset: str, retrieval: str, scoring: str) -> list[Option]:
+    """Every scored cell of the dataset at the retrieval setting and scoring."""
+    return [
+        (c.index, retrieval, scoring)
+        for c in data.cells_of(dataset)
+        if (c.index, retrieval, scoring) in data.scores
+    ]
+
+
+def _best_group(
+    data: ReportData, dataset: str, retrieval: str, scoring: str, options: StatsOptions
+) -> _Group | None:
+    """The dataset's cells at the setting, tested against the best on the chosen metric."""
+    cells = _options(data, dataset, retrieval, scoring)
     return _tied(paired_values(data, cells, options.metric), options.metric, options)
 
 
-def _budget_options(data: ReportData, dataset: str, k: str) -> list[Option]:
-    """Every scored cell of the dataset at ``k``."""
-    return [(c.index, k) for c in data.cells_of(dataset) if (c.index, k) in data.scores]
-
-
-def _budget_group(data: ReportData, dataset: str, k: str, options: StatsOptions) -> _Group | None:
-    """The cells at ``k`` whose mean retrieved tokens per question fit the budget, tested
+def _budget_group(
+    data: ReportData, dataset: str, retrieval: str, scoring: str, options: StatsOptions
+) -> _Group | None:
+    """The cells at the setting whose mean retrieved tokens per question fit the budget, tested
     against the best on recall."""
     fitting = [
-        o for o in _budget_options(data, dataset, k) if _row_tokens(data, o) <= options.token_budget
+        o
+        for o in _options(data, dataset, retrieval, scoring)
+        if _row_tokens(data, o) <= options.token_budget
     ]
     return _tied(paired_values(data, fitting, "recall"), "recall", options)
 
@@ -267,7 +299,8 @@ def _pick(data: ReportData, group: _Group, option: Option, options: StatsOptions
     low, high = row.ci.get(group.metric, (math.nan, math.nan))
     return Pick(
         cell=option[0],
-        k=option[1],
+        retrieval=option[1],
+        scoring=option[2],
         metric=group.metric,
         mean=row.mean[group.metric],
         ci_low=low,
@@ -297,7 +330,7 @@ def _cheapest(data: ReportData, group: _Group) -> Option:
 def _recommendation(
     data: ReportData,
     dataset: str,
-    k: str,
+    setting: tuple[str, str],
     options: StatsOptions,
     best: _Group | None,
     budget: _Group | None,
@@ -309,13 +342,14 @@ def _recommendation(
     if budget is not None:
         budget_pick = _pick(data, budget, budget.order[0], options)
     else:
-        every = _budget_options(data, dataset, k)
+        every = _options(data, dataset, *setting)
         smallest = min(every, key=lambda o: _row_tokens(data, o)) if every else None
     n = len(next(iter(best.values.values()))) if best is not None else 0
     return Recommendation(
         dataset,
         options.metric,
-        k,
+        setting[0],
+        setting[1],
         n,
         best_pick,
         cheapest,
@@ -325,32 +359,39 @@ def _recommendation(
     )
 
 
-def _pairs_of(data: ReportData, dataset: str, k: str) -> list[tuple[str, int, int]]:
+def _pairs_of(
+    data: ReportData, dataset: str, setting: tuple[str, str]
+) -> list[tuple[str, int, int]]:
     """(chunker, cell a, cell b) for every two embedders run with one chunking."""
     by_chunker: dict[str, list[int]] = {}
     for c in data.cells_of(dataset):
-        if (c.index, k) in data.scores:
+        if (c.index, *setting) in data.scores:
             by_chunker.setdefault(c.chunker, []).append(c.index)
     return [(ch, a, b) for ch, cells in by_chunker.items() for a, b in combinations(cells, 2)]
 
 
-def _pair(data: ReportData, a: int, b: int, k: str, options: StatsOptions) -> PairedComparison:
-    values = paired_values(data, [(a, k), (b, k)], options.metric)
+def _pair(
+    data: ReportData, a: int, b: int, setting: tuple[str, str], options: StatsOptions
+) -> PairedComparison:
+    oa, ob = (a, *setting), (b, *setting)
+    values = paired_values(data, [oa, ob], options.metric)
     return compare_paired(
-        values[(a, k)],
-        values[(b, k)],
+        values[oa],
+        values[ob],
         permutations=options.permutations,
         bootstrap=options.bootstrap,
         seed=options.seed,
     )
 
 
-def _best_per_embedder(data: ReportData, dataset: str, k: str, metric: str) -> list[Option]:
+def _best_per_embedder(
+    data: ReportData, dataset: str, setting: tuple[str, str], metric: str
+) -> list[Option]:
     sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
     by_embedder: dict[str, list[Option]] = {}
     for r in data.rows:
-        if r.k == k and data.cells[r.cell].dataset == dataset:
-            by_embedder.setdefault(data.cells[r.cell].embedder, []).append((r.cell, r.k))
+        if (r.retrieval, r.scoring) == setting and data.cells[r.cell].dataset == dataset:
+            by_embedder.setdefault(data.cells[r.cell].embedder, []).append(r.key)
     return [
         max(opts, key=lambda o: _mean_or_worst(data, o, metric, sign))
         for opts in by_embedder.values()
@@ -364,28 +405,32 @@ def _mean_or_worst(data: ReportData, option: Option, metric: str, sign: float) -
 
 
 def analyse(data: ReportData, options: StatsOptions) -> tuple[list[Recommendation], Comparisons]:
-    """The recommendation for every dataset, and the comparisons, at the chosen metric and k."""
-    metric, k = check_metric(options.metric), choose_k(data, options.k)
+    """The recommendation for every dataset, and the comparisons, at the chosen metric,
+    retrieval setting and scoring."""
+    metric = check_metric(options.metric)
+    setting = choose_setting(data, options)
     keys = [d.key for d in data.datasets]
     recommendations = [
         _recommendation(
             data,
             d,
-            k,
+            setting,
             options,
-            _best_group(data, d, k, options),
-            _budget_group(data, d, k, options),
+            _best_group(data, d, *setting, options),
+            _budget_group(data, d, *setting, options),
         )
         for d in keys
     ]
     pairs = {
-        d: _holm_pairs([(p, _pair(data, p[1], p[2], k, options)) for p in _pairs_of(data, d, k)])
+        d: _holm_pairs(
+            [(p, _pair(data, p[1], p[2], setting, options)) for p in _pairs_of(data, d, setting)]
+        )
         for d in keys
     }
     comparisons = Comparisons(
-        best_per_embedder={d: _best_per_embedder(data, d, k, metric) for d in keys},
+        best_per_embedder={d: _best_per_embedder(data, d, setting, metric) for d in keys},
         embedder_pairs=pairs,
-        agreements=_agreements(data, k, metric),
+        agreements=_agreements(data, setting, metric),
     )
     return recommendations, comparisons
 
@@ -401,13 +446,13 @@ def _holm_pairs(
     ]
 
 
-def _agreements(data: ReportData, k: str, metric: str) -> list[Agreement]:
+def _agreements(data: ReportData, setting: tuple[str, str], metric: str) -> list[Agreement]:
     """Kendall's tau of the shared cells' means between every two datasets."""
     from scipy.stats import kendalltau
 
     means: dict[str, dict[tuple[str, str], float]] = {}
     for r in data.rows:
-        if r.k != k:
+        if (r.retrieval, r.scoring) != setting:
             continue
         cell = data.cells[r.cell]
         means.setdefault(cell.dataset, {})[(cell.chunker, cell.embedder)] = r.mean[metric]

@@ -5,6 +5,8 @@
   const DATA = JSON.parse(document.getElementById("report-data").textContent);
   const METRICS = Object.fromEntries(DATA.metrics.map((m) => [m.name, m]));
   const OPTS = DATA.meta.options;
+  const RETRIEVALS = Object.fromEntries(DATA.retrievals.map((r, i) => [r.spec, Object.assign({ order: i }, r)]));
+  const SCORED = DATA.scorings.length > 1;  // several scorings: rows say which
   const PLOT_CONFIG = { displaylogo: false, responsive: true };
 
   // ---------------------------------------------------------------- helpers
@@ -41,12 +43,14 @@
     if (x < 0.01) return "$" + x.toPrecision(2);
     return "$" + x.toFixed(2);
   }
-  function kLabel(k) { return "k=" + k; }
+  function rShort(spec) { return RETRIEVALS[spec] ? RETRIEVALS[spec].short : spec; }
+  function rOrder(spec) { return RETRIEVALS[spec] ? RETRIEVALS[spec].order : 1e9; }
   function kOrder(k) { return /^\d+$/.test(k) ? Number(k) : 1e9; }
   function cellOf(i) { return DATA.cells[i]; }
-  function rowOf(cell, k) {
-    return DATA.rows.findIndex((r) => r.cell === cell && r.k === k);
+  function rowOf(cell, retrieval, scoring) {
+    return DATA.rows.findIndex((r) => r.cell === cell && r.retrieval === retrieval && r.scoring === scoring);
   }
+  function sameOption(a, b) { return a.cell === b.cell && a.retrieval === b.retrieval && a.scoring === b.scoring; }
   function select(id, label, options, value, onChange) {
     const s = el("select", { id: id, onchange: (e) => onChange(e.target.value) });
     for (const [v, text] of options) {
@@ -80,14 +84,14 @@
 
   // ---------------------------------------------------------------- recommendation
   function cellName(i) { const c = cellOf(i); return c ? c.label : "?"; }
-  function optionName(o) { return `${cellName(o.cell)} at k=${o.k}`; }
+  function optionName(o) { return `${cellName(o.cell)} with ${rShort(o.retrieval)}`; }
 
   function pickLine(pick) {
     const c = cellOf(pick.cell);
     const m = pick.metric;
     const ci = isNum(pick.ciLow) ? ` [${mpct(m, pick.ciLow)}, ${mpct(m, pick.ciHigh)}]` : "";
     return el("p", {},
-      el("span", { class: "value", text: `${c.label}` }), ` at k=${pick.k}: ${metricLabel(m)} ${mpct(m, pick.mean)}%${ci}`,
+      el("span", { class: "value", text: `${c.label}` }), ` with ${rShort(pick.retrieval)}: ${metricLabel(m)} ${mpct(m, pick.mean)}%${ci}`,
       isNum(pick.ciLow) ? " (95% bootstrap interval)" : "",
       `; ${int(c.tokens)} tokens embedded, ${int(c.nChunks)} chunks, ${dollars(c.cost)} to embed, ${int(pick.retrievedTokens)} tokens retrieved per question on average.`);
   }
@@ -108,20 +112,35 @@
 
   function tiedList(pick, intro) {
     if (!pick.tied || pick.tied.length <= 1) return null;
-    const names = pick.tied.map((o) => optionName(o) + (o.cell === pick.cell && o.k === pick.k ? " (the pick)" : "")).sort();
+    const names = pick.tied.map((o) => optionName(o) + (sameOption(o, pick) ? " (the pick)" : "")).sort();
     return el("div", {},
       el("p", { text: `${intro}: ${names.length} options, the pick included, each with Holm-adjusted p ≥ ${OPTS.alpha} against the best (no detectable difference: a group, not an order):` }),
       el("ul", { class: "tied-group" }, names.map((n) => el("li", { text: n }))));
   }
 
+  function renderFailures() {
+    const box = clear(document.getElementById("failures"));
+    if (!DATA.failures.length) { box.hidden = true; return; }
+    box.hidden = false;
+    const n = DATA.failures.length;
+    box.append(el("p", {}, el("b", { text: `${n} cell${n === 1 ? "" : "s"} failed` }),
+      ` and ${n === 1 ? "has" : "have"} no rows on this page (fix the error and run again: finished cells are kept):`));
+    box.append(el("ul", {}, DATA.failures.map((f) => el("li", { class: "failure" },
+      el("span", { title: `${f.chunker} × ${f.embedder}`, text: `${f.dataset}: ${f.chunkerShort} × ${f.embedderShort}` }),
+      el("span", { class: "muted", text: ` — ${f.error}` })))));
+  }
+
   function renderRecommendation() {
     const body = clear(document.getElementById("recommendation-body"));
+    body.append(el("p", { class: "muted", id: "recommendation-setting",
+      text: `Cells compared with retrieval ${OPTS.retrieval}, scored with ${OPTS.scoringLabel}` +
+        (SCORED ? ` (the runs hold ${DATA.scorings.length} scorings; the leaderboard shows the others).` : ".") }));
     for (const rec of DATA.recommendations) {
       const m = rec.metric;
       const card = el("div", { class: "card", "data-dataset": rec.dataset });
-      card.append(el("h3", { text: `${rec.dataset}: ${metricLabel(m)} at k=${rec.k} (${directionWord(m)}), ${int(rec.n)} questions` }));
+      card.append(el("h3", { text: `${rec.dataset}: ${metricLabel(m)} with ${rShort(rec.retrieval)} (${directionWord(m)}), ${int(rec.n)} questions` }));
       if (!rec.best) {
-        card.append(el("p", { text: "No cell of this dataset was scored at this k." }));
+        card.append(el("p", { text: `No cell of this dataset was scored with ${rec.retrieval} (${rec.scoringLabel}).` }));
         body.append(card);
         continue;
       }
@@ -130,7 +149,7 @@
       card.append(best);
       const cheap = rec.cheapestTied;
       const cheapBox = el("div", { class: "rec-cheapest" }, el("h4", { text: "Cheapest cell statistically tied with the best" }));
-      if (cheap.cell === rec.best.cell && cheap.k === rec.best.k) {
+      if (sameOption(cheap, rec.best)) {
         const c = cellOf(cheap.cell);
         const others = rec.best.tied.length - 1;
         cheapBox.append(el("p", { text: others > 0
@@ -143,14 +162,14 @@
         cheapBox.append(testLine(cheap, rec, "cell"));
       }
       card.append(cheapBox);
-      const budgetBox = el("div", { class: "rec-budget" }, el("h4", { text: `Best recall at k=${rec.k} within ${int(rec.tokenBudget)} retrieved tokens per question` }));
+      const budgetBox = el("div", { class: "rec-budget" }, el("h4", { text: `Best recall with ${rShort(rec.retrieval)} within ${int(rec.tokenBudget)} retrieved tokens per question` }));
       if (rec.budget) {
         budgetBox.append(pickLine(rec.budget));
         budgetBox.append(testLine(rec.budget, rec, "option within the budget"));
         const group = tiedList(rec.budget, "The group tied with it within the budget");
         if (group) budgetBox.append(group);
       } else if (rec.smallest) {
-        const r = DATA.rows[rowOf(rec.smallest.cell, rec.smallest.k)];
+        const r = DATA.rows[rowOf(rec.smallest.cell, rec.smallest.retrieval, rec.smallest.scoring)];
         budgetBox.append(el("p", { text: `No cell fits: the smallest retrieval is ${optionName(rec.smallest)} with ${int(r ? r.retrievedTokens : NaN)} tokens per question.` }));
       }
       card.append(budgetBox);
@@ -159,15 +178,16 @@
   }
 
   // ---------------------------------------------------------------- leaderboard
-  const LB = { sort: { key: null, dir: 1 }, filters: { dataset: "", embedder: "", family: "", k: "" } };
+  const LB = { sort: { key: null, dir: 1 }, filters: { dataset: "", embedder: "", family: "", retrieval: "", k: "", scoring: SCORED ? OPTS.scoring : "" } };
 
   function leaderboardColumns() {
     const cols = [
       { key: "dataset", label: "dataset", value: (r) => cellOf(r.cell).dataset },
       { key: "chunker", label: "chunker", value: (r) => cellOf(r.cell).chunkerShort, spec: true },
       { key: "embedder", label: "embedder", value: (r) => cellOf(r.cell).embedderShort, spec: true },
-      { key: "k", label: "k", value: (r) => kOrder(r.k), show: (r) => r.k, num: true, asc: true },
+      { key: "retrieval", label: "retrieval", value: (r) => rOrder(r.retrieval), show: (r) => rShort(r.retrieval), title: "how the chunks were retrieved (hover a value for the full setting)", spec: true },
     ];
+    if (SCORED) cols.push({ key: "scoring", label: "scoring", value: (r) => r.scoring, show: (r) => r.scoring, title: "excerpts / unit / denominator" });
     for (const m of DATA.leaderMetrics) {
       cols.push({ key: m, label: METRICS[m].label, title: METRICS[m].description, metric: m, num: true,
         asc: METRICS[m].direction === "lower", value: (r) => r.mean[m] });
@@ -176,6 +196,7 @@
       { key: "chunks", label: "chunks", num: true, asc: true, value: (r) => cellOf(r.cell).nChunks, show: (r) => int(cellOf(r.cell).nChunks) },
       { key: "meanTokens", label: "mean chunk tokens", num: true, asc: true, value: (r) => cellOf(r.cell).meanTokens, show: (r) => fixed(cellOf(r.cell).meanTokens, 1) },
       { key: "tokens", label: "tokens embedded", title: "cl100k_base tokens of every chunk: what indexing the corpus embeds", num: true, asc: true, value: (r) => cellOf(r.cell).tokens, show: (r) => int(cellOf(r.cell).tokens) },
+      { key: "kUsed", label: "chunks retrieved / question", num: true, asc: true, value: (r) => r.kUsed, show: (r) => fixed(r.kUsed, 1) },
       { key: "retrieved", label: "tokens retrieved / question", num: true, asc: true, value: (r) => r.retrievedTokens, show: (r) => int(r.retrievedTokens) },
       { key: "seconds", label: "index time (s)", title: "chunking + embedding the documents, as run (the cache may have saved work)", num: true, asc: true, value: (r) => cellOf(r.cell).indexSeconds, show: (r) => fixed(cellOf(r.cell).indexSeconds, 2) },
       { key: "cost", label: "est. cost", title: "tokens embedded x the embedder's price per million tokens", num: true, asc: true, value: (r) => cellOf(r.cell).cost, show: (r) => dollars(cellOf(r.cell).cost) },
@@ -185,10 +206,10 @@
 
   function badgeFor(row) {
     for (const rec of DATA.recommendations) {
-      if (!rec.best || rec.k !== row.k || rec.dataset !== cellOf(row.cell).dataset) continue;
-      if (rec.best.cell === row.cell) return el("span", { class: "badge best", title: `best ${metricLabel(rec.metric)} at k=${rec.k}`, text: "best" });
-      if (rec.best.tied.some((o) => o.cell === row.cell && o.k === row.k)) {
-        return el("span", { class: "badge tied", title: `statistically tied with the best ${metricLabel(rec.metric)} at k=${rec.k}`, text: "tied" });
+      if (!rec.best || rec.retrieval !== row.retrieval || rec.scoring !== row.scoring || rec.dataset !== cellOf(row.cell).dataset) continue;
+      if (rec.best.cell === row.cell) return el("span", { class: "badge best", title: `best ${metricLabel(rec.metric)} with ${rec.retrieval}`, text: "best" });
+      if (rec.best.tied.some((o) => sameOption(o, row))) {
+        return el("span", { class: "badge tied", title: `statistically tied with the best ${metricLabel(rec.metric)} with ${rec.retrieval}`, text: "tied" });
       }
     }
     return null;
@@ -202,7 +223,10 @@
     make("dataset", "dataset", datasetsKeys());
     make("embedder", "embedder", unique(DATA.cells.map((c) => c.embedderShort)).sort());
     make("family", "chunker family", unique(DATA.cells.map((c) => c.family)).sort());
+    box.append(select("filter-retrieval", "retrieval", all.concat(DATA.retrievals.map((r) => [r.spec, r.short])), LB.filters.retrieval,
+      (v) => { LB.filters.retrieval = v; renderLeaderboardBody(); }));
     make("k", "k", DATA.ks);
+    if (SCORED) make("scoring", "scoring", DATA.scorings.map((s) => s.key));
   }
 
   function renderLeaderboardHead() {
@@ -227,7 +251,8 @@
     return DATA.rows.map((r, i) => [r, i]).filter(([r]) => {
       const c = cellOf(r.cell);
       return (!f.dataset || c.dataset === f.dataset) && (!f.embedder || c.embedderShort === f.embedder) &&
-        (!f.family || c.family === f.family) && (!f.k || r.k === f.k);
+        (!f.family || c.family === f.family) && (!f.retrieval || r.retrieval === f.retrieval) &&
+        (!f.k || r.k === f.k) && (!f.scoring || r.scoring === f.scoring);
     });
   }
 
@@ -268,6 +293,9 @@
           if (badge) td.append(badge);
         } else if (c.key === "embedder") {
           td.append(el("span", { title: cellOf(r.cell).embedder, text: value }));
+        } else if (c.key === "retrieval") {
+          td.setAttribute("data-value", r.retrieval);
+          td.append(el("span", { title: r.retrieval, text: rShort(r.retrieval) }));
         } else {
           td.textContent = c.show ? c.show(r) : String(value);
         }
@@ -277,10 +305,16 @@
     }
     document.getElementById("leaderboard-count").textContent = `${rows.length} of ${DATA.rows.length} rows shown.`;
     document.getElementById("leaderboard-notes").textContent = DATA.meta.notes.join(" ");
+    const budgets = DATA.retrievals.filter((x) => x.name === "token_budget");
+    const note = document.getElementById("budget-note");
+    note.hidden = !budgets.length;
+    note.textContent = budgets.length
+      ? `Rows retrieved with ${budgets.map((x) => x.short).join(", ")} hand every cell the same number of tokens per question: they compare chunkings fairly at equal context cost.`
+      : "";
   }
 
   // ---------------------------------------------------------------- plots
-  const PS = { dataset: DATA.datasets.length ? DATA.datasets[0].key : "", metric: OPTS.metric, k: OPTS.k, cost: "tokens" };
+  const PS = { dataset: DATA.datasets.length ? DATA.datasets[0].key : "", metric: OPTS.metric, retrieval: OPTS.retrieval, cost: "tokens" };
 
   function renderPlotControls() {
     const box = clear(document.getElementById("plot-controls"));
@@ -288,14 +322,15 @@
       box.append(select("plot-dataset", "dataset", datasetsKeys().map((d) => [d, d]), PS.dataset, (v) => { PS.dataset = v; renderPlots(); }));
     }
     box.append(select("plot-metric", "metric", DATA.metrics.map((m) => [m.name, m.label]), PS.metric, (v) => { PS.metric = v; renderPlots(); }));
-    box.append(select("plot-k", "k (all plots but the first)", DATA.ks.map((k) => [k, k]), PS.k, (v) => { PS.k = v; renderPlots(); }));
+    box.append(select("plot-retrieval", "retrieval (all plots but the first)", DATA.retrievals.map((r) => [r.spec, r.short]), PS.retrieval, (v) => { PS.retrieval = v; renderPlots(); }));
+    if (SCORED) box.append(el("span", { class: "muted", text: `Scoring: ${OPTS.scoringLabel}.` }));
     const costBox = clear(document.getElementById("cost-controls"));
     costBox.append(select("plot-cost-measure", "cost", [["tokens", "tokens embedded"], ["chunks", "number of chunks"], ["dollars", "dollars to embed"]], PS.cost,
       (v) => { PS.cost = v; renderCostPlot(); }));
   }
 
-  function rowsAt(k) {
-    return DATA.rows.map((r, i) => [r, i]).filter(([r]) => r.k === k && cellOf(r.cell).dataset === PS.dataset);
+  function rowsAt(retrieval) {
+    return DATA.rows.map((r, i) => [r, i]).filter(([r]) => r.retrieval === retrieval && r.scoring === OPTS.scoring && cellOf(r.cell).dataset === PS.dataset);
   }
 
   function axisTitle(m) { return `${metricLabel(m)} (%)`; }
@@ -318,7 +353,7 @@
     for (const node of grid.querySelectorAll(".js-plotly-plot")) Plotly.purge(node);
     clear(grid);
     const m = PS.metric;
-    const rows = DATA.rows.map((r, i) => [r, i]).filter(([r]) => cellOf(r.cell).dataset === PS.dataset);
+    const rows = DATA.rows.map((r, i) => [r, i]).filter(([r]) => r.scoring === OPTS.scoring && cellOf(r.cell).dataset === PS.dataset);
     const families = unique(rows.map(([r]) => cellOf(r.cell).family)).sort();
     const multiEmbedder = unique(rows.map(([r]) => cellOf(r.cell).embedderShort)).length > 1;
     families.forEach((family, n) => {
@@ -328,12 +363,12 @@
       const groups = new Map();
       for (const item of own) {
         const c = cellOf(item[0].cell);
-        const key = [kLabel(item[0].k), c.variant, multiEmbedder ? c.embedderShort : ""].filter(Boolean).join(" · ");
-        if (!groups.has(key)) groups.set(key, { k: item[0].k, items: [] });
+        const key = [rShort(item[0].retrieval), c.variant, multiEmbedder ? c.embedderShort : ""].filter(Boolean).join(" · ");
+        if (!groups.has(key)) groups.set(key, { retrieval: item[0].retrieval, items: [] });
         groups.get(key).items.push(item);
       }
       const traces = Array.from(groups.entries())
-        .sort((a, b) => kOrder(a[1].k) - kOrder(b[1].k) || a[0].localeCompare(b[0]))
+        .sort((a, b) => rOrder(a[1].retrieval) - rOrder(b[1].retrieval) || a[0].localeCompare(b[0]))
         .map(([name, g]) => {
           const items = g.items.slice().sort((a, b) => x(a[0]) - x(b[0]));
           return {
@@ -352,7 +387,7 @@
       });
     });
     document.getElementById("plot-size-note").textContent = families.length
-      ? `${metricLabel(m)} per chunker family against its size parameter (mean chunk tokens when it has none); one line per k (and per other parameter setting), with 95% intervals where the metric has them.`
+      ? `${metricLabel(m)} per chunker family against its size parameter (mean chunk tokens when it has none); one line per retrieval setting (and per other parameter setting), with 95% intervals where the metric has them.`
       : "No cells to plot.";
   }
 
@@ -361,13 +396,13 @@
       type: "scatter", mode: "lines+markers", name: name,
       x: items.map(xOf), y: items.map(yOf),
       line: { color: "#d62728", width: 2, dash: "dot" }, marker: { color: "#d62728", size: 11, symbol: "diamond-open", line: { width: 2 } },
-      text: items.map(([r]) => `${cellOf(r.cell).label} (k=${r.k})`), hovertemplate: "%{text}<extra>Pareto front</extra>",
+      text: items.map(([r]) => `${cellOf(r.cell).label} (${rShort(r.retrieval)})`), hovertemplate: "%{text}<extra>Pareto front</extra>",
     };
   }
 
   function renderRecallPrecision() {
-    const rows = rowsAt(PS.k);
-    const f = ((DATA.fronts[PS.dataset] || {})[PS.k] || {}).recallPrecision || [];
+    const rows = rowsAt(PS.retrieval);
+    const f = ((DATA.fronts[PS.dataset] || {})[PS.retrieval] || {}).recallPrecision || [];
     const front = f.map((i) => [DATA.rows[i], i]).sort((a, b) => a[0].mean.recall - b[0].mean.recall);
     plot("plot-rp", [
       { type: "scatter", mode: "markers", name: "cells", x: rows.map(([r]) => 100 * r.mean.recall), y: rows.map(([r]) => 100 * r.mean.precision),
@@ -385,13 +420,13 @@
 
   function renderCostPlot() {
     const m = PS.metric;
-    const rows = rowsAt(PS.k).filter(([r]) => isNum(costValue(cellOf(r.cell))));
-    const f = ((((DATA.fronts[PS.dataset] || {})[PS.k] || {}).cost || {})[m] || {})[PS.cost] || [];
+    const rows = rowsAt(PS.retrieval).filter(([r]) => isNum(costValue(cellOf(r.cell))));
+    const f = ((((DATA.fronts[PS.dataset] || {})[PS.retrieval] || {}).cost || {})[m] || {})[PS.cost] || [];
     const front = f.map((i) => [DATA.rows[i], i]).sort((a, b) => costValue(cellOf(a[0].cell)) - costValue(cellOf(b[0].cell)));
     const names = { tokens: "tokens embedded", chunks: "number of chunks", dollars: "dollars to embed the corpus" };
     const note = document.getElementById("plot-cost-note");
-    const missing = rowsAt(PS.k).length - rows.length;
-    note.textContent = `${metricLabel(m)} at k=${PS.k} (${directionWord(m)}) against ${names[PS.cost]}; the line joins the Pareto front (no cheaper cell is at least as good).` +
+    const missing = rowsAt(PS.retrieval).length - rows.length;
+    note.textContent = `${metricLabel(m)} with ${rShort(PS.retrieval)} (${directionWord(m)}) against ${names[PS.cost]}; the line joins the Pareto front (no cheaper cell is at least as good).` +
       (missing ? ` ${missing} cell(s) have no known price and are left out.` : "");
     plot("plot-cost", [
       { type: "scatter", mode: "markers", name: "cells", x: rows.map(([r]) => costValue(cellOf(r.cell))), y: rows.map(([r]) => 100 * r.mean[m]),
@@ -404,11 +439,11 @@
   function renderHeatmap() {
     const m = PS.metric;
     const docs = DATA.perDocument.docs[PS.dataset] || [];
-    const rows = rowsAt(PS.k).filter(([, i]) => DATA.perDocument.values[String(i)]);
+    const rows = rowsAt(PS.retrieval).filter(([, i]) => DATA.perDocument.values[String(i)]);
     const z = rows.map(([, i]) => (DATA.perDocument.values[String(i)][m] || []).map((v) => (isNum(v) ? 100 * v : null)));
     const total = DATA.perDocument.documents[PS.dataset] || 0;
     document.getElementById("plot-heatmap-note").textContent =
-      `Mean ${metricLabel(m)} at k=${PS.k} over each document's questions (cells x documents)` +
+      `Mean ${metricLabel(m)} with ${rShort(PS.retrieval)} over each document's questions (cells x documents)` +
       (total > docs.length ? `; the ${docs.length} documents with the most questions of ${total}.` : ".");
     plot("plot-heatmap", [{
       type: "heatmap", x: docs, y: rows.map(([r]) => cellOf(r.cell).label), z: z, colorscale: "Viridis",
@@ -421,7 +456,8 @@
     const cells = DATA.cells.map((c, i) => [c, i]).filter(([c]) => c.dataset === PS.dataset);
     const withTop = cells.filter(([, i]) => DATA.similarity.top1[String(i)]);
     document.getElementById("plot-similarity-note").textContent = withTop.length
-      ? `Cosine similarity of each question's top-1 chunk, per cell; below, the share of retrieved chunks (top k=${PS.k} of every question) whose similarity reaches each threshold.`
+      ? `Cosine similarity of each question's top-1 chunk in the dense ranking, per cell; below, the share of retrieved chunks (${rShort(PS.retrieval)} for every question) whose similarity reaches each threshold` +
+        (RETRIEVALS[PS.retrieval] && !RETRIEVALS[PS.retrieval].dense ? ` (none: ${rShort(PS.retrieval)} does not retrieve by dense similarity).` : ".")
       : "The runs kept no rankings (cells/<id>.ranking.parquet): no similarity to show.";
     const height = Math.max(320, 80 + 24 * withTop.length);
     plot("plot-top1", withTop.map(([c, i]) => ({
@@ -429,7 +465,7 @@
       hovertemplate: `${c.label}<extra></extra>`,
     })), { height: height, xaxis: { title: { text: "top-1 cosine similarity" } }, yaxis: { automargin: true }, margin: { l: 60, r: 20, t: 20, b: 50 } });
     const t = DATA.similarity.thresholds;
-    const shares = rowsAt(PS.k).filter(([, i]) => DATA.similarity.share[String(i)]);
+    const shares = rowsAt(PS.retrieval).filter(([, i]) => DATA.similarity.share[String(i)]);
     plot("plot-threshold", [{
       type: "heatmap", x: t.map((v) => `≥ ${v}`), y: shares.map(([r]) => cellOf(r.cell).label),
       z: shares.map(([, i]) => DATA.similarity.share[String(i)].map((v) => (isNum(v) ? 100 * v : null))),
@@ -463,15 +499,15 @@
 
   function renderComparisons() {
     const body = clear(document.getElementById("comparisons-body"));
-    const m = OPTS.metric, k = OPTS.k, d = METRICS[m].digits;
-    body.append(el("p", { class: "muted", text: `${metricLabel(m)} at k=${k}, percent. Paired comparisons use the same questions for both cells: the difference of means with its 95% paired-bootstrap interval, the ${DATA.recommendations.length ? DATA.recommendations[0].test : "randomisation test"}'s p-value, and that p Holm-adjusted over every embedder pair of the dataset.` }));
+    const m = OPTS.metric, d = METRICS[m].digits;
+    body.append(el("p", { class: "muted", text: `${metricLabel(m)} with ${OPTS.retrievalShort}, percent. Paired comparisons use the same questions for both cells: the difference of means with its 95% paired-bootstrap interval, the ${DATA.recommendations.length ? DATA.recommendations[0].test : "randomisation test"}'s p-value, and that p Holm-adjusted over every embedder pair of the dataset.` }));
     for (const ds of DATA.datasets) {
       const box = el("div", { class: "card", "data-dataset": ds.key }, el("h3", { text: ds.key }));
       const best = DATA.comparisons.bestPerEmbedder[ds.key] || [];
       box.append(el("h4", { text: "Best cell per embedder" }));
       box.append(table([["embedder"], ["best chunker"], [`${metricLabel(m)}`, true], ["95% interval", true], ["tokens embedded", true], ["est. cost", true]],
         best.map((o) => {
-          const r = DATA.rows[rowOf(o.cell, o.k)], c = cellOf(o.cell), ci = r.ci[m];
+          const r = DATA.rows[rowOf(o.cell, o.retrieval, o.scoring)], c = cellOf(o.cell), ci = r.ci[m];
           return [[c.embedderShort], [c.chunkerShort], [mpct(m, r.mean[m]), true], [ci ? `[${mpct(m, ci[0])}, ${mpct(m, ci[1])}]` : "–", true], [int(c.tokens), true], [dollars(c.cost), true]];
         }), "best-per-embedder"));
       const pairs = DATA.comparisons.embedderPairs[ds.key] || [];
@@ -492,14 +528,16 @@
     const agreements = DATA.comparisons.agreements;
     if (agreements.length) {
       body.append(el("h3", { text: "Do the datasets order the cells alike?" }));
-      body.append(el("p", { class: "muted", text: `Kendall's tau between two datasets' ${metricLabel(m)} means at k=${k} over the cells (chunker, embedder) both ran: 1 is the same order, 0 no relation, −1 the reverse.` }));
+      body.append(el("p", { class: "muted", text: `Kendall's tau between two datasets' ${metricLabel(m)} means with ${OPTS.retrievalShort} over the cells (chunker, embedder) both ran: 1 is the same order, 0 no relation, −1 the reverse.` }));
       body.append(table([["dataset A"], ["dataset B"], ["shared cells", true], ["Kendall's tau", true], ["p", true]],
         agreements.map((a) => [[a.a], [a.b], [int(a.n), true], [fixed(a.tau, 3), true], [pval(a.p), true]]), "agreements"));
     }
   }
 
   // ---------------------------------------------------------------- inspector
-  const IS = { dataset: 0, cell: null, k: OPTS.k, doc: 0, question: null, filter: "" };
+  const DENSE = DATA.retrievals.filter((r) => r.dense);
+  const IS = { dataset: 0, cell: null, retrieval: RETRIEVALS[OPTS.retrieval] && RETRIEVALS[OPTS.retrieval].dense ? OPTS.retrieval : (DENSE.length ? DENSE[0].spec : null),
+    doc: 0, question: null, filter: "" };
   const decoded = new Map();
 
   function decodeChunks(set) {
@@ -543,8 +581,9 @@
   function insp() { return DATA.inspector[IS.dataset]; }
 
   function depthFor(cellData, qIndex) {
-    if (/^\d+$/.test(IS.k)) return Math.min(Number(IS.k), cellData.rank[qIndex].length);
-    const used = cellData.kUsed[IS.k];
+    const setting = RETRIEVALS[IS.retrieval];
+    if (setting && isNum(setting.depth)) return Math.min(setting.depth, cellData.rank[qIndex].length);
+    const used = IS.retrieval === null ? null : cellData.kUsed[IS.retrieval];
     return used ? used[qIndex] : cellData.rank[qIndex].length;
   }
 
@@ -595,7 +634,9 @@
     const cellKeys = Object.keys(data.cells);
     if (IS.cell === null || !data.cells[IS.cell]) IS.cell = cellKeys[0];
     controls.append(select("insp-cell", "cell", cellKeys.map((c) => [c, cellOf(Number(c)).label]), IS.cell, (v) => { IS.cell = v; renderInspectorViews(); }));
-    controls.append(select("insp-k", "k", DATA.ks.map((k) => [k, k]), IS.k, (v) => { IS.k = v; renderInspectorViews(); }));
+    if (DENSE.length) {
+      controls.append(select("insp-retrieval", "retrieval", DENSE.map((r) => [r.spec, r.short]), IS.retrieval, (v) => { IS.retrieval = v; renderInspectorViews(); }));
+    }
     if (data.trimmed) {
       body.append(el("p", { class: "muted", id: "inspector-trimmed", text: `Trimmed: documents over ${int(data.fullTextLimit)} characters are carried only as windows around the excerpts and the retrieved chunks (the top ${data.depth} of every cell); “characters not carried” marks what is left out.` }));
     }
@@ -677,8 +718,9 @@
     covered = excerptUnion(covered);
     let hit = 0;
     for (const [s, e] of spans) hit += overlapOf(covered, s, e);
-    box.append(el("p", { id: "q-summary" }, `${cellOf(Number(IS.cell)).label}, top ${depth} (k=${IS.k}): `,
-      el("b", { text: `${int(hit)} of ${int(total)} excerpt characters retrieved` }), total ? ` (recall ${pct(hit / total, 1)}%).` : "."));
+    box.append(el("p", { id: "q-summary" }, `${cellOf(Number(IS.cell)).label}, top ${depth} (${IS.retrieval === null ? "dense ranking" : rShort(IS.retrieval)}): `,
+      el("b", { text: `${int(hit)} of ${int(total)} excerpt characters retrieved` }), total ? ` (recall ${pct(hit / total, 1)}%).` : ".",
+      RETRIEVALS[IS.retrieval] && RETRIEVALS[IS.retrieval].name === "token_budget" ? " A token budget may keep only the start of the last chunk; it is shown whole here." : ""));
     box.append(...cards);
   }
 
@@ -726,6 +768,7 @@
   // ---------------------------------------------------------------- start
   function start() {
     renderHeader();
+    renderFailures();
     renderRecommendation();
     renderLeaderboardFilters();
     renderLeaderboardHead();

@@ -1,0 +1,75 @@
+"""Options shared by the commands that read an experiment (``run``, ``plan``, ``tune``), and how
+their values override the experiment file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from chunkmark.experiments.config import DEFAULT_DATASET, ExperimentConfig, load_config, make_config
+
+ConfigFile = Annotated[
+    Path | None,
+    typer.Argument(help="Experiment YAML (keys: datasets, chunkers, embedders, retrieval, ...)."),
+]
+Datasets = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--dataset",
+        "-d",
+        help="Dataset folder (Chroma or JSONL layout), or a built-in name: demo, chroma-general; "
+        f"repeatable. [default: {DEFAULT_DATASET}]",
+    ),
+]
+Chunkers = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--chunker",
+        "-c",
+        help="Chunker spec, repeatable; a list is a grid, e.g. 'fixed_tokens(size=[200, 400], overlap=0)'.",
+    ),
+]
+Embedders = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--embedder",
+        "-e",
+        help="Embedder spec, repeatable, e.g. 'sentence_transformers(model=\"all-MiniLM-L6-v2\")'.",
+    ),
+]
+Depths = Annotated[
+    str | None,
+    typer.Option(
+        help="Depths of the default top_k retrieval: positive integers and/or 'min'. [default: 1,3,5,10,min]"
+    ),
+]
+Retrieval = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--retrieval",
+        "-r",
+        help="Retrieval setting spec, repeatable, e.g. 'token_budget(tokens=[512, 1024])' or "
+        "'hybrid(fusion=\"rrf\", k=5)' (see `chunkmark retrieval`). [default: top_k at every --k]",
+    ),
+]
+CacheDir = Annotated[
+    Path | None,
+    typer.Option(help="Cache folder. [default: $CHUNKMARK_CACHE_DIR or the user cache dir]"),
+]
+NoCache = Annotated[
+    bool, typer.Option("--no-cache", help="Do not read or write the embedding cache.")
+]
+NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/report.html.")]
+
+
+def experiment(
+    config_file: Path | None, no_cache: bool = False, **overrides: Any
+) -> ExperimentConfig:
+    """The experiment file (or the defaults) with the options given on the command line: a
+    ``None`` or empty option leaves the file's value."""
+    given = {k: v for k, v in overrides.items() if v is not None and v != [] and v != {}}
+    if no_cache:
+        given["no_cache"] = True
+    return load_config(config_file, given) if config_file else make_config(given)

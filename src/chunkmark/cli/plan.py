@@ -1,0 +1,240 @@
+"""``chunkmark plan``: what a run would do and cost, before anything is spent."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from chunkmark.cli import options
+
+if TYPE_CHECKING:
+    from chunkmark.experiments.plan import EmbedderPlan, LLMChunkerPlan, Plan
+
+PLAN_HELP = """Show what `chunkmark run` would do and cost, without running it.
+
+Prints the cells (dataset x chunker x embedder), the expanded specs, and per embedder the
+distinct texts and tokens it would embed, how many the embedding cache already holds and the
+dollars for the rest; per LLM-calling chunker its calls, tokens and dollars (fewest to most).
+Sends no request, loads no model, writes nothing. Prices come from the shipped tables and the
+experiment file's `prices:` (see docs/plan.md). With --max-cost, exits with status 2 when the
+estimate exceeds it or cannot be made.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan", help=PLAN_HELP)(plan)
+
+
+def plan(
+    config_file: options.ConfigFile = None,
+    dataset: options.Datasets = None,
+    chunker: options.Chunkers = None,
+    embedder: options.Embedders = None,
+    k: options.Depths = None,
+    retrieval: options.Retrieval = None,
+    cache_dir: options.CacheDir = None,
+    no_cache: options.NoCache = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(help="Fail (status 2) when the estimated cost in US dollars exceeds this."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the plan as JSON (what the manifest records).")
+    ] = False,
+) -> None:
+    from chunkmark.experiments.plan import check_budget, plan_grid
+
+    config = options.experiment(
+        config_file,
+        no_cache,
+        datasets=dataset,
+        chunkers=chunker,
+        embedders=embedder,
+        k=k,
+        retrieval=retrieval,
+        max_cost=max_cost,
+        cache_dir=cache_dir,
+    )
+    result = plan_grid(config)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        screen = Console(width=None if sys.stdout.isatty() else 160)
+        for part in render_plan(result):
+            screen.print(part)
+    check_budget(result, config.max_cost)
+
+
+def render_plan(plan: Plan) -> list[RenderableType]:
+    """The plan for the terminal: the grid, its cells, embedding and LLM costs, the total."""
+    parts: list[RenderableType] = [_grid_text(plan), _cells_table(plan), _embedding_table(plan)]
+    if plan.llm_chunkers:
+        parts.append(_llm_table(plan))
+    parts.append(_total_text(plan))
+    return parts
+
+
+def _grid_text(plan: Plan) -> Text:
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.embedders import EMBEDDERS
+
+    lines = [
+        f"{_n(plan.n_cells, 'cell')} = {_n(len(plan.datasets), 'dataset')} x "
+        f"{_n(len(plan.chunkers), 'chunker')} x {_n(len(plan.embedders), 'embedder')}; each "
+        f"scored at {_n(len(plan.retrieval), 'retrieval setting')} x "
+        f"{_n(len(plan.scoring), 'scoring option')} from one ranking.",
+    ]
+    lines += [
+        f"dataset   {d.name}: {d.documents} documents ({d.document_tokens:,} cl100k tokens), "
+        f"{d.questions} questions"
+        for d in plan.datasets
+    ]
+    lines += [f"chunker   {CHUNKERS.short(s)}   = {s}" for s in plan.chunkers]
+    lines += [f"embedder  {EMBEDDERS.short(s)}   = {s}" for s in plan.embedders]
+    lines.append(f"retrieval {', '.join(plan.retrieval)}")
+    lines.append(
+        "scoring   " + "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) for s in plan.scoring)
+    )
+    cache = "not used (--no-cache)" if plan.no_cache else str(plan.cache_dir)
+    lines.append(f"cache     {cache}")
+    return Text("\n".join(lines))
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _cells_table(plan: Plan) -> Table:
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.embedders import EMBEDDERS
+
+    table = Table(title="Cells", title_justify="left")
+    for name, justify in (
+        ("dataset", "left"),
+        ("chunker", "left"),
+        ("embedder", "left"),
+        ("chunks", "right"),
+        ("from", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for cell in plan.cells:
+        where = cell.source + (f" ({cell.note})" if cell.note else "")
+        table.add_row(
+            cell.dataset,
+            CHUNKERS.short(cell.chunker),
+            EMBEDDERS.short(cell.embedder),
+            "?" if cell.chunks is None else f"{cell.chunks:,}",
+            where,
+        )
+    return table
+
+
+def _embedding_table(plan: Plan) -> Table:
+    table = Table(title="Embedding (distinct texts, tokens, cost)", title_justify="left")
+    for name in ("embedder", "texts", "tokens", "cached", "estimated", "to embed", "$/M", "USD"):
+        table.add_column(name, justify="left" if name == "embedder" else "right")
+    notes: list[str] = []
+    for e in plan.embedding:
+        table.add_row(
+            _embedder_label(e),
+            f"{e.document_texts:,} + {e.query_texts:,} q",
+            f"{e.document_tokens + e.query_tokens:,}",
+            "-" if e.cached_texts is None else f"{e.cached_texts:,} ({e.cached_tokens:,} tok)",
+            f"{e.estimated_tokens:,}" if e.estimated_tokens else "-",
+            f"{e.tokens_to_embed:,}",
+            "?" if e.usd_per_million is None else f"{e.usd_per_million:g}",
+            _dollars(e.usd),
+        )
+        notes.append(f"{_embedder_label(e)}: {e.token_count}; price: {e.price_source}")
+        if e.cache_note:
+            notes.append(f"{_embedder_label(e)}: cache {e.cache_note}")
+        if e.estimated_for:
+            notes.append(
+                f"{_embedder_label(e)}: 'estimated' stands for the chunks of "
+                f"{', '.join(e.estimated_for)} (unknown before they run: their documents' tokens)"
+            )
+    table.caption = "\n".join(notes)
+    table.caption_justify = "left"
+    return table
+
+
+def _embedder_label(e: EmbedderPlan) -> str:
+    from chunkmark.embedders import EMBEDDERS
+
+    label = EMBEDDERS.short(e.spec)
+    return label if e.in_grid else f"{label} (for a chunker)"
+
+
+def _llm_table(plan: Plan) -> Table:
+    from chunkmark.chunkers import CHUNKERS
+
+    table = Table(title="LLM chunkers (fewest - most)", title_justify="left")
+    for name in (
+        "chunker",
+        "dataset",
+        "model",
+        "calls",
+        "cached",
+        "input tok",
+        "output tok",
+        "USD",
+    ):
+        table.add_column(
+            name, justify="left" if name in ("chunker", "dataset", "model") else "right"
+        )
+    notes = []
+    for p in plan.llm_chunkers:
+        table.add_row(
+            CHUNKERS.short(p.chunker),
+            p.dataset,
+            p.model or "?",
+            _range(p.calls, p.calls_max),
+            f"{p.cached_calls:,}",
+            _range(p.input_tokens, p.input_tokens_max),
+            _range(p.output_tokens, p.output_tokens_max),
+            _money_range(p),
+        )
+        if p.note:
+            notes.append(f"{CHUNKERS.short(p.chunker)}: {p.note}")
+        if p.runs > 1:
+            notes.append(f"{CHUNKERS.short(p.chunker)}: runs {p.runs} times (once per embedder)")
+    table.caption = "\n".join(notes) if notes else None
+    table.caption_justify = "left"
+    return table
+
+
+def _range(low: int | None, high: int | None) -> str:
+    if low is None or high is None:
+        return "?"
+    return f"{low:,}" if low == high else f"{low:,} - {high:,}"
+
+
+def _money_range(p: LLMChunkerPlan) -> str:
+    if p.usd is None or p.usd_max is None:
+        return "?"
+    return _dollars(p.usd) if p.usd == p.usd_max else f"{_dollars(p.usd)} - {_dollars(p.usd_max)}"
+
+
+def _dollars(value: float | None) -> str:
+    from chunkmark.experiments.plan import usd
+
+    return "?" if value is None else usd(value)
+
+
+def _total_text(plan: Plan) -> Text:
+    if plan.total_usd is None:
+        return Text(
+            f"Estimated cost: unknown ({'; '.join(plan.unknown)} is unknown). Give prices "
+            "under 'prices:' in the experiment file (see docs/plan.md).",
+            style="yellow",
+        )
+    line = f"Estimated cost: {_dollars(plan.total_usd)}"
+    if plan.total_usd_max is not None and plan.total_usd_max != plan.total_usd:
+        line += f" (at most {_dollars(plan.total_usd_max)} if the LLM chunkers take every retry)"
+    return Text(line + ".", style="bold")

@@ -1,0 +1,127 @@
+"""Checks that the vectors of a cell can be trusted.
+
+Before any search, :func:`check_same_embedder`: query and chunk vectors must come from the same
+embedder identity and have the same dimension; a mismatch is an error, never a silent zero.
+
+After the search, :func:`query_signal`: a query embedder that ignores its input (a mock left in
+place, a broken client returning constant or random vectors) still yields rankings and numbers.
+Its tell is that a question's vector is no closer to the chunks holding its own answer than
+another question's vector is. Per question, the *answer similarity* is the highest cosine
+similarity between its vector and a chunk that overlaps one of its excerpts; the *shuffled*
+answer similarity is the same with the question vectors shuffled among the questions (a seeded
+derangement). With a working embedder the first is clearly higher. A one-sided Wilcoxon
+signed-rank test on the paired differences decides; a cell with p >= 0.01, or a mean difference
+not above zero, is flagged on screen and in the manifest.
+
+(The top-1 similarity over the whole index does not depend on which question a vector belongs
+to, so comparing it for shuffled queries could not detect anything; the answer's chunks can.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from chunkmark.embedders.base import FloatArray
+from chunkmark.errors import ConfigError
+from chunkmark.metrics import ChunkTable, QuestionTable
+
+FLAG_P = 0.01
+MIN_QUESTIONS = 8  # fewer questions than this cannot show a difference
+
+
+class EmbedderMismatchError(ConfigError):
+    """Query and chunk vectors that cannot be compared."""
+
+
+def check_same_embedder(
+    query_identity: dict[str, Any],
+    chunk_identity: dict[str, Any],
+    query_vectors: FloatArray,
+    chunk_vectors: FloatArray,
+) -> None:
+    """Raise :class:`EmbedderMismatchError` unless both sides come from one embedder."""
+    if query_identity != chunk_identity:
+        raise EmbedderMismatchError(
+            f"Questions were embedded by {query_identity} and chunks by {chunk_identity}.",
+            "Embed questions and chunks with the same embedder spec.",
+        )
+    if len(chunk_vectors) and query_vectors.shape[1] != chunk_vectors.shape[1]:
+        raise EmbedderMismatchError(
+            f"Question vectors have {query_vectors.shape[1]} dimensions and chunk vectors "
+            f"{chunk_vectors.shape[1]}.",
+            "The embedder returns vectors of different sizes for queries and documents; fix it "
+            "or use one that does not.",
+        )
+
+
+def query_signal(
+    questions: QuestionTable,
+    chunks: ChunkTable,
+    query_vectors: FloatArray,
+    chunk_vectors: FloatArray,
+    seed: int = 0,
+) -> dict[str, Any] | None:
+    """Answer similarity of the real and of shuffled questions (see the module docstring);
+    None when there are too few questions with an answer chunk to test."""
+    real, shuffled = _answer_similarities(questions, chunks, query_vectors, chunk_vectors, seed)
+    keep = ~np.isnan(real) & ~np.isnan(shuffled)
+    n = int(keep.sum())
+    if n < MIN_QUESTIONS:
+        return None
+    diff = real[keep] - shuffled[keep]
+    from scipy.stats import wilcoxon
+
+    if np.allclose(diff, 0.0):
+        p = 1.0
+    else:
+        p = float(wilcoxon(diff, alternative="greater", zero_method="zsplit").pvalue)
+    gap = float(diff.mean())
+    return {
+        "questions": n,
+        "answer_similarity": round(float(real[keep].mean()), 6),
+        "shuffled_similarity": round(float(shuffled[keep].mean()), 6),
+        "p_value": p,
+        "flagged": bool(p >= FLAG_P or gap <= 0.0),
+    }
+
+
+def _answer_similarities(
+    questions: QuestionTable,
+    chunks: ChunkTable,
+    query_vectors: FloatArray,
+    chunk_vectors: FloatArray,
+    seed: int,
+) -> tuple[np.ndarray[Any, np.dtype[np.float64]], np.ndarray[Any, np.dtype[np.float64]]]:
+    n_q = len(questions)
+    real = np.full(n_q, np.nan)
+    shuffled = np.full(n_q, np.nan)
+    if n_q < 2 or len(chunks.doc) == 0:
+        return real, shuffled
+    perm = _derangement(n_q, seed)
+    for d in np.unique(questions.doc):
+        c_idx = np.flatnonzero(chunks.doc == d)
+        q_idx = np.flatnonzero(questions.doc == d)
+        if len(c_idx) == 0:
+            continue
+        ex = questions.excerpts[q_idx]
+        lo = np.maximum(chunks.start[c_idx][None, :, None], ex[:, None, :, 0])
+        hi = np.minimum(chunks.end[c_idx][None, :, None], ex[:, None, :, 1])
+        relevant = ((hi > lo) & questions.mask[q_idx][:, None, :]).any(axis=2)  # (q, chunks)
+        vecs = chunk_vectors[c_idx]
+        for target, source in ((real, q_idx), (shuffled, perm[q_idx])):
+            sims = np.where(relevant, query_vectors[source] @ vecs.T, -np.inf)
+            best = sims.max(axis=1)
+            target[q_idx] = np.where(np.isfinite(best), best, np.nan)
+    return real, shuffled
+
+
+def _derangement(n: int, seed: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """A seeded permutation of range(n) with no fixed point: a random shift of a shuffle."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    shift = int(rng.integers(1, n))
+    out = np.empty(n, dtype=np.int64)
+    out[order] = order[(np.arange(n) + shift) % n]
+    return out
