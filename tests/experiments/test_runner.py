@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -231,4 +234,38 @@ def test_unknown_dataset_in_a_list_fails_before_any_cell(tmp_path: Path) -> None
             out=tmp_path / "run",
             report=False,
         )
+    assert not (tmp_path / "run" / "cells").exists()
+
+
+def test_max_cost_below_the_estimate_refuses_before_any_request(tmp_path: Path) -> None:
+    with serve_embeddings() as server:
+        spec = f"openai(model='text-embedding-3-small', base_url='{server.url}')"
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "chunkmark",
+                "run",
+                "-e",
+                spec,
+                "-c",
+                "fixed_tokens(size=200)",
+                "--max-cost",
+                "0.000001",
+                "--out",
+                str(tmp_path / "run"),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"},
+            timeout=300,
+        )
+        assert server.requests == []
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("error: Estimated cost $")
+    assert "exceeds --max-cost" in lines[0]
     assert not (tmp_path / "run" / "cells").exists()

@@ -41,6 +41,7 @@ from chunkmark.experiments.scoring_tables import ScoringTables
 from chunkmark.metrics import (
     METRICS,
     ChunkTable,
+    OmegaScores,
     QuestionTable,
     ScoreInputs,
     Scoring,
@@ -356,7 +357,7 @@ class _Scored:
                 if ranker_stats:
                     stats[str(ranker)] = dict(ranker_stats)
         with timer("score"):
-            columns = self._score(settings, rankings, ctx, omega.n_touching)
+            columns = self._score(settings, rankings, ctx, omega)
         return columns, rankings, stats
 
     def _score(
@@ -364,7 +365,7 @@ class _Scored:
         settings: list[tuple[Spec, RetrievalSetting]],
         rankings: dict[str, tuple[IntArray, npt.NDArray[np.float32]]],
         ctx: RankContext,
-        n_touching: IntArray,
+        omega: OmegaScores,
     ) -> dict[str, list[Any]]:
         names = METRICS.names()
         columns: dict[str, list[Any]] = {
@@ -375,7 +376,7 @@ class _Scored:
         q_docs = [q.doc_id for q in dataset.questions]
         n = len(q_ids)
         tables = ScoringTables(
-            dataset_texts(dataset), self.questions, self.table, dataset.fingerprint
+            dataset_texts(dataset), self.questions, self.table, dataset.fingerprint, omega
         )
         selections = {
             str(spec): setting.select(*rankings[str(setting.ranker)], ctx)
@@ -408,7 +409,7 @@ class _Scored:
                 columns["retrieved_tokens"].extend(sel.tokens.tolist())
                 for name in names:
                     columns[name].extend(values[name].tolist())
-                columns["n_touching"].extend(n_touching.tolist())
+                columns["n_touching"].extend(omega.n_touching.tolist())
         return columns
 
 

@@ -35,10 +35,16 @@ class ScoringTables:
     """One cell's questions and chunks (in characters), scored under any :class:`Scoring`."""
 
     def __init__(
-        self, texts: Sequence[str], questions: QuestionTable, chunks: ChunkTable, key: str = ""
+        self,
+        texts: Sequence[str],
+        questions: QuestionTable,
+        chunks: ChunkTable,
+        key: str = "",
+        omega: OmegaScores | None = None,
     ) -> None:
         """``key`` names the texts (the dataset's fingerprint) so that token units are built
-        once per dataset, not once per cell."""
+        once per dataset, not once per cell; ``omega``, when the caller already scored the
+        chunking in characters by position, is reused for the scorings that measure so."""
         self.texts = texts
         self.key = key
         self.questions = questions
@@ -46,6 +52,7 @@ class ScoringTables:
         self._units: TokenUnits | None = None
         self._copies: ExcerptCopies | None = None
         self._scored: dict[Scoring, ScoredTables] = {}
+        self._omega = omega
 
     def units(self) -> TokenUnits:
         if self._units is None:
@@ -62,9 +69,12 @@ class ScoringTables:
         if scoring not in self._scored:
             units = self.units() if scoring.uses_tokens else None
             copies = self.copies() if scoring.uses_copies else None
-            omega = score_chunking_with(
-                scoring, self.questions, self.chunks, copies=copies, units=units
-            )
+            if self._omega is not None and units is None and copies is None:
+                omega = self._omega
+            else:
+                omega = score_chunking_with(
+                    scoring, self.questions, self.chunks, copies=copies, units=units
+                )
             questions, chunks = self.questions, self.chunks
             if units is not None:
                 questions, chunks = units.convert_questions(questions), units.convert_chunks(chunks)
