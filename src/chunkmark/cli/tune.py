@@ -59,6 +59,7 @@ def tune(
         Path | None, typer.Option(help="Results folder. [default: results/tune-DATE-TIME]")
     ] = None,
     dataset: options.Datasets = None,
+    cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
     as_json: Annotated[
@@ -75,6 +76,8 @@ def tune(
         overrides["out"] = out
     if dataset:
         overrides["datasets"] = dataset
+    if cache_dir is not None:
+        overrides["cache_dir"] = cache_dir
     if no_cache:
         overrides["no_cache"] = True
     if no_report:
