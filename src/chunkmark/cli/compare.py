@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from chunkmark.cli import options
 from chunkmark.errors import ConfigError, SpecError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison, compare_paired
@@ -52,12 +53,7 @@ def compare(
             show_default=False,
         ),
     ] = None,
-    k: Annotated[
-        str | None,
-        typer.Option(
-            help="Short for --retrieval 'top_k(k=K)' (a number or min).", show_default=False
-        ),
-    ] = None,
+    k: options.PickK = None,
     excerpts: Annotated[
         str, typer.Option(help="The scoring compared: excerpts matched by position or text.")
     ] = "position",

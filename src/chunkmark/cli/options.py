@@ -54,6 +54,10 @@ Retrieval = Annotated[
         "'hybrid(fusion=\"rrf\", k=5)' (see `chunkmark retrieval`). [default: top_k at every --k]",
     ),
 ]
+PickK = Annotated[
+    str | None,
+    typer.Option(help="Short for --retrieval 'top_k(k=K)' (a number or min).", show_default=False),
+]
 CacheDir = Annotated[
     Path | None,
     typer.Option(help="Cache folder. [default: $CHUNKMARK_CACHE_DIR or the user cache dir]"),

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from chunkmark.cli import options
+
 if TYPE_CHECKING:
     from chunkmark.report import Report
 
@@ -41,12 +43,7 @@ def report(
             show_default=False,
         ),
     ] = None,
-    k: Annotated[
-        str | None,
-        typer.Option(
-            help="Short for --retrieval 'top_k(k=K)' (a number or min).", show_default=False
-        ),
-    ] = None,
+    k: options.PickK = None,
     token_budget: Annotated[
         float,
         typer.Option(help="Tokens retrieved per question for 'best recall within a budget'."),
