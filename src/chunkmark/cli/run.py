@@ -34,7 +34,9 @@ Writes OUT/results.parquet (one row per question x cell x setting x scoring), OU
 (one row per cell x setting x scoring x scope) and OUT/manifest.json (resolved specs,
 versions, fingerprints, timings, failures). Finished cells are kept in OUT/cells/: rerunning
 with the same --out resumes. A cell that fails is recorded and the others go on; the run then
-exits with status 3, and a rerun retries only the failed cells.
+exits with status 3, and a rerun retries only the failed cells. --executor ray runs the cells
+on a Ray cluster (chunking and scoring as tasks, embedding as Ray Data batch inference), with
+the same rows.
 """
 FAILED_EXIT = 3
 
@@ -83,6 +85,18 @@ def run(
     seed: Annotated[
         int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
     ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option(
+            help="Where cells run: 'local' (this process) or 'ray' (a Ray cluster; pip install 'chunkmark[ray]'). Rows are the same. [default: local]"
+        ),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="With --executor ray: the cluster for ray.init ('auto': the one on this machine; 'ray://HOST:10001': a remote one). [default: a local Ray started for this run]"
+        ),
+    ] = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Only print the results table.")
     ] = False,
@@ -104,7 +118,12 @@ def run(
         seed=seed,
         scoring={key: v for key, v in scoring.items() if v} or None,
         report=False if no_report else None,
+        executor=executor,
     )
+    if address is not None:
+        config = config.model_copy(
+            update={"ray": config.ray.model_copy(update={"address": address})}
+        )
     console = Console(stderr=True, quiet=quiet, log_path=False)
     bar = Progress(
         SpinnerColumn(),

@@ -7,7 +7,7 @@ loaded lazily: building an embedder is cheap, the first ``embed`` call loads the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
@@ -63,6 +63,20 @@ class InputAwareEmbedder(Protocol):
 
     def embed_inputs(self, inputs: Sequence[bytes], kind: Kind = "document") -> FloatArray:
         """Embed inputs returned by :meth:`model_inputs`, without tokenising again."""
+        ...
+
+
+@runtime_checkable
+class SliceEmbedder(Protocol):
+    """An embedder that computes many slices of texts in one job (e.g. batch inference on a
+    cluster) and hands them back one by one, in order, as they are done, so the cache can store
+    each slice at once."""
+
+    def embed_slices(
+        self, parts: Sequence[Sequence[str | bytes]], kind: Kind, *, inputs: bool
+    ) -> Iterator[FloatArray]:
+        """Each part's vectors, in order. ``inputs``: the parts hold model inputs
+        (:meth:`InputAwareEmbedder.model_inputs`), not texts."""
         ...
 
 

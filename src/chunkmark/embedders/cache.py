@@ -23,14 +23,20 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.embedders.base import Embedder, FloatArray, InputAwareEmbedder, Kind
+from chunkmark.embedders.base import (
+    Embedder,
+    FloatArray,
+    InputAwareEmbedder,
+    Kind,
+    SliceEmbedder,
+)
 from chunkmark.errors import EmbeddingError
 from chunkmark.paths import resolve_cache_dir as resolve_cache_dir  # re-exported
 from chunkmark.sqlite_db import SQLiteStore, canonical_identity
@@ -329,28 +335,44 @@ class CachedEmbedder:
         storing each slice as soon as it is done."""
         base_kind: Kind = "query" if kind.startswith("query") else "document"
         order = sorted(range(len(items)), key=lambda i: -len(items[i]))
+        slices = [order[s : s + self.flush_every] for s in range(0, len(order), self.flush_every)]
         parts = []
-        for start in range(0, len(order), self.flush_every):
-            chosen = order[start : start + self.flush_every]
-            began = time.perf_counter()
+        done = 0
+        began = time.perf_counter()
+        computed = self._slices([[items[i] for i in chosen] for chosen in slices], kind)
+        for chosen, raw in zip(slices, computed, strict=True):
             part = [items[i] for i in chosen]
-            if kind.endswith(":input"):
-                inner = self.inner
-                assert isinstance(inner, InputAwareEmbedder)
-                raw = inner.embed_inputs(cast(list[bytes], part), base_kind)
-            else:
-                raw = self.inner.embed(cast(list[str], part), base_kind)
             vectors = _checked(raw, len(chosen))
-            self._account(base_kind, part, time.perf_counter() - began)
+            now = time.perf_counter()
+            self._account(base_kind, part, now - began)
             if self.cache is not None:
                 self.cache.put_many(identity, kind, part, vectors)
             parts.append(vectors)
+            done += len(chosen)
             if self.progress is not None:
-                self.progress(min(start + len(chosen), len(order)), len(order))
+                self.progress(done, len(order))
+            began = time.perf_counter()
         stacked = parts[0] if len(parts) == 1 else np.concatenate(parts)
         fresh = np.empty_like(stacked)
         fresh[np.asarray(order, dtype=np.intp)] = stacked
         return fresh
+
+    def _slices(self, parts: list[list[str | bytes]], kind: str) -> Iterator[FloatArray]:
+        """Each part's vectors, in order: from the inner embedder's ``embed_slices`` when it has
+        one (a :class:`SliceEmbedder`, e.g. a cluster computing every slice at once), else one
+        call per part, made when the part is asked for."""
+        base_kind: Kind = "query" if kind.startswith("query") else "document"
+        inputs = kind.endswith(":input")
+        inner = self.inner
+        if isinstance(inner, SliceEmbedder):
+            yield from inner.embed_slices(parts, base_kind, inputs=inputs)
+            return
+        for part in parts:
+            if inputs:
+                assert isinstance(inner, InputAwareEmbedder)
+                yield inner.embed_inputs(cast(list[bytes], part), base_kind)
+            else:
+                yield inner.embed(cast(list[str], part), base_kind)
 
     def _account(self, kind: Kind, keys: Sequence[str | bytes], seconds: float) -> None:
         """Count the slice and share its seconds among its inputs by length."""

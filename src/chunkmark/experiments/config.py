@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import pydantic
 import yaml
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from chunkmark.errors import ConfigError, SpecError
 from chunkmark.metrics import Scoring
@@ -92,6 +92,27 @@ class ScoringGrid(BaseModel):
         ]
 
 
+class RayOptions(BaseModel):
+    """How ``executor: ray`` runs: the cluster to join, the embedding actor pool, retries.
+
+    ``address`` is passed to ``ray.init`` (``auto``: the running cluster; ``ray://host:10001``:
+    a remote one; unset: a local Ray started for this run, unless this process already joined
+    one). ``embed_actors`` caps the batch-inference actors per embedder (default: one per GPU
+    when the cluster has GPUs, else one per four CPUs); API embedders always get one actor, so
+    one client's retries and backoff pace every request. ``batch_min_texts``: requests with
+    fewer texts to embed than this run in the driver (a batch-inference job costs seconds to
+    start). ``max_retries``: how often a task whose worker died is run again before its cell is
+    recorded as failed.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    address: str | None = None
+    embed_actors: int | None = Field(default=None, ge=1)
+    batch_min_texts: int = Field(default=1024, ge=1)
+    max_retries: int = Field(default=2, ge=0)
+
+
 class ExperimentConfig(BaseModel):
     """A grid: datasets x chunkers x embedders x retrieval settings x scoring options.
 
@@ -125,6 +146,8 @@ class ExperimentConfig(BaseModel):
     report: bool = True  # write OUT/report.html at the end of the run
     max_cost: float | None = None  # refuse to start when the plan's estimate in USD exceeds it
     prices: dict[str, Any] | None = None  # overrides of the package's price tables (see plan)
+    executor: Literal["local", "ray"] = "local"  # where cells run (results are identical)
+    ray: RayOptions = RayOptions()
 
     @model_validator(mode="before")
     @classmethod

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.datasets import load_dataset
@@ -35,9 +34,10 @@ from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
 from chunkmark.errors import ConfigError
-from chunkmark.experiments.cell import Cell, CellEnv
+from chunkmark.experiments.cell import Cell, CellEnv, CellResult
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
+from chunkmark.experiments.outcome import CellOutcome, CellTask
 from chunkmark.experiments.store import (
     prepare_out_dir,
     read_cell,
@@ -67,23 +67,6 @@ GROUP_COLUMNS = (
     "denominator",
     "k",
 )
-
-
-@dataclass
-class CellOutcome:
-    """One cell of a run: its rows and facts, or, when it failed, its error in ``facts``."""
-
-    id: str
-    dataset: str
-    chunker: str
-    embedder: str
-    table: pa.Table | None
-    facts: dict[str, Any]
-    resumed: bool
-
-    @property
-    def failed(self) -> bool:
-        return self.table is None
 
 
 @dataclass
@@ -179,14 +162,22 @@ class Session:
 
     def run_cells(self, chunkers: Sequence[str] | None = None) -> list[CellOutcome]:
         """Every (dataset, chunker, embedder) for ``chunkers`` (default: the config's), computed,
-        or resumed from ``OUT/cells/``; a failing cell is recorded and the others go on."""
+        or resumed from ``OUT/cells/``; a failing cell is recorded and the others go on.
+
+        With ``executor: ray`` the cells run on a Ray cluster
+        (:mod:`chunkmark.experiments.ray_executor`); the rows are the same."""
         specs = [CHUNKERS.resolve(s) for s in (chunkers or self.config.chunkers)]
-        outcomes: list[CellOutcome] = []
-        for e_spec in self.embedder_specs:
-            for dataset in self.datasets:
-                for c_spec in specs:
-                    outcomes.append(self._outcome(dataset, c_spec, e_spec))
-        return outcomes
+        todo = [
+            CellTask(dataset, c_spec, e_spec)
+            for e_spec in self.embedder_specs
+            for dataset in self.datasets
+            for c_spec in specs
+        ]
+        if self.config.executor == "ray":
+            from chunkmark.experiments.ray_executor import run_on_ray
+
+            return run_on_ray(self, todo)
+        return [self._outcome(task) for task in todo]
 
     def finish(self, outcomes: Sequence[CellOutcome]) -> Results:
         """Write ``results.parquet``, ``summary.csv``, ``manifest.json`` (and the report) for
@@ -217,7 +208,12 @@ class Session:
     def _embedder(self, e_spec: Spec) -> tuple[CachedEmbedder, dict[str, Any]]:
         if e_spec not in self._embedders:
             inner, _ = EMBEDDERS.build(e_spec)
-            self._embedders[e_spec] = (CachedEmbedder(inner, self.cache), _safe_identity(inner))
+            identity = _safe_identity(inner)
+            if self.config.executor == "ray":  # misses are embedded by the cluster's actors
+                from chunkmark.experiments.ray_executor import ClusterEmbedder
+
+                inner = ClusterEmbedder(inner, e_spec, self.config.ray)
+            self._embedders[e_spec] = (CachedEmbedder(inner, self.cache), identity)
         return self._embedders[e_spec]
 
     def _env(self, dataset: Dataset, e_spec: Spec) -> CellEnv:
@@ -230,7 +226,7 @@ class Session:
                 self.say(
                     f"embedding {len(dataset.questions)} {dataset.name} questions with {short_e}"
                 )
-                self._track(embedder, f"{dataset.name} questions x {short_e}")
+                self.track(embedder, f"{dataset.name} questions x {short_e}")
                 with self.totals("embed_queries"):
                     return embedder.embed([q.text for q in dataset.questions], kind="query")
 
@@ -244,48 +240,76 @@ class Session:
             )
         return self._envs[key]
 
-    def _outcome(self, dataset: Dataset, c_spec: Spec, e_spec: Spec) -> CellOutcome:
-        cell_id = cell_key(dataset, c_spec, e_spec, self.retrieval, self.scoring)
-        names = (dataset.name, str(c_spec), str(e_spec))
-        path = self.out / "cells" / f"{cell_id}.parquet"
-        label = f"{dataset.name}: {CHUNKERS.short(c_spec)} x {EMBEDDERS.short(e_spec)}"
-        done = read_cell(path)
-        if done is not None:
-            self.say(f"resumed  {label}")
-            return CellOutcome(cell_id, *names, done[0], done[1], resumed=True)
-        failed_path = path.with_suffix(".failed.json")
-        try:
-            env = self._env(dataset, e_spec)
-            env.query_vectors()
-            self.say(f"cell     {label}")
-            self._track(env.embedder, label)
-            timer = PhaseTimer()
-            cell = Cell(dataset, c_spec, e_spec, self.retrieval, self.scoring)
-            result = cell.run(env, timer)
-        except Exception as exc:  # a failing cell is a result: recorded, the run goes on
-            facts = _failure_facts(cell_id, dataset, c_spec, e_spec, exc)
-            write_json(failed_path, facts)
-            self.say(f"[red]failed[/]   {label}: {facts['error']}")
-            return CellOutcome(cell_id, *names, None, facts, resumed=False)
+    def cell_id(self, task: CellTask) -> str:
+        return cell_key(task.dataset, task.chunker, task.embedder, self.retrieval, self.scoring)
+
+    def label(self, task: CellTask) -> str:
+        short = f"{CHUNKERS.short(task.chunker)} x {EMBEDDERS.short(task.embedder)}"
+        return f"{task.dataset.name}: {short}"
+
+    def resumed(self, task: CellTask) -> CellOutcome | None:
+        """The cell's outcome from ``OUT/cells/`` when a run already finished it."""
+        cell_id = self.cell_id(task)
+        done = read_cell(self._cell_path(cell_id))
+        if done is None:
+            return None
+        self.say(f"resumed  {self.label(task)}")
+        return CellOutcome(cell_id, *task.names, done[0], done[1], resumed=True)
+
+    def failed(self, task: CellTask, exc: BaseException) -> CellOutcome:
+        """Record a cell that failed (``OUT/cells/<id>.failed.json``); the run goes on."""
+        cell_id = self.cell_id(task)
+        facts = _failure_facts(cell_id, task.dataset, task.chunker, task.embedder, exc)
+        write_json(self._cell_path(cell_id).with_suffix(".failed.json"), facts)
+        self.say(f"[red]failed[/]   {self.label(task)}: {facts['error']}")
+        return CellOutcome(cell_id, *task.names, None, facts, resumed=False)
+
+    def record(self, task: CellTask, result: CellResult, timer: PhaseTimer) -> CellOutcome:
+        """Write a finished cell to ``OUT/cells/`` (this marks it done) and return its outcome."""
+        cell_id = self.cell_id(task)
+        path = self._cell_path(cell_id)
         self.totals.merge(timer)
         table, facts = result.table(), result.facts(cell_id)
         if facts.get("query_check") and facts["query_check"]["flagged"]:
             check = facts["query_check"]
             self.say(
-                f"[yellow]warning:[/] {label}: questions are no closer to their answers than "
-                f"shuffled questions (answer similarity {check['answer_similarity']:.3f} vs "
-                f"{check['shuffled_similarity']:.3f}, p={check['p_value']:.2g}); is the query "
-                "embedder real?"
+                f"[yellow]warning:[/] {self.label(task)}: questions are no closer to their "
+                f"answers than shuffled questions (answer similarity "
+                f"{check['answer_similarity']:.3f} vs {check['shuffled_similarity']:.3f}, "
+                f"p={check['p_value']:.2g}); is the query embedder real?"
             )
         with self.totals("write"):
             # Chunks and rankings first: the cell file marks the cell done.
             write_table(path.with_suffix(".chunks.parquet"), result.chunks_table())
             write_table(path.with_suffix(".ranking.parquet"), result.ranking_table())
             write_cell(path, table, facts)
-        failed_path.unlink(missing_ok=True)
-        return CellOutcome(cell_id, *names, table, facts, resumed=False)
+        path.with_suffix(".failed.json").unlink(missing_ok=True)
+        return CellOutcome(cell_id, *task.names, table, facts, resumed=False)
 
-    def _track(self, embedder: Any, what: str) -> None:
+    def env(self, dataset: Dataset, e_spec: Spec) -> CellEnv:
+        """What the cells of ``dataset`` x ``e_spec`` share (built once)."""
+        return self._env(dataset, e_spec)
+
+    def _cell_path(self, cell_id: str) -> Path:
+        return self.out / "cells" / f"{cell_id}.parquet"
+
+    def _outcome(self, task: CellTask) -> CellOutcome:
+        done = self.resumed(task)
+        if done is not None:
+            return done
+        try:
+            env = self._env(task.dataset, task.embedder)
+            env.query_vectors()
+            self.say(f"cell     {self.label(task)}")
+            self.track(env.embedder, self.label(task))
+            timer = PhaseTimer()
+            cell = Cell(task.dataset, task.chunker, task.embedder, self.retrieval, self.scoring)
+            result = cell.run(env, timer)
+        except Exception as exc:  # a failing cell is a result: recorded, the run goes on
+            return self.failed(task, exc)
+        return self.record(task, result, timer)
+
+    def track(self, embedder: Any, what: str) -> None:
         report = self.embed_progress
         embedder.progress = (
             None if report is None else (lambda done, total: report(what, done, total))
@@ -343,7 +367,7 @@ def _check_unique_names(datasets: list[Dataset]) -> None:
 
 
 def _failure_facts(
-    cell_id: str, dataset: Dataset, c_spec: Spec, e_spec: Spec, exc: Exception
+    cell_id: str, dataset: Dataset, c_spec: Spec, e_spec: Spec, exc: BaseException
 ) -> dict[str, Any]:
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return {

@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     import optuna
 
     from chunkmark.experiments.config import ExperimentConfig
-    from chunkmark.experiments.runner import CellOutcome, Results, Session
+    from chunkmark.experiments.outcome import CellOutcome
+    from chunkmark.experiments.runner import Results, Session
 
 DEFAULT_METRIC = "iou"
 DEFAULT_RETRIEVAL = "top_k(k=5)"
