@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench release-check clean
+.PHONY: demo test lint bench bench-baseline release-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ release-check: $(STAMP)
 ## bench: cold/warm timing ratios on the Chroma general benchmark
 bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
+
+## bench-baseline: chunkmark against a reference-equivalent baseline, timed side by side (slow)
+bench-baseline: $(STAMP)
+	$(BIN)/python benchmarks/vs_baseline.py --cells general8
+	$(BIN)/python benchmarks/vs_baseline.py --cells semantic
 
 clean:
 	rm -rf $(VENV) results build dist .pytest_cache .mypy_cache .ruff_cache
