@@ -76,7 +76,8 @@ class PlainSentenceTransformer:
     def __init__(self, folder: str) -> None:
         from sentence_transformers import SentenceTransformer
 
-        self.model = SentenceTransformer(folder, device="cpu")
+        # No device: the library's default (a GPU when torch sees one), as chunkmark's "auto".
+        self.model = SentenceTransformer(folder)
         self.name = MINILM
 
     def identity(self) -> dict[str, Any]:
