@@ -118,3 +118,42 @@ def test_dict_parameter_edge_cases() -> None:
     assert Spec.of("gadget", pairs=[("a", 1)]).kwargs == {"pairs": [["a", 1]]}
     with pytest.raises(SpecError, match=r"'options'.*dictionary"):
         DICT_REG.resolve("gadget(options=['a'])")
+
+
+def test_traits_of_gives_each_spec_its_own_traits() -> None:
+    from chunkmark.specs import Registry, Traits
+
+    registry: Registry[object] = Registry("thing")
+
+    @registry.register(
+        "wrapper",
+        calls_llm=True,
+        traits_of=lambda v: Traits(calls_llm=v["method"] == "llm"),
+    )
+    def wrapper(method: str = "llm") -> object:
+        """A wrapper that calls an LLM for one method only."""
+        return object()
+
+    @registry.register("plain")
+    def plain() -> object:
+        """Nothing special."""
+        return object()
+
+    assert registry.traits("wrapper()").calls_llm
+    assert not registry.traits("wrapper(method='headings')").calls_llm
+    assert registry.traits("wrapper(method='headings')").reusable
+    assert registry.entry("wrapper").traits.calls_llm  # the name's, for listings
+    assert registry.traits("plain()") == registry.entry("plain").traits
+
+
+def test_contextual_without_llm_is_as_reusable_as_what_it_wraps() -> None:
+    from chunkmark.chunkers import CHUNKERS
+
+    assert CHUNKERS.traits("contextual(method='headings')").reusable
+    assert CHUNKERS.traits("contextual(method='neighbours')").reusable
+    assert not CHUNKERS.traits("contextual(method='llm')").reusable
+    wrapped = CHUNKERS.traits(
+        "contextual(chunker='cluster_semantic(max_size=200)', method='headings')"
+    )
+    assert wrapped.embeds and wrapped.reusable
+    assert not CHUNKERS.traits("propositions()").reusable

@@ -154,6 +154,8 @@ class Traits:
 
 
 Canonicalise = Callable[[dict[str, ParamValue]], dict[str, ParamValue]]
+# What one spec's component is, from its canonical parameters (a wrapper is what it wraps).
+TraitsOf = Callable[[dict[str, ParamValue]], Traits]
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,7 @@ class Entry(Generic[T]):
     summary: str
     traits: Traits = Traits()
     canonical: Canonicalise | None = None
+    traits_of: TraitsOf | None = None
 
     def parameters(self) -> list[inspect.Parameter]:
         """The spec parameters: everything but the declared dependencies."""
@@ -194,6 +197,7 @@ class Registry(Generic[T]):
         deterministic: bool = True,
         needs: tuple[str, ...] = (),
         canonical: Canonicalise | None = None,
+        traits_of: TraitsOf | None = None,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """Register a factory under ``name``, declaring what it is (see :class:`Traits`).
 
@@ -201,7 +205,10 @@ class Registry(Generic[T]):
         name in ``needs`` must be a keyword-only parameter: a dependency is never inferred.
         ``canonical`` maps validated parameters to the canonical ones when two spellings mean
         the same component (``overlap=0.25`` of ``size=400`` is ``overlap=100``); it raises
-        ValueError for values it cannot accept.
+        ValueError for values it cannot accept. ``traits_of`` gives one spec's traits from its
+        canonical parameters when they depend on them (a wrapper that calls an LLM for one
+        method only, or inherits its inner chunker's traits); the declared ones are the name's
+        (listings, ``needs``). Read a spec's traits with :meth:`traits`.
         """
         traits = Traits(embeds, calls_llm, deterministic, tuple(needs))
 
@@ -211,7 +218,7 @@ class Registry(Generic[T]):
             _check_needs(self.kind, name, factory, traits.needs)
             doc = inspect.getdoc(factory) or ""
             summary = doc.split("\n\n")[0].replace("\n", " ")
-            self._entries[name] = Entry(name, factory, summary, traits, canonical)
+            self._entries[name] = Entry(name, factory, summary, traits, canonical, traits_of)
             return factory
 
         return decorate
@@ -235,6 +242,16 @@ class Registry(Generic[T]):
                 f"Unknown {self.kind} {name!r}.",
                 f"Use one of: {known} (see `chunkmark {self.command}`).",
             ) from None
+
+    def traits(self, spec: str | Spec) -> Traits:
+        """What this spec's component is: its entry's ``traits_of`` of the canonical
+        parameters, or the traits the name was registered with."""
+        resolved = self.resolve(spec)
+        entry = self.entry(resolved.name)
+        if entry.traits_of is None:
+            return entry.traits
+        found = entry.traits_of(dict(resolved.kwargs))
+        return Traits(found.embeds, found.calls_llm, found.deterministic, entry.traits.needs)
 
     def resolve(self, spec: str | Spec) -> Spec:
         """Canonical spec: every parameter bound by name, defaults filled in, types validated."""

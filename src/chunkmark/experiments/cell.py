@@ -6,8 +6,10 @@ A :class:`Cell` owns its whole pipeline and returns a typed :class:`CellResult`:
 1. chunk: read the chunks from the chunk store when the chunker declares its output reusable
    (deterministic, no LLM) and they are there; else build the chunker, chunk every document,
    count the chunks' tokens and store them;
-2. embed: the chunks' texts, through the run's cached embedder; query and chunk vectors must
-   come from the same embedder (identity and dimension), else an error before any search;
+2. embed: the chunks' texts, through the run's cached embedder (a cell of many chunks embeds
+   them in slices into a memory-mapped vector file, see :func:`embed_chunks`); query and chunk
+   vectors must come from the same embedder (identity and dimension), else an error before any
+   search;
 3. retrieve: one search per question and *ranker* (dense, bm25, hybrid, rerank), as deep as the
    deepest setting that reads it needs: ``top_k`` (every k, ``min`` included), ``token_budget``
    and ``threshold`` read that one ranking, never a second search or embedding pass;
@@ -21,7 +23,9 @@ is a :class:`CellEnv`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +53,7 @@ from chunkmark.metrics import (
     score_chunking,
 )
 from chunkmark.retrieval import RETRIEVAL, RankContext, RetrievalSetting, rank
+from chunkmark.retrieval.vectors import VectorFile
 from chunkmark.specs import Spec
 from chunkmark.stats import ChunkerStats, EmbedderStats
 from chunkmark.timing import PhaseTimer
@@ -60,6 +65,9 @@ DEFAULT_SCORING = (Scoring(),)
 # come first in every table.
 SETTING_COLUMNS = ("retrieval", "excerpts", "unit", "denominator", "k")
 QUESTION_COLUMNS = ("question_id", "doc_id", "k_used", "retrieved_tokens")
+# Chunk texts embedded (and counted) per call: a cell with more chunks embeds them in slices
+# into a memory-mapped vector file instead of holding every text and vector at once.
+EMBED_SLICE = 65_536
 
 
 def count_cl100k(texts: list[str]) -> list[int]:
@@ -76,7 +84,10 @@ class CellEnv:
     ``embedder`` is the run's (cached) embedder, ``identity`` the inner model's identity (it
     keys stored chunks of chunkers that embed). ``embed_queries`` embeds the dataset's
     questions; it is called once, by the first cell that needs them, and a failure is kept and
-    raised again for every later cell (never a second round of retries).
+    raised again for every later cell (never a second round of retries). ``embed_slice`` chunk
+    texts are embedded (and token-counted) per call; a cell with more chunks writes its vectors
+    to a file in a temporary folder under ``scratch_dir`` (the system's temporary folder when
+    None), deleted when the cell ends.
     """
 
     embedder: Embedder
@@ -86,6 +97,8 @@ class CellEnv:
     cache_dir: Path | None = None
     seed: int = 0
     count_tokens: TokenCounter = count_cl100k
+    embed_slice: int = EMBED_SLICE
+    scratch_dir: Path | None = None
     _queries: FloatArray | None = field(default=None, repr=False)
     _query_error: Exception | None = field(default=None, repr=False)
     query_identity: dict[str, Any] | None = field(default=None, repr=False)
@@ -239,30 +252,31 @@ class Cell:
     scoring: tuple[Scoring, ...] = DEFAULT_SCORING
 
     def run(self, env: CellEnv, timer: PhaseTimer | None = None) -> CellResult:
-        """Chunk, embed, retrieve, score and check; phases are timed into ``timer``."""
+        """Chunk, embed, retrieve, score and check; phases are timed into ``timer``.
+
+        A cell of more than ``env.embed_slice`` chunks embeds them a slice at a time into a
+        vector file in a temporary folder (deleted when the cell ends) and searches that file
+        memory-mapped; chunk texts are read from the documents when needed, never all held.
+        """
         timer = timer or PhaseTimer()
         query_vectors = env.query_vectors()
         before = env.embedder.stats()  # the cell's share includes what its chunker embedded
         chunks, tokens, chunk_stats, reused = self._chunk(env, timer)
-        texts = [c.text(self.dataset.by_id[c.doc_id].text) for c in chunks]
-        with timer("embed_documents"):
-            vectors = (
-                env.embedder.embed(texts, kind="document")
-                if texts
-                else np.zeros(
-                    (0, query_vectors.shape[1] if query_vectors.ndim == 2 else 1), np.float32
-                )
+        texts = ChunkTexts(self.dataset, chunks)
+        with ExitStack() as stack:
+            with timer("embed_documents"):
+                vectors, attributed = embed_chunks(env, texts, query_vectors, stack)
+            check_same_embedder(
+                env.query_identity or env.identity, env.identity, query_vectors, vectors
             )
-        check_same_embedder(
-            env.query_identity or env.identity, env.identity, query_vectors, vectors
-        )
-        embedding: EmbedderStats = env.embedder.stats() - before
-        attribute = getattr(env.embedder, "model_seconds_for", None)
-        attributed = None if attribute is None else float(attribute(texts))
-        scored = _Scored(self, chunks, tokens)
-        columns, rankings, stats = scored.run(texts, vectors, query_vectors, timer)
-        with timer("score"):
-            check = query_signal(scored.questions, scored.table, query_vectors, vectors, env.seed)
+            embedding: EmbedderStats = env.embedder.stats() - before
+            scored = _Scored(self, chunks, tokens)
+            columns, rankings, stats = scored.run(texts, vectors, query_vectors, timer)
+            with timer("score"):
+                check = query_signal(
+                    scored.questions, scored.table, query_vectors, vectors, env.seed
+                )
+            del vectors  # the vector file's map closes before its folder is deleted
         per_doc: dict[str, int] = {d.id: 0 for d in self.dataset.documents}
         for c in chunks:
             per_doc[c.doc_id] += 1
@@ -290,7 +304,7 @@ class Cell:
         self, env: CellEnv, timer: PhaseTimer
     ) -> tuple[list[Chunk], IntArray, ChunkerStats | None, bool]:
         """The chunks and their token counts: from the chunk store, or computed (and stored)."""
-        traits = CHUNKERS.entry(self.chunker.name).traits
+        traits = CHUNKERS.traits(self.chunker)
         key = None
         if env.chunk_store is not None and traits.reusable:
             identity = env.identity if traits.embeds else None
@@ -303,11 +317,14 @@ class Cell:
         chunker, _ = CHUNKERS.build(self.chunker, context=context)
         with timer("chunk"):
             chunks = chunk_dataset(self.dataset, chunker)
-        docs = self.dataset.by_id
+        spans = SpanTexts(self.dataset, chunks)
         with timer("count_tokens"):
-            tokens = np.asarray(
-                env.count_tokens([docs[c.doc_id].text[c.start : c.end] for c in chunks]),
-                dtype=np.int64,
+            tokens = np.concatenate(
+                [
+                    np.asarray(env.count_tokens(spans[lo : lo + env.embed_slice]), dtype=np.int64)
+                    for lo in range(0, len(spans), env.embed_slice)
+                ]
+                or [np.zeros(0, dtype=np.int64)]
             )
         if key is not None and env.chunk_store is not None:
             with timer("write"):
@@ -323,13 +340,15 @@ class _Scored:
         self.cell = cell
         self.chunks = chunks
         self.tokens = tokens
-        dataset = cell.dataset
-        doc_index = {d.id: i for i, d in enumerate(dataset.documents)}
-        self.table = ChunkTable.from_rows([(doc_index[c.doc_id], c.start, c.end) for c in chunks])
-        self.questions = question_table(dataset)
+        self.table = chunk_table(cell.dataset, chunks)
+        self.questions = question_table(cell.dataset)
 
     def run(
-        self, texts: list[str], vectors: FloatArray, query_vectors: FloatArray, timer: PhaseTimer
+        self,
+        texts: Sequence[str],
+        vectors: FloatArray,
+        query_vectors: FloatArray,
+        timer: PhaseTimer,
     ) -> tuple[
         dict[str, list[Any]],
         dict[str, tuple[IntArray, npt.NDArray[np.float32]]],
@@ -339,8 +358,7 @@ class _Scored:
         with timer("score"):
             omega = score_chunking(self.questions, self.table)
             min_depth = min_k_depth(omega.n_touching, MIN_K_CAP)
-            docs = dataset.by_id
-            spans = [docs[c.doc_id].text[c.start : c.end] for c in self.chunks]
+            spans = SpanTexts(dataset, self.chunks)
             ctx = RankContext(chunk_tokens=self.tokens, span_texts=spans, min_depth=min_depth)
             settings: list[tuple[Spec, RetrievalSetting]] = [
                 (spec, RETRIEVAL.build(spec)[0]) for spec in self.cell.retrieval
@@ -431,6 +449,94 @@ def _last_end(
     slot = np.clip(depth - 1, 0, ranking.shape[1] - 1)
     last = ranking[np.arange(len(depth)), slot]
     return np.where(depth > 0, table.start[last] + last_chars, 0).astype(np.int64)
+
+
+class _ChunkTextsBase(Sequence[str]):
+    """One text per chunk, sliced from its document when asked for: nothing is held but the
+    chunks and the dataset's documents."""
+
+    def __init__(self, dataset: Dataset, chunks: Sequence[Chunk]) -> None:
+        self._docs = dataset.by_id
+        self._chunks = chunks
+
+    def _text(self, chunk: Chunk) -> str:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._text(c) for c in self._chunks)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._text(c) for c in self._chunks[index]]
+        return self._text(self._chunks[index])
+
+
+class ChunkTexts(_ChunkTextsBase):
+    """The texts the embedder sees (``Chunk.text``: the embed text, else the span's text); a
+    slice is a list."""
+
+    def _text(self, chunk: Chunk) -> str:
+        return chunk.text(self._docs[chunk.doc_id].text)
+
+
+class SpanTexts(_ChunkTextsBase):
+    """The chunks' span texts (``doc.text[start:end]``); a slice is a list."""
+
+    def _text(self, chunk: Chunk) -> str:
+        return self._docs[chunk.doc_id].text[chunk.start : chunk.end]
+
+
+def embed_chunks(
+    env: CellEnv, texts: Sequence[str], query_vectors: FloatArray, stack: ExitStack
+) -> tuple[FloatArray, float | None]:
+    """The chunks' vectors and the model seconds attributed to them (None when the embedder
+    cannot say).
+
+    Up to ``env.embed_slice`` texts are embedded in one call, in memory. More are embedded
+    ``env.embed_slice`` at a time into a vector file in a temporary folder that ``stack``
+    deletes, returned memory-mapped; a text embedded in an earlier slice adds no seconds again.
+    """
+    attribute = getattr(env.embedder, "model_seconds_for", None)
+    if len(texts) <= env.embed_slice:
+        listed = list(texts)
+        if listed:
+            vectors = env.embedder.embed(listed, kind="document")
+        else:
+            dim = query_vectors.shape[1] if query_vectors.ndim == 2 else 1
+            vectors = np.zeros((0, dim), np.float32)
+        return vectors, None if attribute is None else float(attribute(listed))
+    folder = stack.enter_context(
+        tempfile.TemporaryDirectory(
+            prefix="chunkmark-vectors-", dir=env.scratch_dir, ignore_cleanup_errors=True
+        )
+    )
+    out = VectorFile(Path(folder) / "chunks.npy", len(texts))
+    seconds = 0.0
+    seen = np.zeros(0, dtype=np.int64)
+    for lo in range(0, len(texts), env.embed_slice):
+        part = texts[lo : lo + env.embed_slice]
+        out.write(env.embedder.embed(part, kind="document"))
+        if attribute is not None:
+            hashes = np.fromiter((hash(t) for t in part), dtype=np.int64, count=len(part))
+            new = ~np.isin(hashes, seen)
+            seconds += float(attribute([t for t, keep in zip(part, new, strict=True) if keep]))
+            seen = np.union1d(seen, hashes)
+        del part
+    return out.finish(), None if attribute is None else seconds
+
+
+def chunk_table(dataset: Dataset, chunks: Sequence[Chunk]) -> ChunkTable:
+    """The chunks' document indices (dataset order) and spans, as arrays."""
+    doc_index = {d.id: i for i, d in enumerate(dataset.documents)}
+    n = len(chunks)
+    return ChunkTable(
+        np.fromiter((doc_index[c.doc_id] for c in chunks), dtype=np.int64, count=n),
+        np.fromiter((c.start for c in chunks), dtype=np.int64, count=n),
+        np.fromiter((c.end for c in chunks), dtype=np.int64, count=n),
+    )
 
 
 def dataset_texts(dataset: Dataset) -> list[str]:

@@ -20,6 +20,7 @@ to, so comparing it for shuffled queries could not detect anything; the answer's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -98,9 +99,10 @@ def _answer_similarities(
     if n_q < 2 or len(chunks.doc) == 0:
         return real, shuffled
     perm = _derangement(n_q, seed)
+    chunks_of, questions_of = _grouped(chunks.doc), _grouped(questions.doc)
     for d in np.unique(questions.doc):
-        c_idx = np.flatnonzero(chunks.doc == d)
-        q_idx = np.flatnonzero(questions.doc == d)
+        c_idx = chunks_of(d)
+        q_idx = questions_of(d)
         if len(c_idx) == 0:
             continue
         ex = questions.excerpts[q_idx]
@@ -113,6 +115,21 @@ def _answer_similarities(
             best = sims.max(axis=1)
             target[q_idx] = np.where(np.isfinite(best), best, np.nan)
     return real, shuffled
+
+
+def _grouped(
+    doc: np.ndarray[Any, np.dtype[np.int64]],
+) -> Callable[[int], np.ndarray[Any, np.dtype[np.int64]]]:
+    """A lookup of the positions holding each document index, ascending (what
+    ``np.flatnonzero(doc == d)`` gives), from one stable sort instead of a scan per document."""
+    order = np.argsort(doc, kind="stable")
+    ordered = doc[order]
+
+    def positions(d: int) -> np.ndarray[Any, np.dtype[np.int64]]:
+        lo, hi = np.searchsorted(ordered, d, side="left"), np.searchsorted(ordered, d, "right")
+        return order[lo:hi].astype(np.int64, copy=False)
+
+    return positions
 
 
 def _derangement(n: int, seed: int) -> np.ndarray[Any, np.dtype[np.int64]]:

@@ -1,8 +1,9 @@
-"""Retrieval: rankers (``RETRIEVERS``: exact dense, bm25, hybrid, rerank) order the chunks for
-each question; settings (``RETRIEVAL``: top_k, token_budget, threshold, bm25, hybrid, rerank)
-decide how much of one ranking each question gets."""
+"""Retrieval: rankers (``RETRIEVERS``: exact dense, bm25, hybrid, rerank, faiss) order the
+chunks for each question; settings (``RETRIEVAL``: top_k, token_budget, threshold, bm25, hybrid,
+rerank, faiss) decide how much of one ranking each question gets."""
 
-from chunkmark.retrieval import bm25, dense, hybrid, rerank
+from chunkmark.retrieval import ann, bm25, dense, hybrid, rerank
+from chunkmark.retrieval.ann import FaissRetriever
 from chunkmark.retrieval.base import RETRIEVERS, RankerStats, Retriever, ranker_stats
 from chunkmark.retrieval.bm25 import BM25Retriever
 from chunkmark.retrieval.dense import ExactRetriever
@@ -32,6 +33,7 @@ __all__ = [
     "BM25Retriever",
     "ExactIndex",
     "ExactRetriever",
+    "FaissRetriever",
     "FakeCrossEncoder",
     "HybridRetriever",
     "RankContext",
@@ -45,6 +47,7 @@ __all__ = [
     "Threshold",
     "TokenBudget",
     "TopK",
+    "ann",
     "bm25",
     "dense",
     "fuse",

@@ -1,4 +1,8 @@
-"""Dense retrieval: exact cosine search over the chunk vectors (the default retriever)."""
+"""Dense retrieval: exact cosine search over the chunk vectors (the default retriever).
+
+The chunk vectors may be a memory map (a cell too large to embed at once searches its vector
+file in place, see :mod:`chunkmark.retrieval.vectors`); the search is blocked over questions and
+chunks (see :mod:`chunkmark.retrieval.exact`)."""
 
 from __future__ import annotations
 
@@ -30,7 +34,9 @@ def exact(block_rows: int = 1024) -> ExactRetriever:
     """Exact cosine search (blocked matrix product, ties broken by chunk order).
 
     Args:
-        block_rows: questions scored per matrix product (memory vs. speed; results identical).
+        block_rows: questions scored per matrix product (memory vs. speed). Rankings follow
+            one rule whatever the block; BLAS may round a score's last bit differently for
+            another block shape.
     """
     if block_rows < 1:
         raise ValueError(f"block_rows must be at least 1, got {block_rows}")

@@ -1,31 +1,65 @@
-"""Exact cosine top-k search over L2-normalised vectors (numpy, blocked matmul)."""
+"""Exact cosine top-k search over L2-normalised vectors (numpy, blocked matmul).
+
+The search holds at most ``block_rows x block_chunks`` similarities at a time: questions are
+scored ``block_rows`` at a time against ``block_chunks`` chunks at a time, and each chunk
+block's top k is merged into the question block's running top k. The chunk matrix may be
+memory-mapped (``np.memmap``, ``np.load(path, mmap_mode="r")``): the index keeps the array it
+was given (no copy) and reads one block of its rows per matrix product.
+
+Rankings are ordered by score, ties broken by lower chunk index (the top k of each block and
+their merge follow that one order, so the merged ranking is the exact top k of all chunks), and
+a ranking ``k`` deep is a prefix of a deeper one. Scores are float32 matrix products; BLAS may
+round a product's last bit differently for matrices of different shapes, so an index of more
+than ``block_chunks`` chunks can differ in a score's last bit from one product over all of
+them. An index of at most ``block_chunks`` chunks computes exactly that one product.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
 
+from chunkmark.retrieval.topk import top_k
+
 FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]
+
+DEFAULT_BLOCK_ROWS = 1024
+# 1024 questions x 16384 chunks: 64 MB of float32 similarities per product.
+DEFAULT_BLOCK_CHUNKS = 16_384
 
 
 class ExactIndex:
     """Brute-force inner-product index. With normalised rows, inner product is cosine.
 
     Results are ordered by score, ties broken by insertion order (lower chunk index first), so
-    the same inputs always give the same ranking.
+    the same inputs always give the same ranking. A single float32, C-contiguous array passed to
+    :meth:`add` (a memory map included) is searched in place, not copied; several are joined
+    into one array on the first search.
     """
 
-    def __init__(self, dimension: int | None = None, block_rows: int = 1024) -> None:
+    def __init__(
+        self,
+        dimension: int | None = None,
+        block_rows: int = DEFAULT_BLOCK_ROWS,
+        block_chunks: int = DEFAULT_BLOCK_CHUNKS,
+    ) -> None:
+        if block_rows < 1 or block_chunks < 1:
+            raise ValueError(
+                f"block_rows and block_chunks must be at least 1, got {block_rows} and "
+                f"{block_chunks}"
+            )
         self._parts: list[FloatArray] = []
         self._matrix: FloatArray | None = None
         self.dimension = dimension
         self.block_rows = block_rows
+        self.block_chunks = block_chunks
 
     def __len__(self) -> int:
         return sum(len(p) for p in self._parts)
 
     def add(self, vectors: npt.ArrayLike) -> None:
+        """Add rows; a float32, C-contiguous array (or memory map) is kept as it is."""
         arr = np.ascontiguousarray(vectors, dtype=np.float32)
         if arr.ndim != 2:
             raise ValueError("vectors must be a 2-D array")
@@ -42,44 +76,47 @@ class ExactIndex:
 
     def _data(self) -> FloatArray:
         if self._matrix is None:
-            dim = self.dimension or 0
-            self._matrix = (
-                np.concatenate(self._parts) if self._parts else np.zeros((0, dim), np.float32)
-            )
+            if len(self._parts) == 1:
+                self._matrix = self._parts[0]
+            elif self._parts:
+                self._matrix = np.concatenate(self._parts)
+            else:
+                self._matrix = np.zeros((0, self.dimension or 0), np.float32)
         return self._matrix
 
     def search(self, queries: npt.ArrayLike, k: int) -> tuple[IntArray, FloatArray]:
         """Top ``k`` (capped at the index size) ids and scores per query row, best first."""
         data = self._data()
         q = np.ascontiguousarray(queries, dtype=np.float32)
-        k = min(k, len(data))
+        k = max(0, min(k, len(data)))
         ids = np.zeros((len(q), k), dtype=np.int64)
         scores = np.zeros((len(q), k), dtype=np.float32)
         if k == 0:
             return ids, scores
         for lo in range(0, len(q), self.block_rows):
-            sims = q[lo : lo + self.block_rows] @ data.T
-            ids[lo : lo + len(sims)], scores[lo : lo + len(sims)] = _top_k(sims, k)
+            block = q[lo : lo + self.block_rows]
+            ids[lo : lo + len(block)], scores[lo : lo + len(block)] = self._search_rows(
+                block, data, k
+            )
         return ids, scores
 
+    def _search_rows(
+        self, block: FloatArray, data: FloatArray, k: int
+    ) -> tuple[IntArray, FloatArray]:
+        """The top ``k`` of every chunk for a block of queries, one chunk block at a time."""
+        best_ids, best_scores = top_k(block @ data[: self.block_chunks].T, k)
+        for start in range(self.block_chunks, len(data), self.block_chunks):
+            ids, scores = top_k(block @ data[start : start + self.block_chunks].T, k)
+            best_ids, best_scores = merge_top_k(best_ids, best_scores, ids + start, scores, k)
+        return best_ids, best_scores
 
-def _top_k(sims: FloatArray, k: int) -> tuple[IntArray, FloatArray]:
-    n = sims.shape[1]
-    if k < n:
-        cand = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-    else:
-        cand = np.broadcast_to(np.arange(n), sims.shape).copy()
-    cand_scores = np.take_along_axis(sims, cand, axis=1)
-    # Order candidates by (-score, id): lexsort sorts by the last key first.
-    order = np.lexsort((cand, -cand_scores), axis=1)
-    ids = np.take_along_axis(cand, order, axis=1).astype(np.int64)
-    top = np.take_along_axis(cand_scores, order, axis=1)
-    if k < n:
-        # Rows where the k-th score ties with a score left out: redo them with a full stable sort.
-        kth = top[:, -1:]
-        tied = np.flatnonzero((sims >= kth).sum(axis=1) > k)
-        for r in tied:
-            full = np.lexsort((np.arange(n), -sims[r]))[:k]
-            ids[r] = full
-            top[r] = sims[r, full]
-    return ids, top
+
+def merge_top_k(
+    ids_a: IntArray, scores_a: FloatArray, ids_b: IntArray, scores_b: FloatArray, k: int
+) -> tuple[IntArray, FloatArray]:
+    """The best ``k`` per row of two top-k lists over disjoint chunks: higher score first,
+    then the lower chunk index (so the merge of two blocks' top k is the top k of both)."""
+    ids = np.concatenate((ids_a, ids_b), axis=1)
+    scores = np.concatenate((scores_a, scores_b), axis=1)
+    order = np.lexsort((ids, -scores), axis=1)[:, :k]
+    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
