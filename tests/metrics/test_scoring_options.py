@@ -23,7 +23,7 @@ from chunkmark.metrics import (
     score_retrieval_with,
 )
 
-FIELDS = ("k", "recall", "precision", "iou", "f1", "hit", "mrr", "ndcg")
+FIELDS = ("k", "recall", "precision", "iou", "f1", "hit", "mrr", "ndcg", "containment", "dcg")
 SKY = "The sky is blue. Grass is green. The sky is blue."  # the sentence at 0 and at 33
 
 

@@ -7,8 +7,10 @@ __all__ = ["CHUNKERS", "Chunk", "ChunkerContext", "ChunkerFn", "chunk_document"]
 # Importing the chunker modules registers their factories.
 from chunkmark.chunkers import (  # noqa: F401
     adapters,
+    contextual,
     documentation,
     llm_semantic,
+    propositions,
     recursive,
     semantic,
     sentences,

@@ -1,10 +1,13 @@
-"""``chunkmark chunkers`` / ``chunkmark embedders`` (list components) and ``chunkmark chunk``
-(chunk one file)."""
+"""``chunkmark chunkers`` / ``chunkmark embedders`` (list components), ``chunkmark chunkers
+diagnose`` (what chunk boundaries do to excerpts and topics) and ``chunkmark chunk`` (chunk one
+file)."""
 
 from __future__ import annotations
 
 import inspect
 import json
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +17,16 @@ from rich.table import Table
 from rich.text import Text
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
+from chunkmark.chunkers.diagnostics import (
+    DEFAULT_TOLERANCE,
+    DEFAULT_UNIT,
+    BoundaryAgreement,
+    ChunkingDiagnostics,
+    Distribution,
+    boundary_agreement,
+    diagnose,
+)
+from chunkmark.cli import options
 from chunkmark.errors import DatasetError, SpecError
 from chunkmark.specs import Entry, Registry
 from chunkmark.tokenizers import count_tokens
@@ -22,11 +35,24 @@ _PREVIEW_CHARS = 60
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``chunkers``, ``embedders``, ``retrieval`` and ``chunk`` commands to the app."""
-    app.command("chunkers")(list_chunkers)
+    """Add the ``chunkers`` group (listing; ``diagnose``), and the ``embedders``, ``retrieval``
+    and ``chunk`` commands to the app."""
+    group = typer.Typer(invoke_without_command=True, add_completion=False)
+    group.callback()(chunkers_group)
+    group.command("diagnose", help=DIAGNOSE_HELP)(diagnose_command)
+    app.add_typer(group, name="chunkers")
     app.command("embedders")(list_embedders)
     app.command("retrieval")(list_retrieval)
     app.command("chunk")(chunk_file)
+
+
+def chunkers_group(ctx: typer.Context) -> None:
+    """List the registered chunkers, their parameters and what they do.
+
+    `chunkmark chunkers diagnose` measures what their boundaries do to excerpts and topics.
+    """
+    if ctx.invoked_subcommand is None:
+        list_chunkers()
 
 
 def list_chunkers() -> None:
@@ -166,3 +192,227 @@ def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
         return annotation.__name__
     return str(annotation).replace("typing.", "")
+
+
+# --- chunkmark chunkers diagnose ----------------------------------------------------------------
+
+DIAGNOSE_HELP = """Show what each chunker's boundaries do, without a model or retrieval.
+
+Per dataset and chunker: the share of excerpts cut by a chunk boundary (no single chunk holds
+the excerpt whole), fragments per excerpt (how many chunks hold its characters), and chunk
+lengths in characters and cl100k_base tokens (mean, p5/p50/p95, min-max). With --boundaries
+STITCHED (a folder from `chunkmark datasets stitch`), also how the chunk boundaries agree with
+its true topic boundaries: Pk and WindowDiff (nltk, over --unit-character units; lower is
+better) and boundary precision/recall/F1 (a chunk start within --tolerance characters of a
+topic start, one-to-one). Chunkers that embed use --embedder (cached). See docs/boundaries.md.
+"""
+
+
+@dataclass
+class DiagnosisRow:
+    """One (dataset, chunker) row of ``chunkmark chunkers diagnose``."""
+
+    dataset: str
+    chunker: str
+    label: str
+    seconds: float
+    diagnostics: ChunkingDiagnostics
+    boundaries: BoundaryAgreement | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "chunker": self.chunker,
+            "label": self.label,
+            "chunk_seconds": round(self.seconds, 4),
+            **self.diagnostics.to_dict(),
+            "boundaries": None if self.boundaries is None else self.boundaries.to_dict(),
+        }
+
+
+def diagnose_command(
+    dataset: options.Datasets = None,
+    chunker: options.Chunkers = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Experiment YAML: its datasets, chunkers and first embedder (options given "
+            "here win).",
+            show_default=False,
+        ),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            "-e",
+            help="Embedder spec for chunkers that embed. [default: the experiment's first, "
+            "all-MiniLM-L6-v2]",
+            show_default=False,
+        ),
+    ] = None,
+    boundaries: Annotated[
+        Path | None,
+        typer.Option(
+            "--boundaries",
+            help="A stitched dataset folder (chunkmark datasets stitch): compare chunk "
+            "boundaries with its true topic boundaries. Diagnosed with the --dataset ones.",
+            show_default=False,
+        ),
+    ] = None,
+    tolerance: Annotated[
+        int, typer.Option(help="Characters a chunk start may be from a topic start to match it.")
+    ] = DEFAULT_TOLERANCE,
+    unit: Annotated[
+        int, typer.Option(help="Characters per unit of the Pk / WindowDiff segmentations.")
+    ] = DEFAULT_UNIT,
+    cache_dir: options.CacheDir = None,
+    no_cache: options.NoCache = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the rows as a JSON list instead of tables.")
+    ] = False,
+) -> None:
+    from chunkmark.datasets import load_dataset
+    from chunkmark.datasets.stitch import read_boundaries
+
+    if tolerance < 0 or unit < 1:
+        raise SpecError(
+            f"--tolerance {tolerance} / --unit {unit} are out of range.",
+            "Give --tolerance 0 or more and --unit 1 or more (characters).",
+        )
+    names = list(dataset or [])
+    if boundaries is not None and not names and config is None:
+        names = [str(boundaries)]
+    cfg = options.experiment(
+        config,
+        no_cache,
+        datasets=names or None,
+        chunkers=chunker,
+        embedders=[embedder] if embedder else None,
+        cache_dir=cache_dir,
+    )
+    sources = list(cfg.datasets)
+    if boundaries is not None and not any(_same_folder(s, boundaries) for s in sources):
+        sources.append(str(boundaries))
+    context = _chunker_context(cfg.embedders[0], cfg.cache_dir, cfg.no_cache, cfg.seed)
+    built = [CHUNKERS.build(spec, context=context) for spec in cfg.chunkers]
+    note = Console(stderr=True, highlight=False)
+    rows: list[DiagnosisRow] = []
+    for source in sources:
+        data = load_dataset(source)
+        truth = None
+        if boundaries is not None and _same_folder(source, boundaries):
+            truth = read_boundaries(boundaries, data)
+        for fn, spec in built:
+            started = time.perf_counter()
+            chunks = [c for doc in data.documents for c in chunk_document(fn, doc.id, doc.text)]
+            seconds = time.perf_counter() - started
+            agreement = (
+                None
+                if truth is None
+                else boundary_agreement(data, chunks, truth, tolerance=tolerance, unit=unit)
+            )
+            label = CHUNKERS.short(spec)
+            row = DiagnosisRow(
+                data.name, str(spec), label, seconds, diagnose(data, chunks), agreement
+            )
+            rows.append(row)
+            note.print(f"{data.name}: {label}: {len(chunks)} chunks in {seconds:.2f} s")
+    if as_json:
+        typer.echo(json.dumps([row.to_dict() for row in rows], indent=1))
+        return
+    _print_diagnoses(rows, tolerance, unit)
+
+
+def _same_folder(source: str, folder: Path) -> bool:
+    path = Path(source)
+    return path.exists() and path.resolve() == folder.resolve()
+
+
+def _chunker_context(
+    embedder: str, cache_dir: Path | None, no_cache: bool, seed: int
+) -> ChunkerContext:
+    from chunkmark.embedders import EMBEDDERS
+    from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
+
+    folder = resolve_cache_dir(cache_dir)
+    inner, _ = EMBEDDERS.build(embedder)  # cheap: models load on first use
+    cache = None if no_cache else EmbeddingCache(folder)
+    return ChunkerContext(embedder=CachedEmbedder(inner, cache), cache_dir=folder, seed=seed)
+
+
+def _print_diagnoses(rows: list[DiagnosisRow], tolerance: int, unit: int) -> None:
+    console = Console()
+    many = len({row.dataset for row in rows}) > 1
+    first = ("dataset", "chunker") if many else ("chunker",)
+    title = "" if many else f" ({rows[0].dataset})" if rows else ""
+
+    cuts = Table(title=f"Excerpts and chunk boundaries{title}")
+    for name in first:
+        cuts.add_column(name)
+    for name in ("chunks", "excerpts", "cut", "fragments", "in 1", "in 2", "in 3+", "max", "s"):
+        cuts.add_column(name, justify="right")
+    lengths = Table(title=f"Chunk lengths: characters | cl100k tokens{title}")
+    for name in first:
+        lengths.add_column(name)
+    for unit_name in ("chars", "tokens"):
+        for stat in ("mean", "p5/p50/p95", "min-max"):
+            lengths.add_column(f"{unit_name} {stat}", justify="right")
+    for row in rows:
+        d, e = row.diagnostics, row.diagnostics.excerpts
+        head = [row.dataset, row.label] if many else [row.label]
+        cuts.add_row(
+            *head,
+            str(d.chunks),
+            str(e.excerpts),
+            f"{e.cut_share:.1%}",
+            f"{e.fragments.mean:.2f}",
+            f"{e.share_with(1):.1%}",
+            f"{e.share_with(2):.1%}",
+            f"{e.share_with(3, or_more=True):.1%}",
+            f"{e.fragments.max:.0f}",
+            f"{row.seconds:.2f}",
+        )
+        cells = _distribution_cells(d.chars) + (
+            _distribution_cells(d.tokens) if d.tokens is not None else ["-"] * 3
+        )
+        lengths.add_row(*head, *cells)
+    console.print(cuts)
+    console.print(lengths)
+    agreeing = [(row, row.boundaries) for row in rows if row.boundaries is not None]
+    if not agreeing:
+        return
+    table = Table(
+        title=f"Agreement with true topic boundaries ({agreeing[0][0].dataset}; "
+        f"F1 within {tolerance} characters; Pk, WindowDiff over {unit}-character units)"
+    )
+    table.add_column("chunker")
+    for name in (
+        "true",
+        "chunk starts",
+        "matched",
+        "precision",
+        "recall",
+        "F1",
+        "Pk",
+        "WindowDiff",
+    ):
+        table.add_column(name, justify="right")
+    for row, b in agreeing:
+        table.add_row(
+            row.label,
+            str(b.true_boundaries),
+            str(b.predicted_boundaries),
+            str(b.matched),
+            f"{b.precision:.3f}",
+            f"{b.recall:.3f}",
+            f"{b.f1:.3f}",
+            f"{b.pk:.3f}",
+            f"{b.windowdiff:.3f}",
+        )
+    console.print(table)
+
+
+def _distribution_cells(d: Distribution) -> list[str]:
+    return [f"{d.mean:.0f}", f"{d.p5:.0f}/{d.p50:.0f}/{d.p95:.0f}", f"{d.min:.0f}-{d.max:.0f}"]

@@ -1,11 +1,11 @@
-"""``chunkmark datasets``: validate, download, list, show and import datasets."""
+"""``chunkmark datasets``: validate, download, list, show, import and stitch datasets."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -14,6 +14,14 @@ from rich.table import Table
 from chunkmark.datasets import Dataset, Problem, find_problems, load_dataset
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.demo import DEMO_NAME
+from chunkmark.datasets.stitch import (
+    DEFAULT_DOCS_PER_FILE,
+    DEFAULT_FILES,
+    DEFAULT_SEGMENT_CHARS,
+    Stitched,
+    stitch,
+    write_stitched,
+)
 from chunkmark.errors import DatasetError
 from chunkmark.synth.importing import NothingImportedError, SkippedSource, import_documents
 
@@ -29,7 +37,7 @@ PathArg = Annotated[
 def register(app: typer.Typer) -> None:
     """Add the ``datasets`` command group to ``app``."""
     group = typer.Typer(
-        help="Validate, download, list, inspect and import datasets.",
+        help="Validate, download, list, inspect, import and stitch datasets.",
         no_args_is_help=True,
         add_completion=False,
     )
@@ -38,6 +46,7 @@ def register(app: typer.Typer) -> None:
     group.command("list")(list_datasets)
     group.command("show")(show)
     group.command("import")(import_command)
+    group.command("stitch")(stitch_command)
     app.add_typer(group, name="datasets")
 
 
@@ -191,6 +200,109 @@ def import_command(
             f"not written by this import and are read as documents too: {names}"
         )
     _print_skipped(console, report.skipped)
+
+
+def stitch_command(
+    sources: Annotated[
+        list[str],
+        typer.Argument(
+            help="Source datasets (folders or built-in names); each of their documents is one "
+            "source.",
+            show_default=False,
+            metavar="SRC",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Folder to write the stitched dataset into.", show_default=False
+        ),
+    ],
+    docs_per_file: Annotated[
+        int, typer.Option("--docs-per-file", help="Segments joined into each file.")
+    ] = DEFAULT_DOCS_PER_FILE,
+    files: Annotated[int, typer.Option("--files", help="Files to make.")] = DEFAULT_FILES,
+    segment_chars: Annotated[
+        str,
+        typer.Option("--segment-chars", help="MIN,MAX characters per segment.", metavar="MIN,MAX"),
+    ] = "{},{}".format(*DEFAULT_SEGMENT_CHARS),
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+    layout: Annotated[
+        Literal["chroma", "jsonl"],
+        typer.Option("--layout", help="Dataset layout to write (docs/formats.md)."),
+    ] = "chroma",
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into a non-empty --out folder.")
+    ] = False,
+) -> None:
+    """Build a corpus of short segments of different sources with known topic boundaries.
+
+    Each file joins --docs-per-file segments (blank line between, never two of one source side
+    by side); OUT/boundaries.json records every segment's offsets and source. Questions whose
+    excerpts all fall in the kept segments of one file come along with shifted offsets, so OUT
+    is a dataset like any other. Same inputs and --seed, same corpus. Measure chunkers against
+    it with: chunkmark chunkers diagnose --boundaries OUT
+    """
+    bounds = _segment_chars(segment_chars)
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"--out {out} is a file.", "Give a folder for the stitched dataset.")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise DatasetError(
+            f"--out {out} is not empty.", "Give a new or empty folder, or add --force."
+        )
+    datasets = [load_dataset(source) for source in sources]
+    stitched = stitch(
+        datasets,
+        docs_per_file=docs_per_file,
+        files=files,
+        segment_chars=bounds,
+        seed=seed,
+        name=out.resolve().name,
+    )
+    path = write_stitched(stitched, out, layout=layout)
+    problems = find_problems(out)
+    loaded = load_dataset(out) if not problems else None
+    if loaded is None or loaded.fingerprint != stitched.dataset.fingerprint:
+        raise DatasetError(
+            f"{out} does not read back as the stitched dataset"
+            + (f" ({problems[0]})" if problems else " (other files in it are read too)")
+            + ".",
+            "Write into a new or empty folder.",
+        )
+    console = Console(soft_wrap=True, highlight=False)
+    console.print(_stitch_table(stitched))
+    total = sum(len(q.excerpts) for q in stitched.dataset.questions)
+    boundaries = sum(len(b) for b in stitched.boundaries().values())
+    console.print(
+        f"ok: {len(loaded.documents)} documents, {boundaries} topic boundaries, "
+        f"{len(loaded.questions)} questions ({total} excerpts) carried over of "
+        f"{sum(len(d.questions) for d in datasets)}, fingerprint {loaded.fingerprint}; "
+        f"boundaries in {path}"
+    )
+
+
+def _segment_chars(value: str) -> tuple[int, int]:
+    parts = value.replace(" ", "").split(",")
+    try:
+        low, high = (int(p) for p in parts)
+    except ValueError:
+        raise DatasetError(
+            f"--segment-chars {value!r} is not MIN,MAX.",
+            "Give two whole numbers of characters, e.g. --segment-chars 500,3000.",
+        ) from None
+    return low, high
+
+
+def _stitch_table(stitched: Stitched) -> Table:
+    counts: dict[str, list[int]] = {}
+    for segments in stitched.segments.values():
+        for s in segments:
+            counts.setdefault(s.source, []).append(s.end - s.start)
+    table = Table("source", "segments", "characters", title="segments by source")
+    for source in stitched.settings["sources"]:
+        lengths = counts.get(source, [])
+        table.add_row(source, str(len(lengths)), f"{sum(lengths):,}")
+    return table
 
 
 def _print_skipped(console: Console, skipped: Sequence[SkippedSource]) -> None:

@@ -183,3 +183,121 @@ def _mrr(s: ScoreInputs) -> FloatArray:
 def _ndcg(s: ScoreInputs) -> FloatArray:
     """nDCG@k with "overlaps an excerpt" as binary relevance."""
     return s.retrieval.ndcg
+
+
+# --- metrics of other chunking and retrieval evaluations, on the same spans -----------------------
+
+
+@METRICS.register("containment_recall", label="contain@k", interval=True)
+def _containment_recall(s: ScoreInputs) -> FloatArray:
+    """Share of the excerpts' characters in excerpts found whole inside one retrieved chunk.
+
+    Source: chonkie's MTCB and LumberChunker's GutenQA count a relevant passage as retrieved
+    when it appears, whole, in a retrieved chunk. On spans: excerpt ``e`` is found when one
+    counted chunk of the question's document has ``start <= e.start`` and ``e.end <= end`` (a
+    last chunk cut to a budget counts as cut; with ``excerpts="text"``, a chunk wholly holding
+    a copy of the excerpt's text also finds it). The value is |∪ found excerpts| / Σ|e|: with
+    one excerpt per question, as in both benchmarks, it is 1 or 0; weighting by characters over
+    recall's denominator keeps it at most recall for every question.
+    """
+    return s.retrieval.containment
+
+
+@METRICS.register("failure", label="fail@k", direction="lower")
+def _failure(s: ScoreInputs) -> FloatArray:
+    """1 - recall: the share of the excerpts' characters not retrieved (lower is better).
+
+    Source: Anthropic's "Introducing Contextual Retrieval" reports the retrieval failure rate,
+    1 - recall@20, where recall@20 is the share of relevant chunks in the top 20. On spans it is
+    per question 1 - span recall, the excerpt characters the counted chunks miss, so its mean
+    is 1 - mean recall.
+    """
+    return 1.0 - s.retrieval.recall
+
+
+@METRICS.register("dcg", label="DCG@k")
+def _dcg(s: ScoreInputs) -> FloatArray:
+    """DCG@k: Σ over counted ranks i = 1..k of rel_i / log2(i + 1), rel_i = 1 when the chunk
+    overlaps an excerpt, else 0.
+
+    Source: LumberChunker's GutenQA reports DCG@k. The relevance is nDCG's (a counted chunk of
+    the question's document overlapping an excerpt by a character or more; with
+    ``excerpts="text"`` also one wholly holding a copy of an excerpt), so DCG@k divided by the
+    ideal DCG of min(k, relevant chunks) relevant ranks is nDCG@k.
+    """
+    return s.retrieval.dcg
+
+
+@METRICS.register("doc_precision", label="doc P@k")
+def _doc_precision(s: ScoreInputs) -> FloatArray:
+    """Share of the retrieved chunks that belong to the question's document.
+
+    Source: Vectara's "Is Semantic Chunking Worth the Computational Cost?" scores retrieval at
+    document level: a retrieved chunk is correct when it comes from the question's document.
+    Spans do not matter, only each counted chunk's document; 0 when no chunk is counted.
+    """
+    same = _same_document(s)
+    return _share(same.sum(axis=1), s.depth)
+
+
+@METRICS.register("doc_recall", label="doc R@k", interval=True)
+def _doc_recall(s: ScoreInputs) -> FloatArray:
+    """1 if a retrieved chunk belongs to the question's document, else 0.
+
+    Source: the document-level recall of Vectara's "Is Semantic Chunking Worth the
+    Computational Cost?" (one relevant document per question). A chunk of the document counts
+    whether or not it overlaps an excerpt, so it is at least hit@k.
+    """
+    return np.asarray(_same_document(s).any(axis=1), dtype=np.float64)
+
+
+@METRICS.register("doc_f1", label="doc F1@k")
+def _doc_f1(s: ScoreInputs) -> FloatArray:
+    """Harmonic mean of document-level precision and recall.
+
+    Source: Vectara's "Is Semantic Chunking Worth the Computational Cost?", document level.
+    """
+    precision, recall = _doc_precision(s), _doc_recall(s)
+    return _share(2 * precision * recall, precision + recall)
+
+
+@METRICS.register("oracle_recall", label="oracle R", interval=True)
+def _oracle_recall(s: ScoreInputs) -> FloatArray:
+    """Upper bound on the recall any retriever could reach with this chunking and as many
+    characters as the retrieved chunks hold.
+
+    Source: the oracle retriever of chunking studies (one that picks the best chunks for each
+    question), here held to this setting's context budget so that it bounds what a better
+    ranking could still gain. The budget B is Σ|r| over the counted chunks taken whole, any
+    document, in the scoring's unit (characters by default, tokens with ``unit="tokens"``); a
+    last chunk cut to a token budget counts whole, so the setting's own chunks stay a feasible
+    choice.
+
+    The bound is the fractional-knapsack relaxation of "choose chunks of the question's document
+    with Σ|c| <= B covering most of ∪E": each relevant chunk is an item of weight |c| and value
+    its gain (the part of ∪E it covers on its own), items are taken by value per character, the
+    last one in part; the total, capped at |∪E|, is divided by recall's denominator Σ|e|. A set
+    of chunks covers at most the sum of their gains, and the relaxation's optimum is at least
+    the gain of every selection of whole chunks within B, the retrieved chunks included; so
+    recall <= oracle_recall <= 1 for every question.
+    """
+    lengths = s.chunks.length[s.ranking]
+    counted = np.arange(s.ranking.shape[1])[None, :] < s.depth[:, None]
+    budget = (lengths * counted).sum(axis=1)
+    cover = np.minimum(s.chunking.gains.best_cover(budget), s.questions.merged_total)
+    return _share(cover, s.questions.excerpt_total)
+
+
+def _same_document(s: ScoreInputs) -> npt.NDArray[np.bool_]:
+    """``(n_q, K)``: the counted chunk at that rank belongs to the question's document."""
+    counted = np.arange(s.ranking.shape[1])[None, :] < s.depth[:, None]
+    return np.asarray(counted & (s.chunks.doc[s.ranking] == s.questions.doc[:, None]))
+
+
+def _share(num: npt.ArrayLike, den: npt.ArrayLike) -> FloatArray:
+    """``num / den``, 0 where ``den`` is 0."""
+    num_f = np.asarray(num, dtype=np.float64)
+    den_f = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast_shapes(num_f.shape, den_f.shape))
+    np.divide(num_f, den_f, out=out, where=den_f > 0)
+    return out

@@ -7,6 +7,10 @@ Per question q with excerpts E and retrieved chunks R = r1..rk:
 - IoU       = |∪E ∩ ∪R'| / (Σ|r| + Σ_e |e \\ ∪R'|)
 - precision Ω = |∪E ∩ ∪H| / |∪H ∪ ∪E|   (H = chunks of q's document intersecting or touching E)
 
+Beside these, :func:`score_retrieval` gives containment (|∪ excerpts lying wholly inside one
+counted chunk of R'| / Σ|e|) and DCG (nDCG's numerator), and :func:`score_chunking` each
+question's relevant chunks as knapsack items (:class:`RelevantGains`) for an oracle bound.
+
 Σ|e| and Σ_e are sums over the excerpts as given, like the reference; they equal the union
 forms whenever a question's excerpts do not overlap each other (true of every question in the
 Chroma general benchmark).
@@ -174,6 +178,8 @@ class RetrievalScores:
     hit: FloatArray
     mrr: FloatArray
     ndcg: FloatArray
+    containment: FloatArray  # |∪ excerpts wholly inside one counted chunk| / Σ|e|
+    dcg: FloatArray  # nDCG's numerator: Σ relevant / log2(rank + 1), ranks from 1
 
 
 def _ratio(num: npt.NDArray[np.generic], den: npt.NDArray[np.generic]) -> FloatArray:
@@ -223,9 +229,11 @@ def score_retrieval(
     relevant = _overlaps_any(questions, r_spans) & same
 
     cover, cover_mask = r_spans, same
+    contained = _contained(questions, r_spans, same)
     if copies is not None:
         covered, holds_copy = _copy_coverage(questions, copies, r_spans, same)
         relevant |= holds_copy
+        contained |= covered
         cover = np.concatenate([r_spans, questions.excerpts], axis=1)
         cover_mask = np.concatenate([same, covered], axis=1)
 
@@ -244,14 +252,17 @@ def score_retrieval(
     precision = _ratio(overlap, retrieved_len)
     iou = _ratio(overlap, retrieved_len + unused)
     f1 = _ratio(2 * precision * recall, precision + recall)
-    hit, mrr, ndcg = _rank_scores(relevant, ks, n_relevant)
-    return RetrievalScores(ks.copy(), recall, precision, iou, f1, hit, mrr, ndcg)
+    containment = _ratio(
+        union_lengths(questions.excerpts, questions.mask & contained), questions.excerpt_total
+    )
+    hit, mrr, ndcg, dcg = _rank_scores(relevant, ks, n_relevant)
+    return RetrievalScores(ks.copy(), recall, precision, iou, f1, hit, mrr, ndcg, containment, dcg)
 
 
 def _rank_scores(
     relevant: BoolArray, ks: IntArray, n_relevant: IntArray | None
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """hit, MRR and nDCG from the ``(n_q, K)`` relevance of the counted ranks."""
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """hit, MRR, nDCG and DCG from the ``(n_q, K)`` relevance of the counted ranks."""
     width = relevant.shape[1]
     cols = np.arange(width)
     hit = np.asarray(relevant.any(axis=1), dtype=np.float64)
@@ -261,7 +272,7 @@ def _rank_scores(
     dcg = (relevant * discounts[None, :]).sum(axis=1)
     ideal_n = ks if n_relevant is None else np.minimum(ks, n_relevant)
     ideal = np.concatenate([[0.0], np.cumsum(discounts)])[np.minimum(ideal_n, width)]
-    return hit, mrr, _ratio(dcg, ideal)
+    return hit, mrr, _ratio(dcg, ideal), np.asarray(dcg, dtype=np.float64)
 
 
 def _retrieved_spans(
@@ -334,11 +345,49 @@ def _or_rows(values: BoolArray, rows: IntArray, shape: tuple[int, ...]) -> BoolA
     return out
 
 
+def _contained(questions: QuestionTable, spans: IntArray, counted: BoolArray) -> BoolArray:
+    """``(n_q, m)``: excerpt lies wholly inside one counted span (``start <= e.start`` and
+    ``e.end <= end``); padding excerpts are never contained."""
+    inside = (
+        counted[:, :, None]
+        & (spans[:, :, None, 0] <= questions.excerpts[:, None, :, 0])
+        & (questions.excerpts[:, None, :, 1] <= spans[:, :, None, 1])
+    )
+    return np.asarray(inside.any(axis=1) & questions.mask)
+
+
 def _overlaps_any(questions: QuestionTable, spans: IntArray) -> BoolArray:
     """``(n_q, k)``: span overlaps (positive length) some excerpt of its question."""
     lo = np.maximum(spans[:, :, None, 0], questions.excerpts[:, None, :, 0])
     hi = np.minimum(spans[:, :, None, 1], questions.excerpts[:, None, :, 1])
     return np.asarray(((hi > lo) & questions.mask[:, None, :]).any(axis=2))
+
+
+@dataclass(frozen=True)
+class RelevantGains:
+    """Each question's relevant chunks (those ``n_relevant`` counts) as knapsack items, padded
+    ``(n_q, w)`` with zeros: ``length[q, i]`` is a chunk's length and ``gain[q, i]`` how much of
+    ∪E it covers on its own (its overlap with ∪E, plus, with excerpt copies, the rest of each
+    excerpt whose copy it wholly holds). Each row runs by gain per unit of length, highest
+    first. Every relevant chunk has a positive gain and length; padding has both 0.
+
+    Coverage is subadditive: a set of chunks covers at most the sum of their gains, since
+    every covered character of ∪E is counted in the gain of a chunk that covers it.
+    """
+
+    length: IntArray
+    gain: IntArray
+
+    def best_cover(self, budget: IntArray) -> FloatArray:
+        """Per question, the fractional-knapsack optimum: the most gain a selection of its
+        relevant chunks, each taken whole or in part (a part of a chunk yielding that share of
+        its gain), can collect with ``budget`` units of length. Filling by gain per unit, as the
+        rows run, is optimal for this relaxation, so the value bounds the covered part of ∪E of
+        every set of whole chunks whose lengths sum to at most ``budget``."""
+        used_before = np.cumsum(self.length, axis=1) - self.length
+        room = np.asarray(budget, dtype=np.float64)[:, None] - used_before
+        share = np.clip(room / np.maximum(self.length, 1), 0.0, 1.0)
+        return np.asarray((share * self.gain).sum(axis=1), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -348,6 +397,7 @@ class OmegaScores:
     precision_omega: FloatArray
     n_touching: IntArray  # chunks intersecting or touching an excerpt (reference's min_k)
     n_relevant: IntArray  # chunks overlapping an excerpt by at least one character
+    gains: RelevantGains
 
 
 def score_chunking(
@@ -369,6 +419,8 @@ def score_chunking(
     omega = np.zeros(n_q)
     n_touch = np.zeros(n_q, dtype=np.int64)
     n_rel = np.zeros(n_q, dtype=np.int64)
+    pair_q: list[IntArray] = [np.zeros(0, dtype=np.int64)]
+    pair_c: list[IntArray] = [np.zeros(0, dtype=np.int64)]
     for d in np.unique(questions.doc):
         c_idx = np.flatnonzero(chunks.doc == d)
         cs, ce = chunks.start[c_idx], chunks.end[c_idx]
@@ -386,10 +438,62 @@ def score_chunking(
             if copies is not None:
                 rel |= _holds_copy(copies.spans[q_idx], copies.mask[q_idx], cs, ce)
             n_rel[q_idx] = rel.sum(axis=1)
+            qi, ci = np.nonzero(rel)
+            pair_q.append(q_idx[qi])
+            pair_c.append(c_idx[ci])
             omega[q_idx] = _omega_block(
                 questions.merged[q_idx], questions.merged_mask[q_idx], cs, ce, touch
             )
-    return OmegaScores(omega, n_touch, n_rel)
+    q, c = np.concatenate(pair_q), np.concatenate(pair_c)
+    gains = _relevant_gains(questions, chunks, q, c, copies)
+    return OmegaScores(omega, n_touch, n_rel, gains)
+
+
+def _relevant_gains(
+    questions: QuestionTable,
+    chunks: ChunkTable,
+    q: IntArray,
+    c: IntArray,
+    copies: ExcerptCopies | None,
+) -> RelevantGains:
+    """The knapsack items of the relevant (question ``q[i]``, chunk ``c[i]``) pairs, gathered
+    into rows per question, highest gain per unit first."""
+    spans = np.stack([chunks.start[c], chunks.end[c]], axis=-1)[:, None, :]
+    held = np.ones((len(q), 1), dtype=bool)
+    if copies is not None:
+        spans = np.concatenate([spans, questions.excerpts[q]], axis=1)
+        held = np.concatenate([held, _copies_held(questions, copies, chunks, q, c)], axis=1)
+    gain = covered_lengths(questions.merged[q], questions.merged_mask[q], spans, held).sum(axis=1)
+    length = chunks.length[c]
+    density = gain / np.maximum(length, 1)
+    order = np.lexsort((-density, q))
+    q, gain, length = q[order], gain[order], length[order]
+    counts = np.bincount(q, minlength=len(questions))
+    slot = np.arange(len(q)) - (np.cumsum(counts) - counts)[q]
+    width = int(counts.max(initial=0))
+    out_length = np.zeros((len(questions), width), dtype=np.int64)
+    out_gain = np.zeros((len(questions), width), dtype=np.int64)
+    out_length[q, slot] = length
+    out_gain[q, slot] = gain
+    return RelevantGains(out_length, out_gain)
+
+
+def _copies_held(
+    questions: QuestionTable, copies: ExcerptCopies, chunks: ChunkTable, q: IntArray, c: IntArray
+) -> BoolArray:
+    """``(pairs, m)``: chunk ``c[i]`` wholly holds a non-empty copy of excerpt ``j`` of question
+    ``q[i]``."""
+    cs, ce = copies.spans[q, :, 0], copies.spans[q, :, 1]
+    inside = (
+        copies.mask[q]
+        & (ce > cs)
+        & (chunks.start[c][:, None] <= cs)
+        & (ce <= chunks.end[c][:, None])
+    )
+    held = np.zeros((len(q), questions.mask.shape[1]), dtype=bool)
+    pi, ki = np.nonzero(inside)
+    held[pi, copies.owner[q][pi, ki]] = True
+    return held
 
 
 def _holds_copy(spans: IntArray, mask: BoolArray, cs: IntArray, ce: IntArray) -> BoolArray:
