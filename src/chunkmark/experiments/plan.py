@@ -622,7 +622,7 @@ class _Planner:
             b.add("query", questions)
         for c_text in self.config.chunkers:
             c_spec = CHUNKERS.resolve(c_text)
-            traits = CHUNKERS.entry(c_spec.name).traits
+            traits = CHUNKERS.traits(c_spec)
             if traits.calls_llm:
                 self._llm_chunker(dataset, c_spec, embedders, doc_tokens)
             elif traits.embeds:

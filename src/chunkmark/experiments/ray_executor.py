@@ -391,7 +391,7 @@ def score_task(
 def portable(spec: Spec) -> bool:
     """Whether a chunker can run on any worker: it neither embeds nor calls an LLM, and its
     spec does not name an object of this process."""
-    traits = CHUNKERS.entry(spec.name).traits
+    traits = CHUNKERS.traits(spec)
     return not traits.embeds and not traits.calls_llm and spec.name not in PROCESS_LOCAL_CHUNKERS
 
 
@@ -445,7 +445,7 @@ class _Driver:
                 out[i] = self._chunk_here(task)
                 continue
             key = chunk_key(str(task.chunker), task.dataset.fingerprint, None)
-            reusable = CHUNKERS.entry(task.chunker.name).traits.reusable
+            reusable = CHUNKERS.traits(task.chunker).reusable
             stored = store.get(key) if store is not None and reusable else None
             if stored is not None:
                 out[i] = Prepared(stored[0], stored[1], None, True, {})
@@ -461,7 +461,7 @@ class _Driver:
             waiting[submitted[at]].append(i)
         for ref, result in _as_completed(ray, list(waiting)):
             cells = waiting[ref]
-            reusable = CHUNKERS.entry(self.todo[cells[0]].chunker.name).traits.reusable
+            reusable = CHUNKERS.traits(self.todo[cells[0]].chunker).reusable
             if isinstance(result, Prepared) and store is not None and reusable:
                 task = self.todo[cells[0]]
                 store.put(
