@@ -235,7 +235,8 @@ class CachedEmbedder:
             ("requested", "distinct", "hits", "inputs", "input_hits", "embedded"), 0
         )
         self._model_seconds = 0.0
-        self._input_of: dict[tuple[str, str], bytes] = {}  # (kind, text) -> model input
+        # Digests, not the texts: a large corpus's chunk texts are not kept alive by the books.
+        self._input_of: dict[tuple[str, bytes], bytes] = {}  # (kind, text) -> model input
         self._seconds_of: dict[tuple[str, bytes], float] = {}  # (kind, input) -> model seconds
 
     @property
@@ -272,7 +273,10 @@ class CachedEmbedder:
 
         Texts found in the cache from earlier processes count 0: their cost was paid before.
         """
-        inputs = {self._input_of.get((kind, t), t.encode("utf-8", "surrogatepass")) for t in texts}
+        inputs = set()
+        for text in texts:
+            digest = _digest(text)
+            inputs.add(self._input_of.get((kind, digest), digest))
         return sum(self._seconds_of.get((kind, i), 0.0) for i in inputs)
 
     def _uses_inputs(self, kind: Kind) -> bool:
@@ -312,7 +316,7 @@ class CachedEmbedder:
             (positions.setdefault(i, len(positions)) for i in inputs), dtype=np.intp
         )
         for text, model_input in zip(texts, inputs, strict=True):
-            self._input_of[(kind, text)] = model_input
+            self._input_of[(kind, _digest(text))] = _digest(model_input)
         distinct = list(positions)
         self._counts["inputs"] += len(distinct)
         input_kind = f"{kind}:input"
@@ -381,7 +385,14 @@ class CachedEmbedder:
         raw = [k if isinstance(k, bytes) else k.encode("utf-8", "surrogatepass") for k in keys]
         total = sum(len(k) for k in raw) or 1
         for k in raw:
-            self._seconds_of[(kind, k)] = seconds * len(k) / total
+            self._seconds_of[(kind, _digest(k))] = seconds * len(k) / total
+
+
+def _digest(item: str | bytes) -> bytes:
+    """16 bytes naming a text or model input in :class:`CachedEmbedder`'s books (a text and
+    its UTF-8 bytes share a digest, as a text without model inputs is its own input)."""
+    data = item if isinstance(item, bytes) else item.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _merge(
