@@ -237,6 +237,7 @@ class Session:
                 chunk_store=self.chunk_store,
                 cache_dir=self.cache_dir,
                 seed=self.config.seed,
+                scratch_dir=self.out,  # a large cell's vector file sits beside its results
             )
         return self._envs[key]
 
