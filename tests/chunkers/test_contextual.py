@@ -3,12 +3,9 @@ an LLM (through the local wire-format server), the answer cache, and the stats."
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -25,6 +22,7 @@ from chunkmark.chunkers.contextual import (
 from chunkmark.errors import SpecError
 from chunkmark.llm import FakeLLM
 from chunkmark.tokenizers import count_tokens
+from llm_chunker_helpers import FakeContext, wire_server
 
 DOC = (
     "# Guide\n\nIntro text here. It has two sentences.\n\n## Install\n\n"
@@ -185,7 +183,7 @@ def passage(user: str) -> str:
 
 def test_llm_contexts_with_fake() -> None:
     fake = FakeLLM(lambda system, user: f"  About {passage(user).split()[0]}.  ")
-    context = _FakeContext(fake)
+    context = FakeContext(fake)
     chunker = build("contextual(chunker='sentences(n=1)', llm='fake()')", context)
     text = "Cats purr. Dogs bark. Birds sing."
     chunks = chunk_document(chunker, "d", text)
@@ -207,7 +205,7 @@ def test_llm_contexts_with_fake() -> None:
 
 def test_empty_answer_leaves_the_chunk_without_context() -> None:
     fake = FakeLLM(["Context one.", "   ", "Context three."])
-    chunker = build("contextual(chunker='sentences(n=1)', llm='fake()')", _FakeContext(fake))
+    chunker = build("contextual(chunker='sentences(n=1)', llm='fake()')", FakeContext(fake))
     with pytest.warns(AnswerFallbackWarning, match="empty context"):
         chunks = chunk_document(chunker, "d", "Ant one. Bee two. Cat three.")
     assert [c.embed_text for c in chunks] == [
@@ -221,30 +219,11 @@ def test_empty_answer_leaves_the_chunk_without_context() -> None:
 
 def test_requests_are_known_before_asking() -> None:
     fake = FakeLLM()
-    chunker = build("contextual(chunker='sentences(n=1)', llm='fake()')", _FakeContext(fake))
+    chunker = build("contextual(chunker='sentences(n=1)', llm='fake()')", FakeContext(fake))
     requests = chunker.requests("Ant one. Bee two.")
     assert len(requests) == 2 and not fake.prompts
     assert isinstance(chunker.situate, LLMContexts)
     assert build("contextual(method='headings')").requests("Ant one. Bee two.") == []
-
-
-class _FakeContext(ChunkerContext):
-    def __init__(self, fake: FakeLLM) -> None:
-        super().__init__()
-        self.fake = fake
-
-    def llm(self, spec: str) -> Any:
-        return self.fake
-
-
-def _wire_server() -> Any:
-    path = Path(__file__).resolve().parent.parent / "llm" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("llm_wire_server", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_openai_wire_format_and_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,7 +231,7 @@ def test_openai_wire_format_and_cache(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     text = "Cats purr. Dogs bark. Birds sing."
-    with _wire_server().serve() as server:
+    with wire_server().serve() as server:
         server.answer = lambda path, payload: (
             "Animals: " + passage(payload["messages"][-1]["content"]).split()[0]
         )
@@ -286,7 +265,7 @@ def test_anthropic_wire_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     pytest.importorskip("anthropic")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     text = "# Zoo\n\nCats purr. Dogs bark."
-    with _wire_server().serve() as server:
+    with wire_server().serve() as server:
         server.answer = lambda path, payload: "In the zoo guide."
         spec = (
             f"contextual(chunker='sentences(n=1)', llm=\"anthropic(model='local', "

@@ -21,15 +21,7 @@ from chunkmark.chunkers.documentation import (
 from chunkmark.errors import SpecError
 from chunkmark.llm import FakeLLM
 from chunkmark.spans import Span
-
-
-class FakeContext(ChunkerContext):
-    def __init__(self, fake: FakeLLM) -> None:
-        super().__init__()
-        self.fake = fake
-
-    def llm(self, spec: str) -> Any:
-        return self.fake
+from llm_chunker_helpers import FakeContext
 
 
 def build(spec: str, fake: FakeLLM | None = None) -> DocumentationChunker:

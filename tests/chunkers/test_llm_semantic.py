@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import warnings
 from itertools import pairwise
 from pathlib import Path
@@ -24,6 +22,7 @@ from chunkmark.chunkers.llm_semantic import (
 from chunkmark.errors import LLMError, SpecError
 from chunkmark.llm import FakeLLM
 from chunkmark.spans import Span
+from llm_chunker_helpers import FakeContext, wire_server
 
 # Ten pieces: with chunk_size=15 every paragraph (13 cl100k tokens) is one piece, and with
 # window_tokens=30 a window holds three pieces (13 + 13 <= 30, the third crosses the limit).
@@ -36,17 +35,6 @@ ENDS = [s + len(p) for s, p in zip(STARTS, PARAS, strict=True)]
 def piece_span(first: int, last: int) -> Span:
     """The span from piece ``first`` to piece ``last`` (1-based, inclusive)."""
     return Span(STARTS[first - 1], ENDS[last - 1])
-
-
-class FakeContext(ChunkerContext):
-    """A chunker context whose LLM is a given FakeLLM, whatever the spec says."""
-
-    def __init__(self, fake: FakeLLM) -> None:
-        super().__init__()
-        self.fake = fake
-
-    def llm(self, spec: str) -> Any:
-        return self.fake
 
 
 def build(
@@ -248,22 +236,12 @@ def test_chunks_are_ordered_runs_of_whole_pieces(words: list[str], k: int, size:
         assert body == body.strip() and body
 
 
-def _wire_server() -> Any:
-    path = Path(__file__).resolve().parent.parent / "llm" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("llm_wire_server", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_end_to_end_with_openai_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("openai")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     respond = cut_every(4)
-    with _wire_server().serve() as server:
+    with wire_server().serve() as server:
         server.answer = lambda path, payload: respond("", payload["messages"][-1]["content"])
         spec = (
             f"llm_semantic(llm=\"openai(model='local-model', base_url='{server.openai_url}')\", "

@@ -3,12 +3,10 @@ dropped below the threshold, the answer cache, the wire format, and the missing 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -25,17 +23,9 @@ from chunkmark.chunkers.propositions import (
 )
 from chunkmark.errors import MissingDependencyError, SpecError
 from chunkmark.llm import FakeLLM
+from llm_chunker_helpers import FakeContext, wire_server
 
 TEXT = "The cat sat on the mat. Later, the cat sat on the mat again. Dogs bark at night."
-
-
-class FakeContext(ChunkerContext):
-    def __init__(self, fake: FakeLLM) -> None:
-        super().__init__()
-        self.fake = fake
-
-    def llm(self, spec: str) -> Any:
-        return self.fake
 
 
 def build(
@@ -193,21 +183,11 @@ def test_every_span_lies_in_its_source(words: list[str], cut: int, noise: str) -
     assert c["aligned"] + c["dropped"] == c["propositions"]
 
 
-def _wire_server() -> Any:
-    path = Path(__file__).resolve().parent.parent / "llm" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("llm_wire_server", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_openai_wire_format_and_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("openai")
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    with _wire_server().serve() as server:
+    with wire_server().serve() as server:
         server.answer = lambda path, payload: answer("Dogs bark at night.", "Nothing like it.")
         spec = (
             f"propositions(llm=\"openai(model='local', base_url='{server.openai_url}')\", "

@@ -34,9 +34,10 @@ Writes OUT/results.parquet (one row per question x cell x setting x scoring), OU
 (one row per cell x setting x scoring x scope) and OUT/manifest.json (resolved specs,
 versions, fingerprints, timings, failures). Finished cells are kept in OUT/cells/: rerunning
 with the same --out resumes. A cell that fails is recorded and the others go on; the run then
-exits with status 3, and a rerun retries only the failed cells. --executor ray runs the cells
-on a Ray cluster (chunking and scoring as tasks, embedding as Ray Data batch inference), with
-the same rows.
+exits with status 3, and a rerun retries only the failed cells.
+
+--executor ray runs the cells on a Ray cluster (chunking and scoring as tasks, embedding as Ray
+Data batch inference), with the same rows.
 """
 FAILED_EXIT = 3
 
@@ -88,7 +89,7 @@ def run(
     executor: Annotated[
         str | None,
         typer.Option(
-            help="Where cells run: 'local' (this process) or 'ray' (a Ray cluster; pip install 'chunkmark[ray]'). Rows are the same. [default: local]"
+            help="Where cells run: 'local' (this process) or 'ray' (a Ray cluster; needs the ray extra). Rows are the same. [default: local]"
         ),
     ] = None,
     address: Annotated[
