@@ -18,7 +18,8 @@ support spans), plus two files:
   sentence holds a mention of both ends. The question of relation ``id`` has the same id.
 
 Metrics work on *unordered entity pairs* (``frozenset({head, tail})``), with directed
-(``(head, tail)``) and typed (``(head, tail, property)``) variants.
+(``(head, tail)``) and typed (``(head, tail, property_id)``) variants. In Python a relation's
+type is ``Relation.property_id`` (``property`` in the file).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Relation:
     doc_id: str
     head: str
     tail: str
-    property: str
+    property_id: str
     label: str
     support: tuple[Span, ...]
     support_kind: SupportKind
@@ -216,7 +217,7 @@ def write_relation_files(
                 "doc_id": r.doc_id,
                 "head": r.head,
                 "tail": r.tail,
-                "property": r.property,
+                "property": r.property_id,
                 "label": r.label,
                 "support": _spans(r.support),
                 "support_kind": r.support_kind,
