@@ -80,6 +80,32 @@ class SliceEmbedder(Protocol):
         ...
 
 
+# A chunk in its document: (the document's text, start, end); the chunk is text[start:end].
+DocSpan = tuple[str, int, int]
+
+
+@runtime_checkable
+class SpanEmbedder(Protocol):
+    """An embedder that embeds chunks *in their document* (late chunking): a chunk's vector
+    depends on the text around it, so it is asked for spans of documents, not for texts.
+
+    Queries still go through :meth:`Embedder.embed`.
+    """
+
+    def embeds_spans(self) -> bool:
+        """Whether document chunks must go through :meth:`embed_spans` (else ``embed``)."""
+        ...
+
+    def embed_spans(self, spans: Sequence[DocSpan]) -> FloatArray:
+        """One L2-normalised row per ``(document text, start, end)``, in order."""
+        ...
+
+
+def embeds_spans(embedder: object) -> bool:
+    """Whether ``embedder`` embeds document chunks as spans of their documents."""
+    return isinstance(embedder, SpanEmbedder) and embedder.embeds_spans()
+
+
 EMBEDDERS: Registry[Embedder] = Registry("embedder")
 
 

@@ -31,11 +31,14 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.embedders.base import (
+    DocSpan,
     Embedder,
     FloatArray,
     InputAwareEmbedder,
     Kind,
     SliceEmbedder,
+    SpanEmbedder,
+    embeds_spans,
 )
 from chunkmark.errors import EmbeddingError
 from chunkmark.paths import resolve_cache_dir as resolve_cache_dir  # re-exported
@@ -259,6 +262,75 @@ class CachedEmbedder:
         if not distinct:
             return self.inner.embed([], kind)
         vectors = self._embed_distinct(distinct, kind)
+        return vectors[inverse]
+
+    def embeds_spans(self) -> bool:
+        return embeds_spans(self.inner)
+
+    def embed_spans(self, spans: Sequence[DocSpan]) -> FloatArray:
+        """Vectors of chunks embedded in their documents (late chunking), cached under
+        (identity, document digest, start, end): a chunk's vector depends on its whole
+        document, so equal chunk texts in two documents are two entries. Misses are embedded a
+        few documents at a time (at least ``flush_every`` spans per call) and each call's
+        vectors are stored at once."""
+        inner = self.inner
+        if not embeds_spans(inner):
+            raise EmbeddingError(
+                f"{self.name} does not embed chunks in their documents.",
+                "Embed the chunk texts with embed() instead.",
+            )
+        assert isinstance(inner, SpanEmbedder)
+        digests: dict[str, bytes] = {}
+        keys: list[bytes] = []
+        for doc, start, end in spans:
+            digest = digests.get(doc)
+            if digest is None:
+                digest = digests[doc] = hashlib.blake2b(
+                    doc.encode("utf-8", "surrogatepass"), digest_size=16
+                ).digest()
+            keys.append(digest + start.to_bytes(8, "little") + end.to_bytes(8, "little"))
+        positions: dict[bytes, int] = {}
+        inverse = np.fromiter(
+            (positions.setdefault(k, len(positions)) for k in keys), dtype=np.intp, count=len(keys)
+        )
+        distinct_keys = list(positions)
+        seen: set[bytes] = set()
+        distinct: list[DocSpan] = []
+        for key, span in zip(keys, spans, strict=True):
+            if key not in seen:
+                seen.add(key)
+                distinct.append(span)
+        self._counts["requested"] += len(spans)
+        self._counts["distinct"] += len(distinct)
+        if not distinct:
+            return np.zeros((0, 0), dtype=np.float32)
+        identity = inner.identity() if self.cache is not None else {}
+        kind = "document:span"
+        mask, hits = self._lookup(identity, kind, distinct_keys)
+        self._counts["hits"] += int(mask.sum())
+        if mask.all():
+            return hits[inverse]
+        missing = [i for i, hit in enumerate(mask) if not hit]
+        parts: list[FloatArray] = []
+        lo = 0
+        while lo < len(missing):  # whole documents per call, at least flush_every spans
+            hi = min(lo + self.flush_every, len(missing))
+            doc = distinct[missing[hi - 1]][0]
+            while hi < len(missing) and distinct[missing[hi]][0] == doc:
+                hi += 1
+            chosen = missing[lo:hi]
+            began = time.perf_counter()
+            vectors = _checked(inner.embed_spans([distinct[i] for i in chosen]), len(chosen))
+            part_keys = [distinct_keys[i] for i in chosen]
+            self._account("document", part_keys, time.perf_counter() - began)
+            if self.cache is not None:
+                self.cache.put_many(identity, kind, part_keys, vectors)
+            parts.append(vectors)
+            if self.progress is not None:
+                self.progress(hi, len(missing))
+            lo = hi
+        fresh = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        vectors = fresh if not mask.any() else _merge(mask, hits, fresh, self.name)
         return vectors[inverse]
 
     def stats(self) -> EmbedderStats:

@@ -28,6 +28,7 @@ import json
 import logging
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
+from chunkmark.embedders.base import EMBEDDERS, DocSpan, FloatArray, Kind, l2_normalise
 from chunkmark.errors import EmbeddingError, MissingDependencyError
 from chunkmark.stats import EmbedderStats
 
@@ -75,6 +76,15 @@ GPU_BATCH_SIZE: dict[str, int] = {"fp32": 128, "fp16": 256, "bf16": 256}
 GPU_BATCH_WINDOW = 512
 # Share of the GPU memory left after loading the weights that one batch's activations may use.
 GPU_MEMORY_SHARE = 0.5
+
+# Late chunking (see SentenceTransformerEmbedder.embed_spans): model tokens per window, tokens
+# shared by neighbouring windows, and the version of the method (part of the identity).
+LATE_WINDOW = 512
+LATE_OVERLAP = 64
+LATE_VERSION = 1
+# Token vectors of the documents last read by late chunking, kept for the next cells that chunk
+# the same documents (the windows do not depend on the chunks).
+LATE_TOKEN_CACHE_BYTES = 2 * 1024**3
 
 # Modules the token path knows how to drive: a tokenizing transformer first, then these.
 _TOKEN_PATH_MODULES = {"Transformer", "Pooling", "Normalize", "Dense"}
@@ -230,7 +240,17 @@ class SentenceTransformerEmbedder:
         truncate_dim: int | None = None,
         trust_remote_code: bool = False,
         precision: Precision = "fp32",
+        late_chunking: bool = False,
+        window: int = LATE_WINDOW,
+        window_overlap: int = LATE_OVERLAP,
     ) -> None:
+        if late_chunking and not 0 <= window_overlap < window // 2:
+            raise ValueError(
+                f"window_overlap must be at least 0 and less than half the window ({window}), "
+                f"got {window_overlap}"
+            )
+        if late_chunking and window < 16:
+            raise ValueError(f"window must be at least 16 model tokens, got {window}")
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         if not _is_device(device):
@@ -253,6 +273,12 @@ class SentenceTransformerEmbedder:
         self.truncate_dim = truncate_dim
         self.trust_remote_code = trust_remote_code
         self.precision: Precision = precision
+        self.late_chunking = late_chunking
+        self.window = window
+        self.window_overlap = window_overlap
+        self._empty_spans = 0
+        self._windows = 0
+        self._late_cache: OrderedDict[bytes, LateTokens] = OrderedDict()
         self._resolved: ResolvedModel | None = None
         self._config: ModelConfig | None = None
         self._st: Any = None
@@ -292,7 +318,7 @@ class SentenceTransformerEmbedder:
 
     def identity(self) -> dict[str, Any]:
         config = self._model_config()
-        return {
+        identity: dict[str, Any] = {
             "embedder": "sentence_transformers",
             "name": self.resolved.name,
             "revision": self.resolved.revision,
@@ -303,6 +329,13 @@ class SentenceTransformerEmbedder:
             "max_seq_length": self.max_seq_length or config.max_seq_length,
             "precision": self.precision,
         }
+        if self.late_chunking:  # absent otherwise: plain vectors keep their cache keys
+            identity["late_chunking"] = {
+                "version": LATE_VERSION,
+                "window": self.window,
+                "window_overlap": self.window_overlap,
+            }
+        return identity
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
         _check_kind(kind)
@@ -312,6 +345,240 @@ class SentenceTransformerEmbedder:
         if self.supports_model_inputs(kind):
             return self._forward(self._token_ids(texts, kind), kind)
         return self._encode(texts, kind)
+
+    def embeds_spans(self) -> bool:
+        """Whether document chunks are embedded in their documents (``late_chunking=True``)."""
+        return self.late_chunking
+
+    def embed_spans(self, spans: Sequence[DocSpan]) -> FloatArray:
+        """Late chunking: one row per ``(document text, start, end)``.
+
+        Each document is tokenised once (with character offsets) and read by the model in
+        windows of ``window`` model tokens, special tokens and the document prompt included;
+        neighbouring windows share ``window_overlap`` tokens, and each shared token takes its
+        vector from the window where it sits further from the edge (the overlap is split in
+        the middle). A chunk's vector is the mean of the vectors of the tokens that overlap its
+        span, over every window it reaches, then the model's modules after pooling (dense
+        layers, normalisation) and the usual L2 normalisation. A window's leading special
+        tokens (and prompt) count with its first token, its trailing ones with its last, so a
+        chunk covering a whole window gets exactly the model's own pooled vector for that text.
+        A span with no token of its own (only whitespace) takes the nearest token's vector and
+        is counted (``late_empty_spans`` in the stats).
+
+        Requires a model that mean-pools the token vectors of a transformer (most
+        sentence-transformers models: all-MiniLM-L6-v2, the jina/nomic/bge families with
+        mean pooling); ``window`` may not exceed its position embeddings.
+        """
+        if not self.late_chunking:
+            raise EmbeddingError(
+                f"{self.resolved.name} was not built with late_chunking=True.",
+                "Use sentence_transformers(late_chunking=True, ...) to embed chunks in context.",
+            )
+        spans = list(spans)
+        if not spans:
+            return self._empty()
+        model = self._load()
+        post = self._late_modules(model)
+        by_doc: dict[str, list[int]] = {}
+        for i, (doc, _, _) in enumerate(spans):
+            by_doc.setdefault(doc, []).append(i)
+        began = time.perf_counter()
+        pooled: npt.NDArray[np.float64] | None = None
+        for doc, rows in by_doc.items():
+            starts = np.fromiter((spans[i][1] for i in rows), np.int64, len(rows))
+            ends = np.fromiter((spans[i][2] for i in rows), np.int64, len(rows))
+            means = self._late_document(model, doc, starts, ends)
+            if pooled is None:
+                pooled = np.zeros((len(spans), means.shape[1]), dtype=np.float64)
+            pooled[np.asarray(rows, dtype=np.intp)] = means
+        assert pooled is not None
+        vectors = self._late_post(post, pooled)
+        self._model_seconds += time.perf_counter() - began
+        self._calls += 1
+        self._inputs += len(spans)
+        self._check_finite(vectors)
+        return l2_normalise(vectors) if self.normalize else vectors
+
+    def _late_modules(self, model: Any) -> list[Any]:
+        """The modules after pooling (applied to chunk means), once the model is checked to
+        mean-pool a transformer's token vectors; else an error with the fix."""
+        modules = list(model)
+        names = [type(module).__name__ for module in modules]
+        name = self.resolved.name
+        if not names or names[0] != "Transformer" or not set(names) <= _TOKEN_PATH_MODULES:
+            raise EmbeddingError(
+                f"Late chunking needs a transformer followed by pooling; {name} has "
+                f"{' -> '.join(names)}.",
+                "Use a sentence-transformers model with a Transformer and a mean Pooling module.",
+            )
+        pooling = modules[names.index("Pooling")] if "Pooling" in names else None
+        modes = pooling_modes(pooling)
+        if modes != ["mean"]:
+            raise EmbeddingError(
+                f"Late chunking averages token vectors, but {name} pools with "
+                f"{', '.join(modes) or 'no pooling module'}.",
+                "Use a model that mean-pools (e.g. all-MiniLM-L6-v2), or turn late_chunking off.",
+            )
+        auto = getattr(modules[0], "auto_model", None)
+        positions = getattr(getattr(auto, "config", None), "max_position_embeddings", None)
+        if isinstance(positions, int) and self.window > positions:
+            raise EmbeddingError(
+                f"window={self.window} is longer than {name}'s {positions} position embeddings.",
+                f"Pass window={positions} or less.",
+            )
+        tokenizer = model.tokenizer
+        if not getattr(tokenizer, "is_fast", False):
+            raise EmbeddingError(
+                f"Late chunking maps characters to tokens through the tokenizer's offsets, "
+                f"but {name}'s tokenizer is not a fast (Rust) tokenizer.",
+                "Use a model with a tokenizer.json (a fast tokenizer).",
+            )
+        return modules[names.index("Pooling") + 1 :]
+
+    def _late_document(
+        self, model: Any, doc: str, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float64]:
+        """The mean token vector (before post-pooling modules) of each span of one document."""
+        tokens = self._late_tokens(model, doc)
+        n = len(tokens.weights)
+        first = np.searchsorted(
+            tokens.offsets[:, 1], starts, side="right"
+        )  # first token ending after
+        last = np.searchsorted(
+            tokens.offsets[:, 0], ends, side="left"
+        )  # tokens starting before end
+        empty = first >= last
+        if empty.any():
+            self._empty_spans += int(empty.sum())
+            first[empty] = np.minimum(first[empty], n - 1)
+            last[empty] = first[empty] + 1
+        prefix = np.zeros((n + 1, tokens.vectors.shape[1]), dtype=np.float64)
+        np.cumsum(tokens.vectors, axis=0, dtype=np.float64, out=prefix[1:])
+        weights = np.concatenate([[0.0], np.cumsum(tokens.weights, dtype=np.float64)])
+        out: npt.NDArray[np.float64] = (prefix[last] - prefix[first]) / (
+            weights[last] - weights[first]
+        )[:, None]
+        return out
+
+    def _late_tokens(self, model: Any, doc: str) -> LateTokens:
+        """A document's token vectors, each from the window that owns it, with each window's
+        special tokens folded into its first and last owned token; kept for the next cells
+        that chunk the same document (up to ``LATE_TOKEN_CACHE_BYTES``)."""
+        key = hashlib.blake2b(doc.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        kept = self._late_cache.get(key)
+        if kept is not None:
+            self._late_cache.move_to_end(key)
+            return kept
+        tokenizer = model.tokenizer
+        began = time.perf_counter()
+        encoded = tokenizer(
+            doc,
+            add_special_tokens=False,
+            truncation=False,
+            return_offsets_mapping=True,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )
+        ids = np.asarray(encoded["input_ids"], dtype=np.int32)
+        offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        self._tokenize_seconds += time.perf_counter() - began
+        self._tokenized += 1
+        n = len(ids)
+        head, tail = _special_tokens(tokenizer)
+        prompt = self._prompt("document")
+        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"] if prompt else []
+        lead = np.asarray([*head, *prompt_ids], dtype=np.int32)
+        trail = np.asarray(tail, dtype=np.int32)
+        room = self.window - len(lead) - len(trail)
+        if room <= 2 * self.window_overlap:
+            raise EmbeddingError(
+                f"window={self.window} leaves {room} tokens per window after special tokens "
+                f"and the prompt, not more than twice window_overlap={self.window_overlap}.",
+                "Pass a longer window or a smaller window_overlap.",
+            )
+        if n == 0:  # only whitespace: one pseudo-token holding the text's special tokens
+            whole = self._late_forward(model, [np.concatenate([lead, trail])])[0]
+            tokens = LateTokens(
+                np.asarray([[0, len(doc)]], dtype=np.int64),
+                whole.sum(axis=0, keepdims=True).astype(np.float32),
+                np.asarray([len(whole)], dtype=np.float32),
+            )
+        else:
+            windows = late_windows(n, room, self.window_overlap)
+            rows = [np.concatenate([lead, ids[w.start : w.end], trail]) for w in windows]
+            vectors = np.zeros((n, 0), dtype=np.float32)
+            weights = np.ones(n, dtype=np.float32)
+            for w, out in zip(windows, self._late_forward(model, rows), strict=True):
+                if vectors.shape[1] == 0:
+                    vectors = np.zeros((n, out.shape[1]), dtype=np.float32)
+                lo = len(lead) + w.own_start - w.start
+                vectors[w.own_start : w.own_end] = out[lo : lo + w.own_end - w.own_start]
+                vectors[w.own_start] += out[: len(lead)].sum(axis=0)
+                weights[w.own_start] += len(lead)
+                vectors[w.own_end - 1] += out[len(out) - len(trail) :].sum(axis=0)
+                weights[w.own_end - 1] += len(trail)
+            tokens = LateTokens(offsets, vectors, weights)
+        self._late_cache[key] = tokens
+        held = sum(t.nbytes for t in self._late_cache.values())
+        while held > LATE_TOKEN_CACHE_BYTES and len(self._late_cache) > 1:
+            _, dropped = self._late_cache.popitem(last=False)
+            held -= dropped.nbytes
+        return tokens
+
+    def _late_forward(
+        self, model: Any, rows: list[npt.NDArray[np.int32]]
+    ) -> list[npt.NDArray[np.float32]]:
+        """Token vectors of the transformer (before pooling) for each row of token ids."""
+        import torch
+
+        size = self._batch_size or 1
+        device = torch.device(self._device or "cpu")
+        pad = model.tokenizer.pad_token_id or 0
+        with_types = "token_type_ids" in getattr(model.tokenizer, "model_input_names", ())
+        transformer = model[0]
+        order = np.argsort([-len(x) for x in rows], kind="stable")
+        out: list[npt.NDArray[np.float32]] = [np.zeros((0, 0), np.float32)] * len(rows)
+        with torch.inference_mode(), self._autocast(), self._out_of_memory():
+            for lo in range(0, len(order), size):
+                chosen = order[lo : lo + size]
+                batch = [rows[i] for i in chosen]
+                width = max(len(x) for x in batch)
+                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for row, x in enumerate(batch):
+                    input_ids[row, : len(x)] = torch.from_numpy(x.astype(np.int64))
+                    mask[row, : len(x)] = 1
+                self._tokens += int(mask.sum())
+                self._windows += len(batch)
+                features: dict[str, Any] = {
+                    "input_ids": input_ids.to(device),
+                    "attention_mask": mask.to(device),
+                    "modality": "text",
+                }
+                if with_types:
+                    features["token_type_ids"] = torch.zeros_like(features["input_ids"])
+                tokens = transformer(features)["token_embeddings"].float().cpu().numpy()
+                for row, i in enumerate(chosen):
+                    out[i] = tokens[row, : len(rows[i])]
+        return out
+
+    def _late_post(self, post: list[Any], pooled: npt.NDArray[np.float64]) -> FloatArray:
+        """The model's modules after pooling (dense layers, normalisation) on chunk means."""
+        if not post:
+            return pooled.astype(np.float32)
+        import torch
+
+        with torch.inference_mode():
+            features: dict[str, Any] = {
+                "sentence_embedding": torch.from_numpy(pooled.astype(np.float32)).to(
+                    torch.device(self._device or "cpu")
+                )
+            }
+            for module in post:
+                features = module(features)
+            out: FloatArray = features["sentence_embedding"].float().cpu().numpy()
+        return out
 
     def supports_model_inputs(self, kind: Kind = "document") -> bool:
         """Whether :meth:`model_inputs` can describe what the model reads (most text models).
@@ -508,6 +775,11 @@ class SentenceTransformerEmbedder:
                 "device": self._device,
                 "device_name": self._device_name,
                 "batch_size": str(self._batch_size) if self._batch_size else None,
+                **(
+                    {"late_windows": self._windows, "late_empty_spans": self._empty_spans}
+                    if self.late_chunking
+                    else {}
+                ),
             },
         )
 
@@ -593,6 +865,68 @@ class SentenceTransformerEmbedder:
             verbose=False,
         )
         self._truncated += sum(len(ids) > limit for ids in encoded["input_ids"])
+
+
+def pooling_modes(pooling: Any) -> list[str]:
+    """A Pooling module's modes (``mean``, ``cls``, ...), from its ``pooling_mode`` (newer
+    sentence-transformers) or its ``pooling_mode_*_tokens`` flags (older)."""
+    if pooling is None:
+        return []
+    mode = getattr(pooling, "pooling_mode", None)
+    if isinstance(mode, str):
+        return [mode]
+    if isinstance(mode, (list, tuple)):
+        return [str(m) for m in mode]
+    names = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
+    return [
+        names.get(flag, flag.removeprefix("pooling_mode_"))
+        for flag in _POOLING_MODES
+        if getattr(pooling, flag, False) is True
+    ]
+
+
+@dataclass(frozen=True)
+class LateTokens:
+    """A document's tokens for late chunking: character offsets, one vector per token (from
+    the window that owns it, special tokens folded in) and its weight in a mean."""
+
+    offsets: npt.NDArray[np.int64]
+    vectors: npt.NDArray[np.float32]
+    weights: npt.NDArray[np.float32]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.offsets.nbytes + self.vectors.nbytes + self.weights.nbytes)
+
+
+@dataclass(frozen=True)
+class LateWindow:
+    """One window of a document's tokens, ``[start, end)``, and the tokens it owns (whose
+    vectors it gives): ``[own_start, own_end)``."""
+
+    start: int
+    end: int
+    own_start: int
+    own_end: int
+
+
+def late_windows(n: int, room: int, overlap: int) -> list[LateWindow]:
+    """Windows of at most ``room`` tokens over ``n`` tokens, each sharing ``overlap`` tokens
+    with the next; a shared stretch is split in the middle between the two windows, so every
+    token is owned by exactly one window."""
+    if room <= overlap:
+        raise ValueError(f"room ({room}) must exceed overlap ({overlap})")
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        end = min(start + room, n)
+        bounds.append((start, end))
+        if end >= n:
+            break
+        start = end - overlap
+    cuts = [(bounds[i + 1][0] + bounds[i][1]) // 2 for i in range(len(bounds) - 1)]
+    owned = [0, *cuts, n]
+    return [LateWindow(s, e, owned[i], owned[i + 1]) for i, (s, e) in enumerate(bounds)]
 
 
 def _check_kind(kind: str) -> None:
@@ -840,6 +1174,9 @@ def sentence_transformers_embedder(
     truncate_dim: int | None = None,
     trust_remote_code: bool = False,
     precision: Precision = "fp32",
+    late_chunking: bool = False,
+    window: int = LATE_WINDOW,
+    window_overlap: int = LATE_OVERLAP,
 ) -> SentenceTransformerEmbedder:
     """Open models through sentence-transformers (offline MiniLM, local folders, or the Hub).
 
@@ -859,6 +1196,12 @@ def sentence_transformers_embedder(
     measured fastest (16 for fp32, 32 for bf16); on a GPU 128 for fp32 and 256 for fp16/bf16 up
     to 512-token windows, fewer for longer windows or when a batch would not fit in half the
     GPU memory left after the weights.
+
+    ``late_chunking=True`` embeds each chunk *in its document* (Jina's late chunking): the
+    document goes through the model in windows of ``window`` model tokens (``window_overlap``
+    shared between neighbours) and a chunk's vector is the mean of its tokens' vectors, so a
+    chunk carries its context; queries are embedded as usual. The window settings are part of
+    the identity; vectors are cached per (model, document, span). Needs a mean-pooling model.
     """
     return SentenceTransformerEmbedder(
         model,
@@ -872,4 +1215,7 @@ def sentence_transformers_embedder(
         truncate_dim=truncate_dim,
         trust_remote_code=trust_remote_code,
         precision=precision,
+        late_chunking=late_chunking,
+        window=window,
+        window_overlap=window_overlap,
     )

@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_document
 from chunkmark.datasets.model import Dataset
-from chunkmark.embedders.base import Embedder, FloatArray
+from chunkmark.embedders.base import DocSpan, Embedder, FloatArray, SpanEmbedder, embeds_spans
 from chunkmark.errors import ChunkmarkError
 from chunkmark.experiments.checks import check_same_embedder, query_signal
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
@@ -265,7 +265,9 @@ class Cell:
         texts = ChunkTexts(self.dataset, chunks)
         with ExitStack() as stack:
             with timer("embed_documents"):
-                vectors, attributed = embed_chunks(env, texts, query_vectors, stack)
+                vectors, attributed = embed_chunks(
+                    env, texts, query_vectors, stack, DocSpans(self.dataset, chunks)
+                )
             check_same_embedder(
                 env.query_identity or env.identity, env.identity, query_vectors, vectors
             )
@@ -489,25 +491,54 @@ class SpanTexts(_ChunkTextsBase):
         return self._docs[chunk.doc_id].text[chunk.start : chunk.end]
 
 
+class DocSpans:
+    """The chunks as ``(document text, start, end)``, for embedders that embed chunks in their
+    documents (late chunking); a slice is a list."""
+
+    def __init__(self, dataset: Dataset, chunks: Sequence[Chunk]) -> None:
+        self._docs = dataset.by_id
+        self._chunks = chunks
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+    def __getitem__(self, index: slice) -> list[DocSpan]:
+        return [(self._docs[c.doc_id].text, c.start, c.end) for c in self._chunks[index]]
+
+
 def embed_chunks(
-    env: CellEnv, texts: Sequence[str], query_vectors: FloatArray, stack: ExitStack
+    env: CellEnv,
+    texts: Sequence[str],
+    query_vectors: FloatArray,
+    stack: ExitStack,
+    spans: DocSpans | None = None,
 ) -> tuple[FloatArray, float | None]:
     """The chunks' vectors and the model seconds attributed to them (None when the embedder
     cannot say).
 
-    Up to ``env.embed_slice`` texts are embedded in one call, in memory. More are embedded
-    ``env.embed_slice`` at a time into a vector file in a temporary folder that ``stack``
-    deletes, returned memory-mapped; a text embedded in an earlier slice adds no seconds again.
+    An embedder that embeds chunks in their documents (late chunking) is given ``spans``;
+    the others the chunk ``texts``. Up to ``env.embed_slice`` chunks are embedded in one call,
+    in memory. More are embedded ``env.embed_slice`` at a time into a vector file in a
+    temporary folder that ``stack`` deletes, returned memory-mapped; a text embedded in an
+    earlier slice adds no seconds again.
     """
-    attribute = getattr(env.embedder, "model_seconds_for", None)
+    embedder = env.embedder
+    late = spans is not None and embeds_spans(embedder)
+    attribute = None if late else getattr(embedder, "model_seconds_for", None)
+
+    def part(lo: int, hi: int) -> FloatArray:
+        if late:
+            assert spans is not None and isinstance(embedder, SpanEmbedder)
+            return embedder.embed_spans(spans[lo:hi])
+        return embedder.embed(list(texts[lo:hi]), kind="document")
+
     if len(texts) <= env.embed_slice:
-        listed = list(texts)
-        if listed:
-            vectors = env.embedder.embed(listed, kind="document")
+        if len(texts):
+            vectors = part(0, len(texts))
         else:
             dim = query_vectors.shape[1] if query_vectors.ndim == 2 else 1
             vectors = np.zeros((0, dim), np.float32)
-        return vectors, None if attribute is None else float(attribute(listed))
+        return vectors, None if attribute is None else float(attribute(list(texts)))
     folder = stack.enter_context(
         tempfile.TemporaryDirectory(
             prefix="chunkmark-vectors-", dir=env.scratch_dir, ignore_cleanup_errors=True
@@ -517,14 +548,14 @@ def embed_chunks(
     seconds = 0.0
     seen = np.zeros(0, dtype=np.int64)
     for lo in range(0, len(texts), env.embed_slice):
-        part = texts[lo : lo + env.embed_slice]
-        out.write(env.embedder.embed(part, kind="document"))
+        hi = min(lo + env.embed_slice, len(texts))
+        out.write(part(lo, hi))
         if attribute is not None:
-            hashes = np.fromiter((hash(t) for t in part), dtype=np.int64, count=len(part))
+            chosen = list(texts[lo:hi])
+            hashes = np.fromiter((hash(t) for t in chosen), dtype=np.int64, count=len(chosen))
             new = ~np.isin(hashes, seen)
-            seconds += float(attribute([t for t, keep in zip(part, new, strict=True) if keep]))
+            seconds += float(attribute([t for t, keep in zip(chosen, new, strict=True) if keep]))
             seen = np.union1d(seen, hashes)
-        del part
     return out.finish(), None if attribute is None else seconds
 
 

@@ -40,7 +40,15 @@ import numpy.typing as npt
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext
 from chunkmark.embedders import EMBEDDERS
-from chunkmark.embedders.base import Embedder, FloatArray, InputAwareEmbedder, Kind
+from chunkmark.embedders.base import (
+    DocSpan,
+    Embedder,
+    FloatArray,
+    InputAwareEmbedder,
+    Kind,
+    SpanEmbedder,
+    embeds_spans,
+)
 from chunkmark.errors import ChunkmarkError, EmbeddingError, MissingDependencyError
 from chunkmark.experiments.cell import (
     Cell,
@@ -168,6 +176,16 @@ class ClusterEmbedder:
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
         return next(iter(self.embed_slices([list(texts)], kind, inputs=False)))
+
+    def embeds_spans(self) -> bool:
+        return embeds_spans(self.local)
+
+    def embed_spans(self, spans: Sequence[DocSpan]) -> FloatArray:
+        """Late chunking runs in the driver: a chunk's vector needs its whole document's
+        windows, which do not split into independent texts for the actors."""
+        local = self.local
+        assert isinstance(local, SpanEmbedder)
+        return local.embed_spans(spans)
 
     def supports_model_inputs(self, kind: Kind = "document") -> bool:
         local = self.local
@@ -499,20 +517,31 @@ class _Driver:
         for e_spec, cells in by_embedder.items():
             texts: list[str] = []
             bounds: dict[int, tuple[int, int]] = {}
+            env = session.env(self.todo[cells[0]].dataset, e_spec)
+            late = embeds_spans(env.embedder)
+            spans: list[DocSpan] = []
             for i in cells:
                 p = prepared[i]
                 assert isinstance(p, Prepared)
                 docs = self.todo[i].dataset.by_id
                 start = len(texts)
+                if late:  # chunks in their documents; texts stay empty
+                    spans.extend((docs[c.doc_id].text, c.start, c.end) for c in p.chunks)
+                    bounds[i] = (start, len(spans))
+                    continue
                 texts.extend(c.text(docs[c.doc_id].text) for c in p.chunks)
                 bounds[i] = (start, len(texts))
-            env = session.env(self.todo[cells[0]].dataset, e_spec)
             short = EMBEDDERS.short(e_spec)
-            session.say(f"embed    {len(texts)} chunk texts of {len(cells)} cells with {short}")
+            what = f"{len(spans)} chunks in context" if late else f"{len(texts)} chunk texts"
+            session.say(f"embed    {what} of {len(cells)} cells with {short}")
             session.track(env.embedder, f"chunks x {short}")
             began = time.perf_counter()
             try:
-                vectors = env.embedder.embed(texts, kind="document") if texts else None
+                if late:
+                    assert isinstance(env.embedder, SpanEmbedder)
+                    vectors = env.embedder.embed_spans(spans) if spans else None
+                else:
+                    vectors = env.embedder.embed(texts, kind="document") if texts else None
             except Exception as exc:  # every cell of this embedder fails; the others go on
                 for i in cells:
                     out[i] = exc
