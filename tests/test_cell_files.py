@@ -46,6 +46,20 @@ def test_chunks_and_rankings_are_written_and_agree_with_the_metrics(tmp_path: Pa
             chunks["start"][top] < e.end and e.start < chunks["end"][top] for e in q.excerpts
         )
         assert hits[qid] == float(same_doc and overlaps)
+    # The cell's boundary diagnostics, recomputed by hand from its chunk file.
+    diagnostics = cell["diagnostics"]
+    assert diagnostics["chunks"] == len(chunks["start"])
+    excerpts = [(q.doc_id, e.start, e.end) for q in dataset.questions for e in q.excerpts]
+    spans = list(zip(chunks["doc_id"], chunks["start"], chunks["end"], strict=True))
+    cut = sum(
+        not any(d == doc and s <= lo and hi <= e for d, s, e in spans) for doc, lo, hi in excerpts
+    )
+    assert (diagnostics["excerpts"]["excerpts"], diagnostics["excerpts"]["cut"]) == (
+        len(excerpts),
+        cut,
+    )
+    assert diagnostics["tokens"]["count"] == len(chunks["tokens"])
+    assert diagnostics["tokens"]["max"] == max(chunks["tokens"])
 
 
 def test_the_run_writes_its_report_unless_told_not_to(tmp_path: Path) -> None:

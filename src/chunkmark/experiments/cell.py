@@ -35,6 +35,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_document
+from chunkmark.chunkers.diagnostics import diagnose
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders.base import DocSpan, Embedder, FloatArray, SpanEmbedder, embeds_spans
 from chunkmark.errors import ChunkmarkError
@@ -138,6 +139,7 @@ class CellResult:
     chunking: ChunkerStats | None = None
     chunks_reused: bool = False
     fingerprint: str = ""
+    diagnostics: dict[str, Any] | None = None
 
     @property
     def chunk_doc(self) -> list[str]:
@@ -232,6 +234,7 @@ class CellResult:
             "chunking": None if self.chunking is None else self.chunking.to_dict(),
             "retrieval": self.retrieval_stats,
             "query_check": self.query_check,
+            "diagnostics": self.diagnostics,
         }
 
 
@@ -282,6 +285,8 @@ class Cell:
         per_doc: dict[str, int] = {d.id: 0 for d in self.dataset.documents}
         for c in chunks:
             per_doc[c.doc_id] += 1
+        with timer("score"):
+            diagnostics = diagnose(self.dataset, chunks, tokens=tokens).to_dict()
         return CellResult(
             dataset=self.dataset.name,
             chunker=str(self.chunker),
@@ -300,6 +305,7 @@ class Cell:
             chunking=chunk_stats,
             chunks_reused=reused,
             fingerprint=self.dataset.fingerprint,
+            diagnostics=diagnostics,
         )
 
     def _chunk(
