@@ -133,6 +133,8 @@ def test_stats_subtract_recursively_and_serialise() -> None:
             "input_tokens": 0,
             "output_tokens": 0,
             "empty_answers": 0,
+            "cached_input_tokens": 0,
+            "cache_write_tokens": 0,
         },
         "error": None,
     }

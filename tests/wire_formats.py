@@ -23,8 +23,16 @@ def anthropic_error(message: str, kind: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-def chat_body(payload: dict[str, Any], text: str | None) -> dict[str, Any]:
-    """A Chat Completions response; usage counts words as tokens."""
+def system_text(system: Any) -> str:
+    """A Messages API ``system``: a string, or a list of text blocks (joined)."""
+    if isinstance(system, list):
+        return "".join(str(block.get("text", "")) for block in system)
+    return str(system or "")
+
+
+def chat_body(payload: dict[str, Any], text: str | None, cached: int = 0) -> dict[str, Any]:
+    """A Chat Completions response; usage counts words as tokens, ``cached`` of the prompt's
+    read from the prompt cache (``prompt_tokens_details.cached_tokens``)."""
     prompt = sum(len(str(m["content"]).split()) for m in payload["messages"])
     completion = len((text or "").split())
     return {
@@ -45,13 +53,17 @@ def chat_body(payload: dict[str, Any], text: str | None) -> dict[str, Any]:
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
         },
     }
 
 
-def messages_body(payload: dict[str, Any], text: str) -> dict[str, Any]:
-    """A Messages API response; usage counts words as tokens."""
-    prompt = len(str(payload.get("system", "")).split()) + sum(
+def messages_body(
+    payload: dict[str, Any], text: str, read: int = 0, written: int = 0
+) -> dict[str, Any]:
+    """A Messages API response; usage counts words as tokens: ``read`` of the prompt's from the
+    prompt cache, ``written`` to it, and ``input_tokens`` the rest (as Anthropic counts)."""
+    prompt = len(system_text(payload.get("system")).split()) + sum(
         len(str(m["content"]).split()) for m in payload["messages"]
     )
     return {
@@ -62,7 +74,12 @@ def messages_body(payload: dict[str, Any], text: str) -> dict[str, Any]:
         "content": [{"type": "text", "text": text}] if text else [],
         "stop_reason": "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": len(text.split())},
+        "usage": {
+            "input_tokens": prompt - read - written,
+            "output_tokens": len(text.split()),
+            "cache_read_input_tokens": read,
+            "cache_creation_input_tokens": written,
+        },
     }
 
 

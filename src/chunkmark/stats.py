@@ -110,8 +110,15 @@ class EmbedderStats(_Record):
 
 @dataclass(frozen=True)
 class LLMStats(_Record):
-    """What an LLM client did: ``calls`` to it, ``cache_hits``, HTTP ``requests`` (attempts) and
-    ``retries``, tokens in and out as the endpoint reported them, ``empty_answers``."""
+    """What an LLM client did: ``calls`` to it, ``cache_hits`` (answers from chunkmark's own
+    answer cache), HTTP ``requests`` (attempts) and ``retries``, tokens in and out as the
+    endpoint reported them, ``empty_answers``.
+
+    ``input_tokens`` counts every prompt token, whether the provider's prompt cache served it
+    or not; ``cached_input_tokens`` of them were read from the provider's prompt cache and
+    ``cache_write_tokens`` were written to it (both part of ``input_tokens``; priced apart, see
+    :meth:`chunkmark.prices.Price.cost_of`).
+    """
 
     calls: int = 0
     cache_hits: int = 0
@@ -120,6 +127,8 @@ class LLMStats(_Record):
     input_tokens: int = 0
     output_tokens: int = 0
     empty_answers: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 @dataclass(frozen=True)

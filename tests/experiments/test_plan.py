@@ -421,3 +421,159 @@ def test_dollars_are_written_in_cents_or_two_digits_below_a_cent() -> None:
         "$0.01",
         "$1,234.50",
     ]
+
+
+# --- LLM wrappers and provider prompt caching ---------------------------------------------------
+
+CONTEXTUAL = "contextual(chunker='recursive(size=200)', llm='fake()')"
+HAIKU = "anthropic(model='claude-haiku-4-5', base_url='http://127.0.0.1:9')"
+
+
+def run_wrapper(spec: str, dataset: Dataset, cache_dir: Path) -> FakeLLM:
+    """Run a wrapper for real over the dataset (answers cached under ``cache_dir``); its LLM."""
+    chunker, _ = CHUNKERS.build(spec, context=ChunkerContext(cache_dir=cache_dir))
+    for doc in dataset.documents:
+        chunker(doc.text)
+    llm = chunker.situate.llm if hasattr(chunker, "situate") else chunker.llm
+    assert isinstance(llm, FakeLLM)
+    return llm
+
+
+def sent_tokens(fake: FakeLLM) -> int:
+    """cl100k_base tokens of the system and user prompts of every request the fake got."""
+    enc = tiktoken.get_encoding("cl100k_base")
+    return sum(
+        len(enc.encode_ordinary(s)) + len(enc.encode_ordinary(u)) for s, u, _ in fake.prompts
+    )
+
+
+def test_contextual_calls_tokens_and_cached_share_match_a_real_run(
+    tmp_path: Path, demo: Dataset
+) -> None:
+    from chunkmark.synth.generate import MESSAGE_TOKENS
+
+    values: dict[str, Any] = {"chunkers": [CONTEXTUAL]}
+    before = llm_plan(plan_grid(config(tmp_path, ["fake()"], **values)))
+    fake = run_wrapper(CONTEXTUAL, demo, tmp_path / "cache")
+    made = fake.stats().requests
+    assert before.known and before.calls == before.calls_max == made == len(fake.prompts)
+    assert all(fake.cache_system)  # the chunker offers every document to the prompt cache
+    # Stated tolerance: the estimate is the cl100k_base tokens of exactly what is sent, plus
+    # the chat framing (MESSAGE_TOKENS per call), so within 2% of the prompts' own tokens.
+    sent = sent_tokens(fake)
+    assert before.input_tokens is not None
+    assert sent < before.input_tokens <= sent + MESSAGE_TOKENS * made
+    assert before.input_tokens == pytest.approx(sent, rel=0.02)
+    assert before.output_tokens == made * 150  # max_context_tokens per call
+
+    # The cached share: per document, its system prompt is written by the first request and
+    # read by every later one, as the fake's (word-counting) prompt cache did in the run.
+    per_document: dict[str, int] = {}
+    for system, _, _ in fake.prompts:
+        per_document[system] = per_document.get(system, 0) + 1
+    assert len(per_document) == len(demo.documents)
+    enc = tiktoken.get_encoding("cl100k_base")
+    tokens = {s: len(enc.encode_ordinary(s)) for s in per_document}
+    assert before.cache_write_tokens == sum(tokens.values())
+    assert before.cached_input_tokens == sum((n - 1) * tokens[s] for s, n in per_document.items())
+    stats = fake.stats()
+    assert stats.cache_write_tokens == sum(len(s.split()) for s in per_document)
+    assert stats.cached_input_tokens == sum(
+        (n - 1) * len(s.split()) for s, n in per_document.items()
+    )
+
+    after = llm_plan(plan_grid(config(tmp_path, ["fake()"], **values)))
+    assert after.cached_calls == made and (after.calls, after.input_tokens) == (0, 0)
+    assert (after.cached_input_tokens, after.cache_write_tokens) == (0, 0)
+
+
+@pytest.fixture
+def propositions_llm() -> Iterator[str]:
+    name = "plan_test_propositions"
+
+    @LLMS.register(name, needs=("cache_dir", "seed"))
+    def factory(*, cache_dir: Path | None = None, seed: int = 0) -> FakeLLM:
+        return FakeLLM(['{"propositions": ["The"]}'], model="props", cache_dir=cache_dir)
+
+    yield f"{name}()"
+    LLMS.unregister(name)
+
+
+def test_propositions_calls_match_a_real_run(
+    tmp_path: Path, demo: Dataset, propositions_llm: str
+) -> None:
+    pytest.importorskip("rapidfuzz")
+    spec = f"propositions(llm='{propositions_llm}', chunker='recursive(size=200)')"
+    values: dict[str, Any] = {"chunkers": [spec]}
+    before = llm_plan(plan_grid(config(tmp_path, ["fake()"], **values)))
+    fake = run_wrapper(spec, demo, tmp_path / "cache")
+    made = fake.stats().requests
+    assert before.calls == made and before.calls_max == 2 * made  # usable answers: one each
+    sent = sent_tokens(fake)
+    assert before.input_tokens == pytest.approx(sent, rel=0.05)
+    assert before.input_tokens_max is not None and before.input_tokens_max > 2 * sent
+    assert before.cached_input_tokens == 0  # no cache_system: the short prompt is not cached
+    after = llm_plan(plan_grid(config(tmp_path, ["fake()"], **values)))
+    assert after.cached_calls == made and after.calls == 0
+
+
+def test_unusable_propositions_are_corrected_and_replayed(tmp_path: Path, demo: Dataset) -> None:
+    pytest.importorskip("rapidfuzz")
+    spec = "propositions(llm='fake()', chunker='recursive(size=400)')"
+    values: dict[str, Any] = {"chunkers": [spec]}
+    before = llm_plan(plan_grid(config(tmp_path, ["fake()"], **values)))
+    with pytest.warns(UserWarning):
+        fake = run_wrapper(spec, demo, tmp_path / "cache")
+    made = fake.stats().requests
+    assert made == before.calls_max == 2 * (before.calls or 0)  # every chunk asked twice
+    assert before.input_tokens_max is not None and before.input_tokens_max >= sent_tokens(fake)
+    after = llm_plan(plan_grid(config(tmp_path, ["fake()"], **values)))
+    assert after.cached_calls == made and after.calls == 0  # corrections replayed too
+
+
+def test_contextual_with_anthropic_prices_the_cached_share(tmp_path: Path) -> None:
+    spec = f'contextual(chunker="recursive(size=200)", llm="{HAIKU}")'
+    p = llm_plan(plan_grid(config(tmp_path, ["fake()"], chunkers=[spec])))
+    inp, out = p.input_tokens, p.output_tokens
+    read, write = p.cached_input_tokens, p.cache_write_tokens
+    assert inp and out and read and write and p.cache_write_tokens_max
+    assert p.usd_per_million == {
+        "input": 1.0,
+        "output": 5.0,
+        "cached_input": 0.1,
+        "cache_write": 1.25,
+    }
+    hand = ((inp - read - write) * 1.0 + read * 0.1 + write * 1.25 + out * 5.0) / 1e6
+    assert p.usd == pytest.approx(hand)
+    assert p.usd < (inp * 1.0 + out * 5.0) / 1e6  # caching saves money here
+    assert p.input_tokens_max is not None and p.output_tokens_max is not None
+    worst = (
+        (p.input_tokens_max - p.cache_write_tokens_max) * 1.0
+        + p.cache_write_tokens_max * 1.25
+        + p.output_tokens_max * 5.0
+    ) / 1e6
+    assert p.usd_max == pytest.approx(worst)
+    overridden = llm_plan(
+        plan_grid(
+            config(
+                tmp_path,
+                ["fake()"],
+                chunkers=[spec],
+                prices={"llm": {"claude-haiku-4-5": {"input": 2.0, "output": 5.0}}},
+            )
+        )
+    )  # no cache prices given: Anthropic's ratios (0.1x reads, 1.25x writes)
+    assert overridden.usd_per_million == {
+        "input": 2.0,
+        "output": 5.0,
+        "cached_input": pytest.approx(0.2),
+        "cache_write": 2.5,
+    }
+
+
+def test_a_wrapper_around_an_llm_chunker_is_unknown(tmp_path: Path) -> None:
+    spec = "contextual(chunker=\"llm_semantic(llm='fake()')\", llm='fake()')"
+    plan = plan_grid(config(tmp_path, ["fake()"], chunkers=[spec]))
+    p = llm_plan(plan)
+    assert not p.known and p.calls is None and "calls an LLM or embeds" in p.note
+    assert plan.total_usd is None

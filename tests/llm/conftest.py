@@ -1,5 +1,11 @@
 """A local HTTP server speaking OpenAI's ``POST /v1/chat/completions`` and Anthropic's
-``POST /v1/messages`` wire formats, with scripted answers and faults."""
+``POST /v1/messages`` wire formats, with scripted answers and faults.
+
+With ``prompt_cache = True`` the server plays the providers' prompt caches (words are tokens,
+no minimum length): Anthropic's caches a system block marked ``cache_control`` (the first
+request writes it, later ones read it); OpenAI's caches every system message by itself (the
+first request is plain input, later ones read it).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from wire_formats import (
     chat_body,
     messages_body,
     openai_error,
+    system_text,
 )
 
 
@@ -56,6 +63,8 @@ class LLMServer:
     faults: list[Fault] = field(default_factory=list)
     answer: Callable[[str, dict[str, Any]], str] = default_answer
     replay: dict[str, Any] | None = None  # a response body to return verbatim
+    prompt_cache: bool = False  # play the providers' prompt caches (see the module docs)
+    cached_prompts: set[str] = field(default_factory=set)
 
     @property
     def openai_url(self) -> str:
@@ -70,6 +79,26 @@ class LLMServer:
     ) -> None:
         """Answer the next request with this fault instead of an answer."""
         self.faults.append(Fault(status, headers or {}, body, delay))
+
+    def cache_usage(self, chat: bool, payload: dict[str, Any]) -> tuple[int, int]:
+        """(words read from, words written to) the prompt cache by one request."""
+        if not self.prompt_cache:
+            return 0, 0
+        if chat:
+            systems = [m for m in payload["messages"] if m["role"] == "system"]
+            text = str(systems[0]["content"]) if systems else ""
+            marked = bool(text)
+        else:
+            system = payload.get("system")
+            text = system_text(system)
+            marked = isinstance(system, list) and any("cache_control" in b for b in system)
+        if not marked:
+            return 0, 0
+        words = len(text.split())
+        if text in self.cached_prompts:
+            return words, 0
+        self.cached_prompts.add(text)
+        return 0, 0 if chat else words
 
     def api_keys(self) -> list[str]:
         """The key each request carried (``x-api-key`` or ``Authorization: Bearer``)."""
@@ -116,9 +145,14 @@ def _handler(server: LLMServer, lock: threading.Lock) -> type[BaseHTTPRequestHan
                 self.send_json(400, body, {})
                 return
             text = server.answer(self.path, payload)
-            self.send_json(
-                200, chat_body(payload, text) if chat else messages_body(payload, text), {}
+            with lock:
+                read, written = server.cache_usage(chat, payload)
+            body = (
+                chat_body(payload, text, read)
+                if chat
+                else messages_body(payload, text, read, written)
             )
+            self.send_json(200, body, {})
 
     return Handler
 

@@ -10,10 +10,11 @@ from one of three methods:
   (the contextual retrieval recipe). One call per chunk, through the chunker context's LLM
   client, so answers are cached and seeded. The prompt (``prompts/contextual_<version>_*.txt``,
   ``prompt='v1'``) puts the document in the system message and the chunk in the user message:
-  every call for one document starts with the same long prefix, which OpenAI caches by itself
-  and Anthropic caches when the client marks it (see ``docs/chunkers.md``). A chunk whose
-  answer is empty gets no context (counted in ``stats().fallbacks``); other LLM errors are
-  raised.
+  every call for one document starts with the same long prefix, asked with
+  ``cache_system=True``: OpenAI caches it by itself and Anthropic's client marks it for the
+  prompt cache (see ``docs/chunkers.md``); the client's stats count the cached tokens. A
+  chunk whose answer is empty gets no context (counted in ``stats().fallbacks``); other LLM
+  errors are raised.
 - ``headings``: the document's title (its first markdown heading) and the path of headings
   that enclose the chunk's start, joined by ``" > "``; headings inside the chunk (it starts
   with them) are left out, being in its text already. Headings are read by
@@ -32,7 +33,6 @@ that provider prompt caching can serve.
 
 from __future__ import annotations
 
-import inspect
 import re
 import warnings
 from bisect import bisect_left, bisect_right
@@ -63,7 +63,6 @@ SEPARATOR = "\n\n"  # between a chunk's context and its text
 ELLIPSIS = "…"  # where the chunk sits between its neighbours
 NEIGHBOUR_TOKENS = 50
 CONTEXT_ANSWER_TOKENS = 150
-CACHE_SYSTEM_KEYWORD = "cache_system"  # see _complete
 
 _FIELD = re.compile(r"\{(\w+)\}")
 _HEADING_MARKS = re.compile(r"^\s*#{1,6}\s*|\s+#+\s*$|^#+$")
@@ -132,26 +131,6 @@ def merged_counters(own: dict[str, int], inner: ChunkerStats | None) -> dict[str
     if inner is None:
         return own
     return {**own, **{f"inner.{k}": v for k, v in inner.counters.items()}}
-
-
-def complete(llm: LLM, system: str, user: str, max_tokens: int, **kwargs: Any) -> str:
-    """``llm.complete``; the system prompt is marked as a cacheable prefix when the client
-    takes the ``cache_system`` keyword (a client that does not is called as usual)."""
-    if _takes_keyword(type(llm), CACHE_SYSTEM_KEYWORD):
-        kwargs[CACHE_SYSTEM_KEYWORD] = True
-    answer: str = llm.complete(system, user, max_tokens=max_tokens, **kwargs)
-    return answer
-
-
-@cache
-def _takes_keyword(cls: type, name: str) -> bool:
-    complete_fn = getattr(cls, "complete", None)
-    if complete_fn is None:
-        return False
-    try:
-        return name in inspect.signature(complete_fn).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 class AnswerFallbackWarning(UserWarning):
@@ -308,7 +287,7 @@ class LLMContexts:
             before = self.llm.stats().requests
             self.counts.calls += 1
             try:
-                answer = complete(self.llm, system, user, max_tokens)
+                answer = self.llm.complete(system, user, max_tokens=max_tokens, cache_system=True)
             except EmptyAnswerError as exc:
                 answer = ""
                 self._fallback(str(exc))

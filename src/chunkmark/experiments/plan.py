@@ -35,12 +35,29 @@ How it counts
   ``calls_max`` the most (each answer advancing one piece, every window asked twice). Input
   tokens are ``cl100k_base`` tokens of the system and user prompts plus the chat framing;
   output tokens are each call's ``max_tokens``. Without a cache (``no_cache``) the chunker runs
-  again for every embedder's cell and nothing is replayed. Another chunker that calls an LLM
-  is *unknown*.
+  again for every embedder's cell and nothing is replayed.
+- **LLM wrappers** (``contextual(method='llm')``, ``propositions``): the requests they would
+  send are known before asking (their ``requests(text)``: one per chunk of the wrapped
+  chunker), so ``calls`` is exact for ``contextual`` (an empty answer is not asked again) and
+  ``propositions`` at its fewest (each answer usable at once); ``calls_max`` asks every chunk
+  of ``propositions`` twice (the correction quotes the request, at most 200 characters of the
+  answer and the reason). Cached answers are replayed as for the splitters. Input tokens are
+  the ``cl100k_base`` tokens of each request's system and user prompts plus the chat framing;
+  output tokens each call's ``max_tokens``. A wrapper around a chunker that itself calls an LLM
+  or embeds is *unknown*, and so is any other chunker that calls an LLM.
+- **Provider prompt caching** (``contextual`` asks with ``cache_system=True``; the system prompt
+  holds the whole document): of each document's requests sent, the first writes the system
+  prompt to the provider's cache and every later one reads it, when the provider caches
+  prompts that long (:data:`PROMPT_CACHES`: OpenAI and Anthropic from 1024 tokens, the fake
+  LLM always; OpenAI bills no writes, so none are counted for it; other providers: no caching
+  assumed). ``cached_input_tokens`` and ``cache_write_tokens`` (part of ``input_tokens``) are
+  priced at the table's cached-input and cache-write prices in ``usd``; ``usd_max`` assumes no
+  cache read at all and every request writing (``cache_write_tokens_max``).
 - **Dollars**: tokens to embed x the embedding price table (``report/embedding_prices.yaml``;
   embedders listed as local cost 0), and LLM tokens x the LLM price table
-  (``synth/prices.yaml``), each with the experiment file's ``prices:`` overrides. A model with
-  no price makes its cost, and the total, unknown (``None``), never 0.
+  (``synth/prices.yaml``, with cached-input and cache-write prices), each with the experiment
+  file's ``prices:`` overrides. A model with no price makes its cost, and the total, unknown
+  (``None``), never 0.
 
 Prices in the experiment file
 -----------------------------
@@ -52,6 +69,10 @@ Prices in the experiment file
         my-local-endpoint: 0     # an OpenAI-compatible server of your own: free
       llm:                       # US dollars per million input and output tokens
         gpt-4o-mini: {input: 0.15, output: 0.60}
+        my-claude: {input: 1.0, output: 5.0, cached_input: 0.1, cache_write: 1.25}
+
+``cached_input`` and ``cache_write`` (prompt-cache reads and writes) are optional: without them
+the provider's usual ratios apply (:data:`chunkmark.prices.CACHE_MULTIPLIERS`).
 
 A model is looked up by its exact name, else by the longest name it starts with followed by
 ``-`` (a dated snapshot takes its base model's price).
@@ -77,6 +98,7 @@ from chunkmark.embedders.cache import EmbeddingCache
 from chunkmark.errors import ChunkmarkError, ConfigError
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
 from chunkmark.experiments.config import ExperimentConfig
+from chunkmark.prices import LLMPriceEntry, llm_price
 from chunkmark.specs import Spec
 from chunkmark.stats import EmbedderStats
 from chunkmark.tokenizers import count_tokens
@@ -84,14 +106,24 @@ from chunkmark.tokenizers import count_tokens
 if TYPE_CHECKING:
     from chunkmark.chunkers.llm_semantic import LLMSplitter
     from chunkmark.llm.cache import LLMCache
+    from chunkmark.prices import Price
     from chunkmark.report.prices import PriceTable as EmbeddingPrices
-    from chunkmark.synth.generate import Price
     from chunkmark.synth.generate import PriceTable as LLMPrices
 
 ENCODING = "cl100k_base"
 LOOKUP_BATCH = 4096  # texts per embedding-cache lookup (bounds the vectors read at once)
 SHOWN_ANSWER_TOKENS = 200  # a correction quotes at most 200 characters of the answer
 REASON_TOKENS = 40  # and says why it cannot be used, in fewer tokens than this
+# Provider prompt caches: (the shortest prompt prefix cached, whether writes are counted).
+# OpenAI caches prompts from 1024 tokens and bills no writes; Anthropic's models cache from
+# 1024 tokens (some from 2048 or 4096: the estimate may count a read that does not happen);
+# the fake LLM caches any prompt (see chunkmark.llm.fake). Other providers: no caching assumed.
+PROMPT_CACHES: dict[str, tuple[int, bool]] = {
+    "openai": (1024, False),
+    "anthropic": (1024, True),
+    "fake": (0, True),
+}
+WRAPPERS = ("contextual", "propositions")  # chunkers whose requests are known before asking
 PRICE_LAYOUT = (
     "Write it as 'prices: {embedding: {MODEL: 0.02}, llm: {MODEL: {input: 0.15, output: "
     "0.60}}}' (US dollars per million tokens; 0 for a free endpoint)."
@@ -165,8 +197,11 @@ class LLMChunkerPlan(_Model):
     """One LLM-calling chunker on one dataset: calls, tokens and dollars, fewest and most.
 
     ``runs`` is how often the chunker runs over the dataset (once with the cache, once per
-    embedder without it); ``cached_calls`` are answers the cache replays (free). Every number
-    is None when ``known`` is False (see ``note``).
+    embedder without it); ``cached_calls`` are answers the cache replays (free). Of the input
+    tokens, ``cached_input_tokens`` are expected to be read from the provider's prompt cache
+    and ``cache_write_tokens`` written to it (``usd``); ``usd_max`` prices
+    ``cache_write_tokens_max`` writes and no read. Every number is None when ``known`` is
+    False (see ``note``).
     """
 
     dataset: str
@@ -182,6 +217,9 @@ class LLMChunkerPlan(_Model):
     input_tokens_max: int | None = None
     output_tokens: int | None = None
     output_tokens_max: int | None = None
+    cached_input_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_write_tokens_max: int | None = None
     usd_per_million: dict[str, float] | None = None
     usd: float | None = None
     usd_max: float | None = None
@@ -220,16 +258,11 @@ class Plan(_Model):
 # --- prices -----------------------------------------------------------------------------------
 
 
-class _LLMPriceEntry(_Model):
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-
-
 class PriceOverrides(_Model):
     """The experiment file's ``prices:`` (see the module documentation)."""
 
     embedding: dict[str, float] = Field(default_factory=dict)
-    llm: dict[str, _LLMPriceEntry] = Field(default_factory=dict)
+    llm: dict[str, LLMPriceEntry] = Field(default_factory=dict)
 
     @classmethod
     def parse(cls, value: dict[str, Any] | None) -> PriceOverrides:
@@ -273,7 +306,6 @@ def load_plan_prices(overrides: dict[str, Any] | None) -> _Prices:
     """The shipped embedding and LLM price tables with the experiment's ``prices:`` applied."""
     from chunkmark.report.prices import PriceTable as EmbeddingTable
     from chunkmark.report.prices import load_prices as load_embedding_prices
-    from chunkmark.synth.generate import Price
     from chunkmark.synth.generate import PriceTable as LLMTable
     from chunkmark.synth.generate import load_prices as load_llm_prices
 
@@ -286,7 +318,7 @@ def load_plan_prices(overrides: dict[str, Any] | None) -> _Prices:
         shipped.sources + ((OVERRIDES,) if extra.embedding else ()),
     )
     llm = load_llm_prices()
-    added = {m: Price(m, p.input, p.output, OVERRIDES) for m, p in extra.llm.items()}
+    added = {m: llm_price(m, p, OVERRIDES) for m, p in extra.llm.items()}
     return _Prices(
         embedding, LLMTable({**llm.prices, **added}, llm.date), frozenset(extra.embedding)
     )
@@ -413,6 +445,9 @@ class _Usage:
     input_tokens_max: int = 0
     output_tokens: int = 0
     output_tokens_max: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_write_tokens_max: int = 0
 
     def add(self, other: _Usage) -> None:
         for name in self.__dataclass_fields__:
@@ -427,7 +462,13 @@ class _Replay:
         self.cache = cache
         self.identity = llm.identity() if cache is not None else {}
 
-    def answer(self, system: str, user: str, max_tokens: int) -> str | None:
+    def answer(
+        self,
+        system: str,
+        user: str,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+    ) -> str | None:
         if self.cache is None:
             return None
         from chunkmark.llm.cache import cache_key
@@ -439,6 +480,7 @@ class _Replay:
             max_tokens=max_tokens,
             temperature=getattr(self.llm, "temperature", None),
             seed=int(getattr(self.llm, "seed", 0)),
+            json_schema=json_schema,
         )
         return self.cache.get(key)
 
@@ -560,13 +602,30 @@ def _estimate_rest(usage: _Usage, start: int, w: _Window) -> None:
             break
 
 
-def _llm_usage(chunker: Any, dataset: Dataset, replay_of: Callable[[Any], _Replay]) -> _Usage:
-    """The LLM work of a built ``llm_semantic`` or ``documentation`` chunker on a dataset."""
+def _llm_usage(
+    chunker: Any,
+    dataset: Dataset,
+    replay_of: Callable[[Any], _Replay],
+    prompt_cache: tuple[int, bool] | None = None,
+) -> _Usage:
+    """The LLM work of a built ``llm_semantic``, ``documentation``, ``contextual`` or
+    ``propositions`` chunker on a dataset; ``prompt_cache`` is the provider's (see
+    :data:`PROMPT_CACHES`), None when it caches no prompt."""
+    from chunkmark.chunkers.contextual import ContextualChunker, LLMContexts
     from chunkmark.chunkers.documentation import DocumentationChunker, section_spans
     from chunkmark.chunkers.llm_semantic import LLMSemanticChunker
+    from chunkmark.chunkers.propositions import PropositionsChunker
 
     usage = _Usage()
-    if isinstance(chunker, LLMSemanticChunker):
+    if isinstance(chunker, ContextualChunker) and isinstance(chunker.situate, LLMContexts):
+        replay = replay_of(chunker.situate.llm)
+        for doc in dataset.documents:
+            usage.add(contextual_usage(chunker.requests(doc.text), replay, prompt_cache))
+    elif isinstance(chunker, PropositionsChunker):
+        replay = replay_of(chunker.llm)
+        for doc in dataset.documents:
+            usage.add(propositions_usage(chunker, doc.text, replay))
+    elif isinstance(chunker, LLMSemanticChunker):
         replay = replay_of(chunker.splitter.llm)
         for doc in dataset.documents:
             usage.add(splitter_usage(doc.text, chunker.splitter, replay))
@@ -577,6 +636,98 @@ def _llm_usage(chunker: Any, dataset: Dataset, replay_of: Callable[[Any], _Repla
                 if section.end - section.start >= chunker.short_section:
                     body = doc.text[section.start : section.end]
                     usage.add(splitter_usage(body, chunker.splitter, replay))
+    return usage
+
+
+Request = tuple[str, str, int]  # (system, user, max_tokens), as a wrapper's requests() lists
+
+
+def _framed_tokens(system: str, users: Sequence[str]) -> tuple[int, list[int]]:
+    """``cl100k_base`` tokens of a system prompt, and of each user prompt plus the system
+    prompt and the chat framing (what one request with it sends)."""
+    from chunkmark.synth.generate import MESSAGE_TOKENS
+
+    system_tokens, *user_tokens = count_tokens([system, *users], ENCODING)
+    return system_tokens, [system_tokens + MESSAGE_TOKENS + n for n in user_tokens]
+
+
+def _ask(usage: _Usage, tokens: int, max_tokens: int, times: int = 1, extra: int = 0) -> None:
+    """One request of ``tokens`` at the fewest; ``times`` of them (plus ``extra`` input
+    tokens) at the most."""
+    usage.calls += 1
+    usage.input_tokens += tokens
+    usage.output_tokens += max_tokens
+    usage.calls_max += times
+    usage.input_tokens_max += times * tokens + extra
+    usage.output_tokens_max += times * max_tokens
+
+
+def contextual_usage(
+    requests: Sequence[Request], replay: _Replay, prompt_cache: tuple[int, bool] | None
+) -> _Usage:
+    """The calls and tokens of one document's ``contextual(method='llm')`` requests (they all
+    share the system prompt that holds the document): answers in the cache replayed, every
+    other request asked once (an empty answer is not asked again). With ``prompt_cache``
+    (the shortest prefix the provider caches, and whether it bills writes), the first request
+    sent writes the system prompt to the provider's cache and every later one reads it."""
+    usage = _Usage()
+    sent = [r for r in requests if replay.answer(*r) is None]
+    usage.cached = len(requests) - len(sent)
+    if not sent:
+        return usage
+    system_tokens, totals = _framed_tokens(sent[0][0], [user for _, user, _ in sent])
+    cached = prompt_cache is not None and system_tokens >= prompt_cache[0]
+    writes = cached and prompt_cache is not None and prompt_cache[1]
+    for i, ((_, _, max_tokens), tokens) in enumerate(zip(sent, totals, strict=True)):
+        _ask(usage, tokens, max_tokens)
+        if cached and i > 0:
+            usage.cached_input_tokens += system_tokens
+        elif writes:
+            usage.cache_write_tokens += system_tokens
+        if writes:
+            usage.cache_write_tokens_max += system_tokens
+    return usage
+
+
+def propositions_usage(chunker: Any, text: str, replay: _Replay) -> _Usage:
+    """The calls and tokens of ``propositions`` on one text: one request per chunk of the
+    wrapped chunker, answers in the cache replayed (a cached answer that cannot be read leads
+    to the correction the chunker asks next, replayed too when cached). Fewest calls: every
+    answer usable; most: every chunk asked twice (the correction quotes the request, at most
+    200 characters of the answer and the reason)."""
+    from chunkmark.chunkers.contextual import fill, prompt_text
+    from chunkmark.chunkers.propositions import SCHEMA, parse_propositions
+
+    usage = _Usage()
+    requests = chunker.requests(text)
+    if not requests:
+        return usage
+    template = prompt_text(f"propositions_{chunker.prompt}_correction")
+    asks: list[tuple[str, int, int]] = []  # (user prompt, max_tokens, times at the most)
+    for system, user, max_tokens in requests:
+        answer = replay.answer(system, user, max_tokens, SCHEMA)
+        if answer is None:
+            asks.append((user, max_tokens, 2))
+            continue
+        usage.cached += 1
+        found, reason = parse_propositions(answer)
+        if found is not None:
+            continue
+        shown = " ".join(answer.split())[:200] or "(nothing)"
+        correction = fill(template, request=user, answer=shown, reason=reason)
+        if replay.answer(system, correction, max_tokens, SCHEMA) is not None:
+            usage.cached += 1
+        else:
+            asks.append((correction, max_tokens, 1))
+    if not asks:
+        return usage
+    words = fill(template, request="", answer="", reason="")
+    system_tokens, totals = _framed_tokens(requests[0][0], [u for u, _, _ in asks] + [words])
+    # A correction repeats the request and adds its own words, the answer shown and the reason.
+    bare = totals.pop()
+    extra = bare - system_tokens + SHOWN_ANSWER_TOKENS + REASON_TOKENS
+    for (_, max_tokens, times), tokens in zip(asks, totals, strict=True):
+        _ask(usage, tokens, max_tokens, times, extra if times > 1 else 0)
     return usage
 
 
@@ -709,8 +860,19 @@ class _Planner:
         runs = 1 if self.cache_dir is not None else len(embedders)
         llm_spec = c_spec.kwargs.get("llm")
         short = CHUNKERS.short(c_spec)
-        if c_spec.name not in ("llm_semantic", "documentation"):
+        if c_spec.name not in ("llm_semantic", "documentation", *WRAPPERS):
             self._unknown_llm(dataset, c_spec, llm_spec, runs)
+        elif c_spec.name in WRAPPERS and not _wrapper_is_known(c_spec):
+            inner = CHUNKERS.short(str(c_spec.kwargs["chunker"]))
+            self._unknown_llm(
+                dataset,
+                c_spec,
+                llm_spec,
+                runs,
+                f"chunkmark cannot estimate the LLM calls of {c_spec.name!r} without running "
+                f"it: the chunker it wraps ({inner}) calls an LLM or embeds, so its chunks are "
+                "known only once it has run",
+            )
         elif llm_spec is None:  # documentation(llm=None): sections and paragraphs, no LLM
             texts, _ = self._chunk_texts(dataset, c_spec, reusable=False)
             for b in embedders:
@@ -726,10 +888,12 @@ class _Planner:
                 dataset, c_spec, b, None, "unknown", "calls an LLM: chunks known once it has run"
             )
 
-    def _unknown_llm(self, dataset: Dataset, c_spec: Spec, llm_spec: Any, runs: int) -> None:
-        note = (
+    def _unknown_llm(
+        self, dataset: Dataset, c_spec: Spec, llm_spec: Any, runs: int, note: str = ""
+    ) -> None:
+        note = note or (
             f"chunkmark cannot estimate the LLM calls of {c_spec.name!r} without running it "
-            "(only llm_semantic and documentation are estimated)"
+            "(only llm_semantic, documentation, contextual and propositions are estimated)"
         )
         self.unknown.append(f"LLM calls of {CHUNKERS.short(c_spec)}")
         self.llm_plans.append(
@@ -746,15 +910,18 @@ class _Planner:
 
     def _known_llm(self, dataset: Dataset, c_spec: Spec, llm_spec: str, runs: int) -> None:
         from chunkmark.llm import LLMS
-        from chunkmark.synth.generate import Price, price_of
+        from chunkmark.prices import Price
+        from chunkmark.synth.generate import price_of
 
         context = _LLMContext(seed=self.config.seed)
         chunker, _ = CHUNKERS.build(c_spec, context=context)
         cache = self._llm_cache if runs == 1 else None
-        usage = _llm_usage(chunker, dataset, lambda llm: _Replay(llm, cache))
         client, _ = LLMS.build(llm_spec, cache_dir=None, seed=self.config.seed)
+        identity = client.identity()
+        prompt_cache = PROMPT_CACHES.get(str(identity.get("provider")))
+        usage = _llm_usage(chunker, dataset, lambda llm: _Replay(llm, cache), prompt_cache)
         price = price_of(client, self.prices.llm)
-        model = str(client.identity().get("model", client.name))
+        model = str(identity.get("model", client.name))
         if price is None and usage.calls_max == 0:
             price = Price(model, 0.0, 0.0, "no call to make")
         if price is None:
@@ -893,6 +1060,8 @@ def _llm_plan(
     calls, calls_max = usage.calls * runs, usage.calls_max * runs
     inp, inp_max = usage.input_tokens * runs, usage.input_tokens_max * runs
     out, out_max = usage.output_tokens * runs, usage.output_tokens_max * runs
+    read, write = usage.cached_input_tokens * runs, usage.cache_write_tokens * runs
+    write_max = usage.cache_write_tokens_max * runs
     cached = usage.cached * runs if runs == 1 else 0
     return LLMChunkerPlan(
         dataset=dataset.name,
@@ -908,11 +1077,21 @@ def _llm_plan(
         input_tokens_max=inp_max,
         output_tokens=out,
         output_tokens_max=out_max,
-        usd_per_million=None if price is None else {"input": price.input, "output": price.output},
-        usd=None if price is None else price.cost(inp, out),
-        usd_max=None if price is None else price.cost(inp_max, out_max),
+        cached_input_tokens=read,
+        cache_write_tokens=write,
+        cache_write_tokens_max=write_max,
+        usd_per_million=None if price is None else price.per_million(),
+        usd=None if price is None else price.cost(inp, out, read, write),
+        usd_max=None if price is None else price.cost(inp_max, out_max, 0, write_max),
         note="" if price is not None else f"no price for {model!r}",
     )
+
+
+def _wrapper_is_known(c_spec: Spec) -> bool:
+    """Whether a wrapper's requests can be listed without running anything costly: the chunker
+    it wraps neither calls an LLM nor embeds."""
+    traits = CHUNKERS.traits(str(c_spec.kwargs["chunker"]))
+    return not (traits.calls_llm or traits.embeds)
 
 
 def _load(name: str) -> Dataset:

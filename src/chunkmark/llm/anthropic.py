@@ -6,6 +6,15 @@ system prompt as the ``system`` parameter, one user message, ``max_tokens`` and 
 schema a caller asks for is not sent (the prompt asks for the JSON), but keys the cache.
 ``base_url`` defaults to ``$ANTHROPIC_BASE_URL``, else Anthropic. The key comes from
 ``$ANTHROPIC_API_KEY`` (or the variable ``api_key_env`` names).
+
+Prompt caching: with ``complete(..., cache_system=True)`` the system prompt goes as one text
+block marked ``cache_control: {"type": "ephemeral"}`` (the default five-minute cache), so later
+requests sharing it read it from Anthropic's prompt cache; without it the system prompt is a
+plain string, as before. A prompt shorter than the model's minimum cacheable length is simply
+not cached. The usage's ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` are
+counted as ``cached_input_tokens`` and ``cache_write_tokens``; ``input_tokens`` is their sum
+with the usage's ``input_tokens`` (which counts only the tokens after the cached prefix), so it
+means every prompt token, as for OpenAI.
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ class AnthropicLLM(RemoteLLM):
         user: str,
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
+        cache_system: bool = False,
     ) -> Answer:
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -46,7 +56,7 @@ class AnthropicLLM(RemoteLLM):
             "messages": [{"role": "user", "content": user}],
         }
         if system:
-            kwargs["system"] = system
+            kwargs["system"] = system_blocks(system) if cache_system else system
         if self.temperature is not None:
             # As a body field: every SDK version sends it, whether or not create() names it.
             kwargs["extra_body"] = {"temperature": self.temperature}
@@ -58,12 +68,26 @@ class AnthropicLLM(RemoteLLM):
             if getattr(block, "type", None) == "text"
         )
         usage = getattr(response, "usage", None)
+        read = _count(usage, "cache_read_input_tokens")
+        written = _count(usage, "cache_creation_input_tokens")
         return Answer(
             text,
             getattr(response, "stop_reason", None),
-            int(getattr(usage, "input_tokens", 0) or 0),
-            int(getattr(usage, "output_tokens", 0) or 0),
+            _count(usage, "input_tokens") + read + written,
+            _count(usage, "output_tokens"),
+            cached_input_tokens=read,
+            cache_write_tokens=written,
         )
+
+
+def system_blocks(system: str) -> list[dict[str, Any]]:
+    """The system prompt as one text block marked for Anthropic's (five-minute) prompt cache."""
+    return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
+
+
+def _count(usage: Any, name: str) -> int:
+    """A usage field as an int (0 when absent or null, as in older SDKs and servers)."""
+    return int(getattr(usage, name, 0) or 0)
 
 
 @LLMS.register("anthropic", needs=("cache_dir", "seed"))

@@ -8,6 +8,13 @@ looks the request up in the cache first and stores what the provider answers.
 schema: providers with a structured-output mode use it (OpenAI's ``response_format``), the others
 rely on the prompt; either way the schema is part of the cache key, and the answer is still the
 text the model returned (the caller parses and validates it).
+
+``complete(..., cache_system=True)`` says the system prompt is a long prefix shared by many
+requests (the contextual chunker puts the whole document there) that the provider may keep in
+its prompt cache: Anthropic's client marks it with ``cache_control``, OpenAI caches long
+prefixes by itself. It changes what the request costs, never the answer, so it is not part of
+the answer cache key. The tokens the provider read from or wrote to its prompt cache are
+counted in :meth:`BaseLLM.stats` (``cached_input_tokens``, ``cache_write_tokens``).
 """
 
 from __future__ import annotations
@@ -42,13 +49,16 @@ class LLM(Protocol):
         *,
         max_tokens: int = 1024,
         json_schema: dict[str, Any] | None = None,
+        cache_system: bool = False,
     ) -> str:
         """The model's answer to one system + user prompt (temperature 0, seeded); with
-        ``json_schema``, asked as JSON matching it where the provider supports that."""
+        ``json_schema``, asked as JSON matching it where the provider supports that; with
+        ``cache_system``, the system prompt offered to the provider's prompt cache."""
         ...
 
     def stats(self) -> LLMStats:
-        """Counters: calls, cache hits, requests, retries, tokens in and out."""
+        """Counters: calls, cache hits, requests, retries, tokens in and out (and those of
+        the provider's prompt cache)."""
         ...
 
 
@@ -60,12 +70,18 @@ class EmptyAnswerError(LLMError):
 
 
 class Answer(NamedTuple):
-    """What a provider returned for one request."""
+    """What a provider returned for one request.
+
+    ``input_tokens`` are all the prompt tokens; ``cached_input_tokens`` of them were read from
+    the provider's prompt cache and ``cache_write_tokens`` written to it.
+    """
 
     text: str
     stop_reason: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 class BaseLLM(ABC):
@@ -93,6 +109,8 @@ class BaseLLM(ABC):
         self._retries = 0
         self._input_tokens = 0
         self._output_tokens = 0
+        self._cached_input_tokens = 0
+        self._cache_write_tokens = 0
         self._empty = 0
 
     @property
@@ -105,7 +123,13 @@ class BaseLLM(ABC):
 
     @abstractmethod
     def _answer(
-        self, system: str, user: str, max_tokens: int, json_schema: dict[str, Any] | None = None
+        self,
+        system: str,
+        user: str,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+        *,
+        cache_system: bool = False,
     ) -> Answer:
         """Ask the model (no cache involved); counts its own requests and retries."""
 
@@ -116,12 +140,15 @@ class BaseLLM(ABC):
         *,
         max_tokens: int = 1024,
         json_schema: dict[str, Any] | None = None,
+        cache_system: bool = False,
     ) -> str:
         """The model's answer, from the cache when this exact request was answered before.
 
         ``json_schema`` (a JSON Schema of one object) asks for structured output where the
-        provider has it; it is part of the cache key. Raises :class:`EmptyAnswerError` (an
-        :class:`LLMError`) when the answer is empty.
+        provider has it; it is part of the cache key. ``cache_system`` offers the system prompt
+        to the provider's prompt cache; it is not part of the key (the answer does not depend
+        on it). Raises :class:`EmptyAnswerError` (an :class:`LLMError`) when the answer is
+        empty.
         """
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -141,14 +168,18 @@ class BaseLLM(ABC):
             if cached is not None:
                 self._hits += 1
                 return cached
-        # Without a schema, providers are called as before schemas existed (three arguments).
+        # Providers are called with only the arguments a request uses: without a schema and
+        # without prompt caching, as before either existed (three arguments).
+        extra: dict[str, Any] = {"cache_system": True} if cache_system else {}
         answer = (
-            self._answer(system, user, max_tokens)
+            self._answer(system, user, max_tokens, **extra)
             if json_schema is None
-            else self._answer(system, user, max_tokens, json_schema)
+            else self._answer(system, user, max_tokens, json_schema, **extra)
         )
         self._input_tokens += answer.input_tokens
         self._output_tokens += answer.output_tokens
+        self._cached_input_tokens += answer.cached_input_tokens
+        self._cache_write_tokens += answer.cache_write_tokens
         if not answer.text.strip():
             self._empty += 1
             raise EmptyAnswerError(
@@ -163,7 +194,9 @@ class BaseLLM(ABC):
 
     def stats(self) -> LLMStats:
         """``calls`` to :meth:`complete`, ``cache_hits``, HTTP ``requests`` (attempts) and
-        ``retries``, tokens in and out as the endpoint reported them, ``empty_answers``."""
+        ``retries``, tokens in and out as the endpoint reported them, ``empty_answers``, and
+        the input tokens the provider's prompt cache served (``cached_input_tokens``) or
+        stored (``cache_write_tokens``)."""
         return LLMStats(
             calls=self._calls,
             cache_hits=self._hits,
@@ -172,4 +205,6 @@ class BaseLLM(ABC):
             input_tokens=self._input_tokens,
             output_tokens=self._output_tokens,
             empty_answers=self._empty,
+            cached_input_tokens=self._cached_input_tokens,
+            cache_write_tokens=self._cache_write_tokens,
         )

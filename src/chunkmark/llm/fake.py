@@ -4,8 +4,14 @@
 used up) or from a callable ``(system, user) -> str``; with neither it answers a fixed text
 derived from the prompts. ``fail_after=n`` makes every request after the first ``n`` raise an
 :class:`~chunkmark.errors.LLMError`, like an endpoint going down. Every request that reaches
-it (cache misses) is kept in ``prompts``, and the JSON schema each asked for (or None) in
-``schemas``.
+it (cache misses) is kept in ``prompts``, the JSON schema each asked for (or None) in
+``schemas``, and whether it offered its system prompt to the prompt cache in ``cache_system``.
+
+Tokens are words. With ``cache_system=True`` the fake plays a provider's prompt cache, the
+way Anthropic's works: the first request with a given system prompt writes its words to the
+cache (``cache_write_tokens``), every later request with the same system prompt reads them
+(``cached_input_tokens``); both stay part of ``input_tokens``. It never forgets, and a
+request without ``cache_system`` neither reads nor writes.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ class FakeLLM(BaseLLM):
         self.fail_after = fail_after
         self.prompts: list[tuple[str, str, int]] = []
         self.schemas: list[dict[str, Any] | None] = []
+        self.cache_system: list[bool] = []
+        self._prompt_cache: set[str] = set()
 
     def identity(self) -> dict[str, Any]:
         if self.respond is not None:
@@ -56,7 +64,13 @@ class FakeLLM(BaseLLM):
         return {"provider": self.provider, "model": self.model, "script": script}
 
     def _answer(
-        self, system: str, user: str, max_tokens: int, json_schema: dict[str, Any] | None = None
+        self,
+        system: str,
+        user: str,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+        *,
+        cache_system: bool = False,
     ) -> Answer:
         self._requests += 1
         if self.fail_after is not None and self._requests > self.fail_after:
@@ -66,6 +80,7 @@ class FakeLLM(BaseLLM):
             )
         self.prompts.append((system, user, max_tokens))
         self.schemas.append(json_schema)
+        self.cache_system.append(cache_system)
         if self.respond is not None:
             text = self.respond(system, user)
         elif self.answers:
@@ -73,7 +88,22 @@ class FakeLLM(BaseLLM):
         else:
             digest = hashlib.sha256(f"{system}\0{user}".encode()).hexdigest()[:12]
             text = f"fake answer {digest}"
-        return Answer(text, "stop", len(system.split()) + len(user.split()), len(text.split()))
+        system_tokens = len(system.split())
+        read = written = 0
+        if cache_system and system_tokens:
+            if system in self._prompt_cache:
+                read = system_tokens
+            else:
+                written = system_tokens
+                self._prompt_cache.add(system)
+        return Answer(
+            text,
+            "stop",
+            system_tokens + len(user.split()),
+            len(text.split()),
+            cached_input_tokens=read,
+            cache_write_tokens=written,
+        )
 
 
 @LLMS.register("fake", needs=("cache_dir", "seed"))

@@ -6,6 +6,12 @@ Requests go through the official ``openai`` SDK (``pip install 'chunkmark[openai
 as ``response_format={"type": "json_schema", ...}`` (structured outputs). ``base_url`` defaults
 to ``$OPENAI_BASE_URL``, else OpenAI. The key comes from ``$OPENAI_API_KEY`` (or the variable
 ``api_key_env`` names); an endpoint other than api.openai.com may need none.
+
+Prompt caching is automatic at OpenAI for prompts of 1024 tokens or more (the longest cached
+prefix is reused), so ``complete(..., cache_system=True)`` changes nothing in the request: the
+system prompt already comes first. ``usage.prompt_tokens`` (all prompt tokens) is counted as
+``input_tokens``, and ``usage.prompt_tokens_details.cached_tokens`` (absent or null on many
+compatible servers: 0) as ``cached_input_tokens``; OpenAI bills no cache writes.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ class OpenAIChatLLM(RemoteLLM):
         user: str,
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
+        cache_system: bool = False,
     ) -> Answer:
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": user})
@@ -57,11 +64,13 @@ class OpenAIChatLLM(RemoteLLM):
             text = str(getattr(message, "content", None) or "")
             reason = getattr(choices[0], "finish_reason", None)
         usage = getattr(response, "usage", None)
+        details = getattr(usage, "prompt_tokens_details", None)
         return Answer(
             text,
             reason,
             int(getattr(usage, "prompt_tokens", 0) or 0),
             int(getattr(usage, "completion_tokens", 0) or 0),
+            cached_input_tokens=int(getattr(details, "cached_tokens", 0) or 0),
         )
 
 

@@ -69,13 +69,23 @@ class RemoteLLM(BaseLLM, RemoteClient):
         user: str,
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
+        cache_system: bool = False,
     ) -> Answer:
-        """One request, no retries; SDK exceptions propagate."""
+        """One request, no retries; SDK exceptions propagate. ``cache_system``: offer the
+        system prompt to the provider's prompt cache."""
 
     def _answer(
-        self, system: str, user: str, max_tokens: int, json_schema: dict[str, Any] | None = None
+        self,
+        system: str,
+        user: str,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+        *,
+        cache_system: bool = False,
     ) -> Answer:
-        return self._call(lambda client: self._send(client, system, user, max_tokens, json_schema))
+        return self._call(
+            lambda client: self._send(client, system, user, max_tokens, json_schema, cache_system)
+        )
 
     def _wording(self) -> Wording:
         return Wording(

@@ -65,7 +65,9 @@ from chunkmark.errors import ChunkmarkError, LLMError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.llm import LLM, BaseLLM, EmptyAnswerError
 from chunkmark.llm.cache import cache_key
-from chunkmark.prices import find_price, parse_price_file, read_price_file
+from chunkmark.prices import LLMPriceEntry as _PriceEntry
+from chunkmark.prices import Price as Price
+from chunkmark.prices import find_price, llm_price, parse_price_file, read_price_file
 from chunkmark.spans import Span
 from chunkmark.stats import LLMStats
 from chunkmark.synth import excerpts as ex
@@ -130,13 +132,6 @@ class BudgetReached(SynthError):
 # --- prices -------------------------------------------------------------------------------
 
 
-class _PriceEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-
-
 class _PriceFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -144,20 +139,6 @@ class _PriceFile(BaseModel):
     currency: str = "USD"
     per: int = Field(default=1_000_000, gt=0)
     models: dict[str, _PriceEntry]
-
-
-@dataclass(frozen=True)
-class Price:
-    """What one model costs: US dollars per million input and output tokens."""
-
-    model: str
-    input: float
-    output: float
-    source: str = ""
-
-    def cost(self, input_tokens: int, output_tokens: int) -> float:
-        """Dollars for this many tokens."""
-        return (input_tokens * self.input + output_tokens * self.output) / 1_000_000
 
 
 @dataclass(frozen=True)
@@ -188,7 +169,8 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
 
 _PRICE_LAYOUT = (
     "Write 'models:' followed by one 'model-name: {input: 0.15, output: 0.60}' per model "
-    "(US dollars per million tokens)."
+    "(US dollars per million tokens; optionally cached_input and cache_write, the prices "
+    "of prompt-cache reads and writes)."
 )
 
 
@@ -198,10 +180,7 @@ def _parse_prices(text: str, where: str) -> _PriceFile:
 
 def _to_prices(table: _PriceFile, source: str) -> dict[str, Price]:
     scale = 1_000_000 / table.per
-    return {
-        name: Price(name, entry.input * scale, entry.output * scale, source)
-        for name, entry in table.models.items()
-    }
+    return {name: llm_price(name, entry, source, scale) for name, entry in table.models.items()}
 
 
 def price_of(llm: LLM, table: PriceTable) -> Price | None:
@@ -209,7 +188,8 @@ def price_of(llm: LLM, table: PriceTable) -> Price | None:
     identity = llm.identity()
     if identity.get("provider") == "fake":
         return Price(llm.name, 0.0, 0.0, "fake")
-    return table.find(str(identity.get("model", llm.name)))
+    price = table.find(str(identity.get("model", llm.name)))
+    return None if price is None else price.for_provider(identity.get("provider"))
 
 
 def unknown_price(llm: LLM, table: PriceTable) -> SynthError:
@@ -660,8 +640,7 @@ class CostMeter:
         """Dollars spent so far by this run (None without a price)."""
         if self.price is None:
             return None
-        usage = self.usage()
-        return self.price.cost(usage.input_tokens, usage.output_tokens)
+        return self.price.cost_of(self.usage())
 
     @contextmanager
     def request(self, estimate: float) -> Iterator[None]:
