@@ -89,7 +89,19 @@ def _register_commands() -> None:
     if _registered:
         return
     _registered = True
-    from chunkmark.cli import chunkers, compare, datasets, metrics, plan, report, run, synth, tune
+    from chunkmark.cli import (
+        chunkers,
+        compare,
+        datasets,
+        metrics,
+        plan,
+        relations,
+        relations_run,
+        report,
+        run,
+        synth,
+        tune,
+    )
 
     chunkers.register(app)
     metrics.register(app)
@@ -100,6 +112,7 @@ def _register_commands() -> None:
     tune.register(app)
     compare.register(app)
     report.register(app)
+    relations_run.add_commands(relations.register(app))
 
 
 def _exit_with(lines: Sequence[str], code: int) -> NoReturn:

@@ -1,0 +1,295 @@
+"""``chunkmark relations run`` (the grid plus relation metrics) and ``chunkmark relations
+metrics`` (their definitions)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from chunkmark.cli import options
+
+RUN_HELP = """Run the grid on a relation set's dataset (as `chunkmark run` does: summary.csv,
+results.parquet, manifest.json, resumable with the same --out), then extract entity pairs from
+every distinct chunking and score relation metrics per cell and retrieval setting.
+
+RELATION_SET_DIR is a folder written by `chunkmark relations prepare`. Give the grid with
+--chunker/--embedder/--k, or an EXPERIMENT.yaml (its datasets are replaced by the relation
+set). --extractor 'cooccurrence' (the default) is the oracle: every gold pair whose names both
+occur in the chunk; "llm(llm='openai(model=\\"gpt-4o-mini\\")', gleanings=1)" asks an LLM.
+
+Writes OUT/relations.csv (one row per chunker x embedder x retrieval setting: support
+containment, extraction recall and mapped precision with directed and typed variants, recall
+by support and sentence, RelRecall@k, RelPrecision@k, SupportRecall@k, each with its 95%
+bootstrap interval, and the extraction's calls and tokens) and a 'relations' section in
+OUT/manifest.json. See `chunkmark relations metrics` for the definitions.
+"""
+
+
+def add_commands(group: typer.Typer) -> None:
+    """Add ``run`` and ``metrics`` to the ``relations`` command group."""
+    paragraphs = (" ".join(p.split()) for p in RUN_HELP.strip().split("\n\n"))
+    group.command("run", help="\n\n".join(paragraphs))(run)
+    group.command("metrics")(list_relation_metrics)
+
+
+def run(
+    relation_set: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RELATION_SET_DIR",
+            help="Relation-set folder (from `chunkmark relations prepare`).",
+        ),
+    ],
+    config_file: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="[EXPERIMENT.yaml]",
+            help="Experiment YAML (chunkers, embedders, retrieval, ...).",
+        ),
+    ] = None,
+    chunker: options.Chunkers = None,
+    embedder: options.Embedders = None,
+    k: options.Depths = None,
+    retrieval: options.Retrieval = None,
+    extractor: Annotated[
+        str,
+        typer.Option(
+            help="Extractor spec: 'cooccurrence' (the oracle) or 'llm(llm=..., gleanings=...)'."
+        ),
+    ] = "cooccurrence",
+    out: Annotated[
+        Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print each chunker's chunks and the extractor's calls, tokens and cost; "
+            "ask and embed nothing.",
+        ),
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            help="Refuse to start when the estimated cost (embedding plus extraction) in US "
+            "dollars exceeds this; the extractor also stops before crossing it."
+        ),
+    ] = None,
+    max_calls: Annotated[
+        int | None,
+        typer.Option(help="Stop before the extractor sends more than this many LLM requests."),
+    ] = None,
+    cache_dir: options.CacheDir = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Do not read or write the embedding and LLM caches."),
+    ] = False,
+    no_report: options.NoReport = False,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only print the results table.")
+    ] = False,
+) -> None:
+    from chunkmark.relations.runner import ExtractorSetup, estimate_extraction, run_relations
+
+    config = options.experiment(
+        config_file,
+        no_cache,
+        datasets=[str(relation_set)],
+        chunkers=chunker,
+        embedders=embedder,
+        k=k,
+        retrieval=retrieval,
+        max_cost=max_cost,
+        out=out,
+        cache_dir=cache_dir,
+        seed=seed,
+        report=False if no_report else None,
+    )
+    setup = ExtractorSetup(
+        spec=extractor,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
+        max_calls=max_calls,
+        max_cost=max_cost,
+        seed=config.seed,
+    )
+    console = Console(stderr=True, quiet=quiet, log_path=False)
+    screen = Console(width=None if sys.stdout.isatty() else 160)
+    if dry_run:
+        screen.print(estimate_table(estimate_extraction(relation_set, config, setup), extractor))
+        console.print("Dry run: no request was made and nothing was embedded.")
+        return
+    results = run_relations(relation_set, config, setup, progress=console.log)
+    for table in relation_tables(results.rows):
+        screen.print(table)
+    totals = results.section["totals"]
+    counts = results.section["counts"]
+    console.print(
+        f"{counts['relations']} {results.section['support']} relations, {counts['pairs']} "
+        f"pairs, {counts['entities']} entities; extraction: {totals['records']} records, "
+        f"{totals['unmatched_names']} of {totals['names']} names unmatched, "
+        f"{totals['malformed']} malformed, {totals['calls']} calls "
+        f"({totals['cache_hits']} cached), {totals['input_tokens']:,} input and "
+        f"{totals['output_tokens']:,} output tokens."
+    )
+    grid = results.grid
+    failed = f", [bold red]{len(grid.failures)}[/] failed" if grid.failures else ""
+    console.print(
+        f"[bold]{grid.cells_computed}[/] cells computed, [bold]{grid.cells_resumed}[/] resumed"
+        f"{failed}. Files: {grid.out}/relations.csv, summary.csv, results.parquet, "
+        "manifest.json"
+    )
+    if grid.failures:
+        from chunkmark.cli.run import FAILED_EXIT, failure_lines
+
+        for line in failure_lines(grid.failures):
+            console.print(line)
+        raise typer.Exit(FAILED_EXIT)
+
+
+def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
+    """One table per (dataset, embedder, retrieval k): a row per chunker, best support
+    containment (then extraction recall) first, metrics in percent with their intervals."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["dataset"], r["embedder"], r["retrieval"]), []).append(r)
+    tables = []
+    with_extraction = any("recall_mean" in r for r in rows)
+    for (dataset, embedder, retrieval), group in groups.items():
+        table = Table(
+            title=f"{dataset} x {_short('embedder', embedder)} x {_short('retrieval', retrieval)}"
+            f": relations, percent [95% interval] ({group[0]['support']} support, extractor "
+            f"{group[0]['extractor']})",
+            title_justify="left",
+        )
+        table.add_column("chunker", justify="left", overflow="fold")
+        columns = ["support_containment", "support_recall"]
+        if with_extraction:
+            columns[1:1] = ["recall", "precision"]
+            columns += ["rel_recall"]
+        labels = {
+            "support_containment": "contain",
+            "recall": "recall",
+            "precision": "prec.>=",
+            "support_recall": "SupR@k",
+            "rel_recall": "RelR@k",
+        }
+        for name in columns:
+            table.add_column(labels[name], justify="right", no_wrap=True)
+        if with_extraction:
+            table.add_column("F1", justify="right")
+            table.add_column("calls", justify="right")
+            table.add_column("tokens", justify="right")
+        ranked = sorted(
+            group,
+            key=lambda r: (-_num(r.get("support_containment_mean")), -_num(r.get("recall_mean"))),
+        )
+        for r in ranked:
+            cells = [_short("chunker", r["chunker"])]
+            cells += [_with_interval(r, name) for name in columns]
+            if with_extraction:
+                cells += [
+                    _pct(r.get("f1")),
+                    str(r.get("calls", "")),
+                    f"{int(r.get('input_tokens', 0)) + int(r.get('output_tokens', 0)):,}",
+                ]
+            table.add_row(*cells)
+        tables.append(table)
+    return tables
+
+
+def estimate_table(found: list[Any], extractor: str) -> Table:
+    """The dry run: per chunker, its chunks and the extractor's calls, tokens and dollars."""
+    table = Table(title=f"Dry run: extracting with {extractor}", title_justify="left")
+    for name in ("chunker", "chunks", "texts", "cached", "calls", "input tok", "output tok"):
+        table.add_column(name, justify="left" if name == "chunker" else "right")
+    table.add_column("USD", justify="right")
+    for item in found:
+        e = item.estimate
+        if e is None:
+            note = item.note or "no estimate: the extractor calls no model"
+            table.add_row(_short("chunker", item.chunker), str(item.chunks), Text(note))
+            continue
+        usd = "unknown price" if e.usd is None else f"{e.usd:.4f}-{e.usd_max:.4f}"
+        table.add_row(
+            _short("chunker", item.chunker),
+            str(item.chunks),
+            str(e.texts),
+            str(e.cached_calls),
+            f"{e.calls}-{e.calls_max}",
+            f"{e.input_tokens:,}-{e.input_tokens_max:,}",
+            f"{e.output_tokens:,}-{e.output_tokens_max:,}",
+            usd,
+        )
+    return table
+
+
+def list_relation_metrics(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
+) -> None:
+    """List the relation metrics of `chunkmark relations run`: column, unit, definition."""
+    from chunkmark.relations.metrics import RELATION_METRICS
+
+    if as_json:
+        rows = [
+            {
+                "name": m.name,
+                "label": m.label,
+                "unit": m.unit,
+                "family": m.family,
+                "interval": m.interval,
+                "needs_extractor": m.extractor,
+                "columns": m.columns(),
+                "description": m.description,
+            }
+            for m in RELATION_METRICS.values()
+        ]
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    table = Table(title="Relation metrics (relations.csv; intervals over the unit)")
+    for name in ("name", "label", "unit", "description"):
+        table.add_column(name, style="bold" if name == "name" else None)
+    for m in RELATION_METRICS.values():
+        table.add_row(m.name, m.label, m.unit or "-", Text(m.description))
+    Console().print(table)
+
+
+def _num(value: Any) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return -1.0
+    return -1.0 if math.isnan(x) else x
+
+
+def _pct(value: Any) -> str:
+    x = _num(value)
+    return "-" if x < 0 else f"{100 * x:.1f}"
+
+
+def _with_interval(row: dict[str, Any], name: str) -> str:
+    mean = row.get(f"{name}_mean")
+    if _num(mean) < 0:
+        return "-"
+    low, high = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
+    return f"{_pct(mean)} [{_pct(low)}-{_pct(high)}]"
+
+
+def _short(kind: str, spec: str) -> str:
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.embedders import EMBEDDERS
+    from chunkmark.retrieval import RETRIEVAL
+
+    registry: Any = {"chunker": CHUNKERS, "embedder": EMBEDDERS, "retrieval": RETRIEVAL}[kind]
+    return str(registry.short(spec))

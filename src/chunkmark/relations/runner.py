@@ -1,0 +1,500 @@
+"""``chunkmark relations run``: the usual grid on a relation set's dataset, then relation metrics
+per cell and retrieval setting.
+
+:func:`run_relations` runs the experiment through :func:`chunkmark.experiments.runner.evaluate`
+(so ``summary.csv``, ``results.parquet``, ``manifest.json`` and ``cells/`` are written and a
+rerun resumes), then reads each finished cell's chunks and rankings from ``OUT/cells/``,
+extracts once per distinct chunking (chunkings are shared across embedders; each
+chunking's extraction is kept in ``OUT/relations/`` so a rerun asks nothing), scores the
+metrics of :mod:`chunkmark.relations.metrics` and writes:
+
+- ``OUT/relations.csv``: one row per dataset x chunker x embedder x retrieval setting, with
+  every relation metric, its 95% bootstrap interval where it has a unit, and the extraction's
+  counts and cost;
+- a ``relations`` section in ``OUT/manifest.json``: the relation set, the extractor's identity,
+  gold or silver support, counts (relations, pairs, entities, questions), and per chunking
+  the records, unmatched names, malformed records, calls and tokens.
+
+:func:`estimate_extraction` is the dry run: per chunker, what the extractor would ask, with no
+request and no embedding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from chunkmark.errors import ConfigError
+from chunkmark.experiments.config import ExperimentConfig
+from chunkmark.experiments.runner import EmbedProgress, Results, evaluate
+from chunkmark.experiments.store import read_cell, write_csv, write_json
+from chunkmark.files import write_bytes_atomic
+from chunkmark.relations.metrics import (
+    Chunking,
+    ChunkPairs,
+    Gold,
+    MatchedRecords,
+    RankedRelations,
+    match_records,
+    metric_columns,
+    metric_row,
+    score_chunking,
+)
+from chunkmark.relations.model import (
+    ChunkInput,
+    ExtractedRelation,
+    Extraction,
+    Extractor,
+    RelationSet,
+    load_relation_set,
+)
+
+Progress = Callable[[str], None]
+DEFAULT_EXTRACTOR = "cooccurrence"
+RELATIONS_CSV = "relations.csv"
+STORE_DIR = "relations"
+STORE_FORMAT = 1
+ID_COLUMNS = ("dataset", "chunker", "embedder", "retrieval", "k", "extractor", "support")
+COUNT_COLUMNS = (
+    "n_relations",
+    "n_pairs",
+    "n_questions",
+    "n_chunks",
+    "chunk_tokens",
+    "n_extracted_pairs",
+)
+COST_COLUMNS = (
+    "records",
+    "names",
+    "unmatched_names",
+    "same_entity_records",
+    "malformed",
+    "incomplete",
+    "distinct_texts",
+    "calls",
+    "cache_hits",
+    "input_tokens",
+    "output_tokens",
+)
+
+
+@dataclass
+class RelationResults:
+    """What a relations run produced: the grid's :class:`Results`, the relations.csv rows and
+    the manifest's ``relations`` section."""
+
+    grid: Results
+    rows: list[dict[str, Any]]
+    section: dict[str, Any]
+    files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def out(self) -> Path:
+        return self.grid.out
+
+
+@dataclass(frozen=True)
+class ExtractorSetup:
+    """How to build the extractor: its spec, where its LLM client caches, and its budget."""
+
+    spec: str = DEFAULT_EXTRACTOR
+    cache_dir: Path | None = None
+    no_cache: bool = False
+    max_calls: int | None = None
+    max_cost: float | None = None
+    seed: int = 0
+
+
+def build_extractor(setup: ExtractorSetup, rs: RelationSet) -> tuple[Extractor, str]:
+    """The extractor a spec names (``cooccurrence``, ``llm(llm=..., gleanings=...)``), with its
+    LLM client cached under the cache folder and held to the budget; and its canonical spec."""
+    from chunkmark.chunkers import ChunkerContext
+    from chunkmark.paths import resolve_cache_dir
+    from chunkmark.relations.extract import EXTRACTORS, Budget
+
+    cache = None if setup.no_cache else resolve_cache_dir(setup.cache_dir)
+    extractor, spec = EXTRACTORS.build(
+        setup.spec,
+        context=ChunkerContext(cache_dir=cache, seed=setup.seed),
+        budget=Budget(max_calls=setup.max_calls, max_cost=setup.max_cost),
+        relations=rs.relations,
+    )
+    return extractor, str(spec)
+
+
+def run_relations(
+    folder: str | Path,
+    config: ExperimentConfig,
+    setup: ExtractorSetup | None = None,
+    progress: Progress | None = None,
+    embed_progress: EmbedProgress | None = None,
+) -> RelationResults:
+    """Run ``config``'s grid on the relation set in ``folder`` (its datasets replaced by it),
+    then extract and score every cell (see the module docs)."""
+    say: Progress = progress or (lambda _msg: None)
+    setup = setup or ExtractorSetup()
+    started = time.perf_counter()
+    rs = load_relation_set(folder)
+    extractor, spec = build_extractor(setup, rs)
+    config = with_relation_set(config, folder)
+    if setup.max_cost is not None and hasattr(extractor, "estimate"):
+        _check_budget(rs, config, extractor, setup.max_cost)
+    grid = evaluate(config, progress=say, embed_progress=embed_progress)
+    scorer = _Scorer(rs, extractor, spec, grid.out, config.seed, say)
+    rows: list[dict[str, Any]] = []
+    for cell in grid.manifest["cells"]:
+        if cell.get("fingerprint") != rs.dataset.fingerprint:
+            continue
+        rows.extend(scorer.cell_rows(cell))
+    section = scorer.section(time.perf_counter() - started)
+    files = {"relations": grid.out / RELATIONS_CSV, "manifest": grid.out / "manifest.json"}
+    write_csv(files["relations"], [_ordered(r) for r in rows])
+    manifest = json.loads(files["manifest"].read_text(encoding="utf-8"))
+    manifest["relations"] = section
+    write_json(files["manifest"], manifest)
+    return RelationResults(grid, rows, section, files)
+
+
+def with_relation_set(config: ExperimentConfig, folder: str | Path) -> ExperimentConfig:
+    """``config`` with its datasets replaced by the relation set's folder."""
+    from chunkmark.experiments.config import make_config
+
+    values = config.model_dump(exclude_unset=True)
+    values.pop("dataset", None)
+    values["datasets"] = [str(folder)]
+    return make_config(values)
+
+
+def _ordered(row: dict[str, Any]) -> dict[str, Any]:
+    """A relations.csv row in column order (ids, counts, metrics, cost)."""
+    names = [*ID_COLUMNS, *COUNT_COLUMNS, *metric_columns(), *COST_COLUMNS]
+    out = {n: row.get(n, "") for n in names}
+    out.update({k: v for k, v in row.items() if k not in out})
+    return out
+
+
+class _Scorer:
+    """The relation metrics of a run's cells: one extraction and one chunking row per distinct
+    chunking, one retrieval row per cell and setting."""
+
+    def __init__(
+        self,
+        rs: RelationSet,
+        extractor: Extractor,
+        spec: str,
+        out: Path,
+        seed: int,
+        say: Progress,
+    ) -> None:
+        self.rs = rs
+        self.gold = Gold.of(rs)
+        self.extractor = extractor
+        self.spec = spec
+        self.identity = extractor.identity()
+        self.out = out
+        self.seed = seed
+        self.say = say
+        self._chunkings: dict[str, tuple[dict[str, Any], ChunkPairs]] = {}
+        self.extracted: list[dict[str, Any]] = []
+
+    def cell_rows(self, cell: dict[str, Any]) -> list[dict[str, Any]]:
+        from chunkmark.retrieval import RETRIEVAL
+
+        base = self.out / "cells" / f"{cell['id']}.parquet"
+        chunks = pq.read_table(base.with_suffix(".chunks.parquet")).to_pydict()
+        chunking = Chunking.of(chunks["doc_id"], chunks["start"], chunks["end"], chunks["tokens"])
+        chunk_row, pairs = self._chunking(cell["chunker"], chunking)
+        rankings = _rankings(base.with_suffix(".ranking.parquet"), self.rs)
+        done = read_cell(base)
+        if done is None:
+            raise ConfigError(
+                f"The cell file {base} cannot be read.",
+                "Delete it and rerun with the same --out to compute the cell again.",
+            )
+        settings = _settings(done[0].to_pydict(), self.rs)
+        ranked: dict[str, RankedRelations] = {}
+        rows = []
+        for retrieval, (k_label, depth) in settings.items():
+            ranker = str(RETRIEVAL.build(retrieval)[0].ranker)
+            ranking = rankings.get(ranker)
+            if ranking is None:
+                continue
+            if ranker not in ranked:
+                ranked[ranker] = RankedRelations.of(self.gold, chunking, ranking, pairs)
+            scores = ranked[ranker].score(depth)
+            row: dict[str, Any] = {
+                "dataset": cell["dataset"],
+                "chunker": cell["chunker"],
+                "embedder": cell["embedder"],
+                "retrieval": retrieval,
+                "k": k_label,
+                "extractor": self.spec,
+                "support": "silver" if self.rs.silver else "gold",
+                **chunk_row,
+                "n_questions": len(depth),
+                **metric_row("retrieval", scores, self.seed),
+            }
+            rows.append(row)
+        return rows
+
+    def _chunking(self, chunker: str, chunking: Chunking) -> tuple[dict[str, Any], ChunkPairs]:
+        key = chunking_key(chunking)
+        if key not in self._chunkings:
+            records, resumed = self._records(chunker, key, chunking)
+            scores = score_chunking(self.gold, chunking, records)
+            row = {
+                "n_relations": len(self.rs.relations),
+                "n_pairs": self.gold.n_pairs,
+                "n_chunks": len(chunking),
+                "chunk_tokens": int(chunking.tokens.sum()),
+                "n_extracted_pairs": 0
+                if scores.extraction is None
+                else len(scores.extraction.pair_correct),
+                **metric_row("chunking", scores, self.seed),
+                **records.counts(),
+            }
+            self._chunkings[key] = (row, ChunkPairs.of(self.gold, records))
+            self.extracted.append(
+                {"chunker": chunker, "chunking": key, "resumed": resumed, **records.counts()}
+            )
+        return self._chunkings[key]
+
+    def _records(self, chunker: str, key: str, chunking: Chunking) -> tuple[MatchedRecords, bool]:
+        """The chunking's matched records: from ``OUT/relations/`` when this extractor already
+        extracted it, else extracted now (and stored)."""
+        store = self.out / STORE_DIR / f"{self._store_key(key)}.json"
+        extractions = read_extractions(store)
+        resumed = extractions is not None and len(extractions) == len(chunking)
+        if not resumed:
+            from chunkmark.chunkers import CHUNKERS
+
+            self.say(f"extract  {CHUNKERS.short(chunker)}: {len(chunking)} chunks")
+            extractions = self.extractor.extract(chunk_inputs(self.rs, chunking))
+            write_extractions(store, extractions, {"extractor": self.identity, "chunking": key})
+        assert extractions is not None
+        return match_records(self.rs, chunking, extractions), resumed
+
+    def _store_key(self, chunking: str) -> str:
+        text = json.dumps(
+            [STORE_FORMAT, self.identity, self.rs.dataset.fingerprint, chunking], sort_keys=True
+        )
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def section(self, seconds: float) -> dict[str, Any]:
+        rs = self.rs
+        totals: dict[str, int] = dict.fromkeys(COST_COLUMNS, 0)
+        for item in self.extracted:
+            for name in COST_COLUMNS:
+                totals[name] += int(item.get(name, 0))
+        stats = getattr(self.extractor, "counters", None)
+        return {
+            "relation_set": rs.source,
+            "name": rs.name,
+            "fingerprint": rs.dataset.fingerprint,
+            "support": "silver" if rs.silver else "gold",
+            "extractor": {"spec": self.spec, "identity": self.identity},
+            "counts": {
+                "documents": len(rs.dataset.documents),
+                "entities": len(rs.entities),
+                "relations": len(rs.relations),
+                "pairs": self.gold.n_pairs,
+                "questions": len(rs.dataset.questions),
+            },
+            "totals": totals,
+            "extractor_counters": stats() if callable(stats) else None,
+            "chunkings": self.extracted,
+            "file": RELATIONS_CSV,
+            "seconds": round(seconds, 3),
+        }
+
+
+def chunking_key(chunking: Chunking) -> str:
+    """A chunking's content hash (documents and spans)."""
+    h = hashlib.sha256()
+    h.update(json.dumps(chunking.doc_ids).encode())
+    h.update(np.ascontiguousarray(chunking.start, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(chunking.end, dtype=np.int64).tobytes())
+    return h.hexdigest()[:20]
+
+
+def chunk_inputs(rs: RelationSet, chunking: Chunking) -> list[ChunkInput]:
+    """What the extractor reads per chunk: the span's text, document, span and the document's
+    gold entities."""
+    texts = chunking.texts(rs)
+    by_doc = rs.entities_by_doc
+    return [
+        ChunkInput(text, doc, int(s), int(e), by_doc.get(doc, ()))
+        for text, doc, s, e in zip(
+            texts, chunking.doc_ids, chunking.start.tolist(), chunking.end.tolist(), strict=True
+        )
+    ]
+
+
+def write_extractions(path: Path, extractions: Sequence[Extraction], meta: dict[str, Any]) -> None:
+    """A chunking's extractions (relationship records and counters; entity records are not
+    kept), written atomically."""
+    items = [
+        {
+            "relations": [[r.source, r.target, r.type] for r in x.relations],
+            "malformed": x.malformed,
+            "complete": x.complete,
+            "calls": x.calls,
+            "cache_hits": x.cache_hits,
+            "input_tokens": x.input_tokens,
+            "output_tokens": x.output_tokens,
+        }
+        for x in extractions
+    ]
+    data = {"format": STORE_FORMAT, **meta, "extractions": items}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes_atomic(path, json.dumps(data, ensure_ascii=False).encode())
+
+
+def read_extractions(path: Path) -> list[Extraction] | None:
+    """Stored extractions, or None when missing or unreadable (they are then extracted again)."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != STORE_FORMAT:
+            return None
+        return [
+            Extraction(
+                relations=tuple(ExtractedRelation(s, t, kind) for s, t, kind in x["relations"]),
+                malformed=int(x["malformed"]),
+                complete=bool(x["complete"]),
+                calls=int(x["calls"]),
+                cache_hits=int(x["cache_hits"]),
+                input_tokens=int(x["input_tokens"]),
+                output_tokens=int(x["output_tokens"]),
+            )
+            for x in data["extractions"]
+        ]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _rankings(path: Path, rs: RelationSet) -> dict[str, Any]:
+    """Per ranker, the ranking as a ``(questions, depth)`` array in the dataset's question
+    order (-1 pads a shorter list)."""
+    data = pq.read_table(path).to_pydict()
+    order = {q.id: i for i, q in enumerate(rs.dataset.questions)}
+    lists: dict[str, list[list[int]]] = {}
+    for ranker, qid, chunks in zip(
+        data["ranker"], data["question_id"], data["chunks"], strict=True
+    ):
+        rows = lists.setdefault(ranker, [[] for _ in order])
+        rows[order[qid]] = list(chunks or [])
+    out: dict[str, Any] = {}
+    for ranker, rows in lists.items():
+        width = max((len(r) for r in rows), default=0)
+        arr = np.full((len(rows), width), -1, dtype=np.int64)
+        for i, r in enumerate(rows):
+            arr[i, : len(r)] = r
+        out[ranker] = arr
+    return out
+
+
+def _settings(table: dict[str, list[Any]], rs: RelationSet) -> dict[str, tuple[str, Any]]:
+    """Per retrieval setting of a cell: its k label and the chunks counted per question (the
+    cell's ``k_used``, dataset question order; the first scoring option's rows)."""
+    order = {q.id: i for i, q in enumerate(rs.dataset.questions)}
+    out: dict[str, tuple[str, Any]] = {}
+    seen: set[tuple[str, str]] = set()
+    for retrieval, k, qid, used in zip(
+        table["retrieval"], table["k"], table["question_id"], table["k_used"], strict=True
+    ):
+        if retrieval not in out:
+            out[retrieval] = (str(k), np.zeros(len(order), dtype=np.int64))
+        if (retrieval, qid) in seen:
+            continue
+        seen.add((retrieval, qid))
+        out[retrieval][1][order[qid]] = int(used)
+    return out
+
+
+# --- dry run and budget -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkerEstimate:
+    """A chunker's chunks and what extracting them would ask (None: the extractor gives no
+    estimate, or the chunker's chunks are unknown before it runs, in ``note``)."""
+
+    chunker: str
+    chunks: int
+    estimate: Any | None
+    note: str = ""
+
+
+def estimate_extraction(
+    folder: str | Path,
+    config: ExperimentConfig,
+    setup: ExtractorSetup | None = None,
+) -> list[ChunkerEstimate]:
+    """Per chunker of ``config``: its chunks of the relation set and the extractor's estimate
+    of extracting them. No request is made; chunkers that call an LLM are not run."""
+    setup = setup or ExtractorSetup()
+    rs = load_relation_set(folder)
+    extractor, _ = build_extractor(setup, rs)
+    return _estimates(rs, with_relation_set(config, folder), extractor)
+
+
+def _estimates(
+    rs: RelationSet, config: ExperimentConfig, extractor: Extractor
+) -> list[ChunkerEstimate]:
+    from chunkmark.chunkers import CHUNKERS, ChunkerContext
+    from chunkmark.embedders import EMBEDDERS
+    from chunkmark.experiments.cell import chunk_dataset
+
+    estimate = getattr(extractor, "estimate", None)
+    out: list[ChunkerEstimate] = []
+    embedder = None
+    for spec in config.chunkers:
+        traits = CHUNKERS.traits(spec)
+        if traits.calls_llm:
+            out.append(ChunkerEstimate(spec, 0, None, "its chunks are known only once it runs"))
+            continue
+        if traits.embeds and embedder is None:
+            embedder = EMBEDDERS.build(config.embedders[0])[0]
+        chunker, _ = CHUNKERS.build(spec, context=ChunkerContext(embedder=embedder))
+        chunks = chunk_dataset(rs.dataset, chunker)
+        chunking = Chunking.of(
+            [c.doc_id for c in chunks], [c.start for c in chunks], [c.end for c in chunks]
+        )
+        found = None if estimate is None else estimate(chunk_inputs(rs, chunking))
+        out.append(ChunkerEstimate(spec, len(chunks), found))
+    return out
+
+
+def _check_budget(
+    rs: RelationSet, config: ExperimentConfig, extractor: Extractor, max_cost: float
+) -> None:
+    """Refuse to start when the grid's embedding estimate plus the extraction's exceeds
+    ``max_cost`` US dollars, or when a part's price is unknown."""
+    from chunkmark.experiments.plan import CostLimitError, plan_grid, usd
+
+    plan = plan_grid(config)
+    found = _estimates(rs, config, extractor)
+    extraction = [e.estimate.usd for e in found if e.estimate is not None]
+    if plan.total_usd is None or any(u is None for u in extraction):
+        raise CostLimitError(
+            f"The cost of this run cannot be estimated (a price is unknown), so --max-cost "
+            f"{usd(max_cost)} cannot be enforced.",
+            "Run with --dry-run to see which part, give its price, or run without --max-cost.",
+        )
+    total = plan.total_usd + sum(float(u) for u in extraction)
+    if total > max_cost:
+        raise CostLimitError(
+            f"Estimated cost {usd(total)} (embedding {usd(plan.total_usd)}, extraction "
+            f"{usd(total - plan.total_usd)}) exceeds --max-cost {usd(max_cost)}.",
+            "Raise --max-cost, or run fewer chunkers or a cheaper model (see --dry-run).",
+        )
