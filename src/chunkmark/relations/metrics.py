@@ -669,26 +669,32 @@ def support_cover_ranks(gold: Gold, chunking: Chunking, ranking: IntArray) -> In
         rel = by_doc_rel.get(d, [])
         if not rel:
             continue
-        chunks = np.flatnonzero(c_doc == d)
-        local = np.full(len(chunking) + 1, -1, np.int64)
-        local[chunks] = np.arange(len(chunks))
-        # rank_of[q, c]: 1-based best rank of the document's chunk c for question q.
-        rank_of = np.full((len(questions), len(chunks)), never, np.int64)
-        if len(chunks) and depth:
-            sub = ranking[questions]
-            loc = local[np.where(sub >= 0, sub, len(chunking))]
-            qq, jj = np.nonzero(loc >= 0)
-            np.minimum.at(rank_of, (qq, loc[qq, jj]), jj + 1)
+        # The questions' retrieved chunks of this document, best first (others masked).
+        sub = ranking[questions]
+        valid = sub >= 0
+        safe = np.where(valid, sub, 0)
+        valid &= c_doc[safe] == d
+        top_lo = np.where(valid, chunking.start[safe], 0)
+        top_hi = np.where(valid, chunking.end[safe], -1)
         owner, spans = _flat_spans([rs.relations[i].support for i in rel])
-        c_lo, c_hi = chunking.start[chunks], chunking.end[chunks]
-        bounds = np.unique(np.concatenate([c_lo, c_hi, spans[:, 0], spans[:, 1]]))
+        bounds = np.unique(np.concatenate([top_lo[valid], top_hi[valid], spans[:, 0], spans[:, 1]]))
         seg_lo, seg_hi = bounds[:-1], bounds[1:]
-        inside = (c_lo[:, None] <= seg_lo[None, :]) & (seg_hi[None, :] <= c_hi[:, None])
-        seg_rank = np.where(inside[None, :, :], rank_of[:, :, None], never).min(
-            axis=1, initial=never
+        # seg_rank[q, s]: the best rank of a retrieved chunk holding segment s (never: none).
+        inside = (
+            valid[:, :, None]
+            & (top_lo[:, :, None] <= seg_lo[None, None, :])
+            & (seg_hi[None, None, :] <= top_hi[:, :, None])
         )
-        in_span = (spans[:, 0:1] <= seg_lo[None, :]) & (seg_hi[None, :] <= spans[:, 1:2])
-        span_rank = np.where(in_span[None, :, :], seg_rank[:, None, :], 0).max(axis=2, initial=0)
+        ranks = np.arange(1, depth + 1, dtype=np.int64)[None, :, None]
+        seg_rank = np.where(inside, ranks, never).min(axis=1, initial=never)
+        # A span's rank: the worst of its segments' (a contiguous run of segments).
+        first = np.searchsorted(bounds, spans[:, 0])
+        last = np.searchsorted(bounds, spans[:, 1])
+        padded = np.concatenate([seg_rank, np.zeros((len(questions), 1), np.int64)], axis=1)
+        ends = np.minimum(np.maximum(last, first + 1), len(bounds) - 1)
+        cuts = np.stack([first, ends], axis=1).ravel()
+        span_rank = np.maximum.reduceat(padded, cuts, axis=1)[:, 0::2]
+        span_rank[:, last <= first] = 0  # an empty span is always held
         rel_rank = np.zeros((len(questions), len(rel)), np.int64)
         np.maximum.at(rel_rank.T, owner, span_rank.T)
         rel_pairs = gold.pair_of[np.asarray(rel)]
