@@ -58,7 +58,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("models", frozenset({"embedders", "llm"})),
     ("chunkers", frozenset({"chunkers"})),
-    ("experiments, synth and report", frozenset({"experiments", "report", "synth"})),
+    (
+        "experiments, synth, report and relations",
+        frozenset({"experiments", "relations", "report", "synth"}),
+    ),
     ("command line", frozenset({"cli"})),
     ("package face", frozenset({FACE, "__main__"})),
 )
