@@ -1,15 +1,17 @@
-"""``chunkmark relations``: relation evaluation for Graph-RAG (``prepare`` builds a relation set)."""
+"""``chunkmark relations``: relation evaluation for Graph-RAG (``prepare`` builds a relation set:
+gold from Re-DocRED, or silver from any dataset with ``--silver``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from chunkmark.errors import DatasetError
+from chunkmark.cli import options
+from chunkmark.errors import ConfigError, DatasetError
 from chunkmark.relations.redocred import (
     DEFAULT_DOCS_PER_CORPUS,
     REL_INFO_FILE,
@@ -17,6 +19,10 @@ from chunkmark.relations.redocred import (
     ensure_redocred,
     prepare_redocred,
 )
+
+if TYPE_CHECKING:
+    from chunkmark.relations.extract import ExtractionEstimate
+    from chunkmark.relations.silver import SilverStats
 
 
 def register(app: typer.Typer) -> typer.Typer:
@@ -58,7 +64,12 @@ def prepare(
         int | None,
         typer.Option("--docs", min=1, help="Documents to draw (default: all).", show_default=False),
     ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed for drawing and order.")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed", help="Random seed for drawing and order; with --silver, the LLM's seed."
+        ),
+    ] = 0,
     docs_per_corpus: Annotated[
         int,
         typer.Option("--docs-per-corpus", min=1, help="Documents joined into each corpus file."),
@@ -66,19 +77,108 @@ def prepare(
     force: Annotated[
         bool, typer.Option("--force", help="Write into a non-empty --out folder.")
     ] = False,
+    silver: Annotated[
+        str | None,
+        typer.Option(
+            "--silver",
+            metavar="DATASET",
+            help="Build a silver set from this dataset (a folder, or a built-in name such as "
+            "demo) instead of Re-DocRED: relations are those --llm extracts from each "
+            "question's excerpts.",
+            show_default=False,
+        ),
+    ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            metavar="SPEC",
+            help="With --silver: the LLM that extracts, e.g. \"openai(model='gpt-4o-mini')\".",
+            show_default=False,
+        ),
+    ] = None,
+    gleanings: Annotated[
+        int | None,
+        typer.Option(
+            "--gleanings",
+            min=0,
+            max=2,
+            help="With --silver: extra rounds asking for missed records, 0 (the default) to 2.",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="With --silver: print the calls, tokens and cost of extracting; ask nothing, "
+            "write nothing.",
+        ),
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost",
+            min=0,
+            help="With --silver: refuse to start when the estimate in US dollars exceeds this, "
+            "and stop before a request would cross it.",
+            show_default=False,
+        ),
+    ] = None,
+    max_calls: Annotated[
+        int | None,
+        typer.Option(
+            "--max-calls",
+            min=0,
+            help="With --silver: stop before sending more than this many LLM requests.",
+            show_default=False,
+        ),
+    ] = None,
+    cache_dir: options.CacheDir = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="With --silver: do not read or write the LLM cache."),
+    ] = False,
 ) -> None:
-    """Turn Re-DocRED into a relation set: corpus files, entities, relations and one question
-    per relation, every mention and support span checked against the text.
+    """Build a relation set: corpus files, entities, relations and one question per relation,
+    every mention and support span checked against the text.
 
-    Documents are drawn and shuffled with --seed and joined --docs-per-corpus at a time into
-    corpus files, so retrieval meets distractors. Same inputs and --seed, same files.
+    From Re-DocRED (the default, or --redocred FILE): documents are drawn and shuffled with
+    --seed and joined --docs-per-corpus at a time into corpus files, so retrieval meets
+    distractors. Same inputs and --seed, same files.
+
+    With --silver DATASET --llm SPEC: the documents stay as they are; the LLM reads each
+    distinct excerpt of the questions once (answers are cached, so a rerun asks nothing), the
+    names it writes that occur in the document become entities, and its relationship records
+    between them become relations supported by their excerpts (support 'silver'), one
+    templated question each.
     """
-    if out.exists() and not out.is_dir():
-        raise DatasetError(f"--out {out} is a file.", "Give a folder for the relation set.")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise DatasetError(
-            f"--out {out} is not empty.", "Give a new or empty folder, or add --force."
+    if silver is not None:
+        _refuse_redocred_options(redocred, rel_info, docs)
+        _prepare_silver(
+            silver,
+            out,
+            llm=llm,
+            gleanings=gleanings or 0,
+            dry_run=dry_run,
+            max_cost=max_cost,
+            max_calls=max_calls,
+            cache_dir=cache_dir,
+            no_cache=no_cache,
+            seed=seed,
+            force=force,
         )
+        return
+    _refuse_silver_options(
+        llm=llm,
+        gleanings=gleanings,
+        dry_run=dry_run,
+        max_cost=max_cost,
+        max_calls=max_calls,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
+    )
+    _check_out(out, force)
     console = Console(soft_wrap=True, highlight=False)
     source = redocred if redocred is not None else ensure_redocred(progress=console.print)
     relation_set, stats = prepare_redocred(
@@ -96,6 +196,137 @@ def prepare(
         f"{relation_set.name} with {len(relation_set.dataset.questions):,} questions, "
         f"fingerprint {relation_set.dataset.fingerprint}"
     )
+
+
+def _check_out(out: Path, force: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"--out {out} is a file.", "Give a folder for the relation set.")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise DatasetError(
+            f"--out {out} is not empty.", "Give a new or empty folder, or add --force."
+        )
+
+
+def _refuse_redocred_options(
+    redocred: Path | None, rel_info: Path | None, docs: int | None
+) -> None:
+    given = [
+        name
+        for name, value in (("--redocred", redocred), ("--rel-info", rel_info), ("--docs", docs))
+        if value is not None
+    ]
+    if given:
+        raise ConfigError(
+            f"--silver and {', '.join(given)} were both given: a relation set comes from one "
+            "source, a dataset read by an LLM (--silver) or Re-DocRED (--redocred).",
+            f"Drop --silver to build from Re-DocRED, or drop {', '.join(given)}.",
+        )
+
+
+def _refuse_silver_options(**given: object) -> None:
+    names = [f"--{k.replace('_', '-')}" for k, v in given.items() if v not in (None, False)]
+    if names:
+        raise ConfigError(
+            f"{', '.join(names)} only apply to a silver set, and --silver was not given.",
+            "Add --silver DATASET --llm SPEC, or drop those options to build from Re-DocRED.",
+        )
+
+
+def _prepare_silver(
+    source: str,
+    out: Path,
+    *,
+    llm: str | None,
+    gleanings: int,
+    dry_run: bool,
+    max_cost: float | None,
+    max_calls: int | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    seed: int,
+    force: bool,
+) -> None:
+    from chunkmark.datasets import load_dataset
+    from chunkmark.relations.silver import estimate_silver, prepare_silver, silver_extractor
+
+    if llm is None:
+        raise ConfigError(
+            "--silver needs the LLM that extracts the relations.",
+            "Add --llm SPEC, e.g. --llm \"openai(model='gpt-4o-mini')\".",
+        )
+    if not dry_run:
+        _check_out(out, force)
+    console = Console(soft_wrap=True, highlight=False)
+    extractor = silver_extractor(
+        llm,
+        gleanings=gleanings,
+        cache_dir=cache_dir,
+        no_cache=no_cache,
+        max_calls=max_calls,
+        max_cost=None if dry_run else max_cost,
+        seed=seed,
+    )
+    if dry_run:
+        dataset = load_dataset(source)
+        estimate = estimate_silver(dataset, extractor)
+        console.print(_estimate_table(estimate, len(dataset.questions)))
+        console.print("Dry run: no request was made and nothing was written.")
+        return
+    relation_set, stats = prepare_silver(
+        source, out, extractor, max_cost=max_cost, progress=console.print
+    )
+    console.print(_silver_table(stats))
+    console.print(
+        f"ok: {out} loads as silver relation set {relation_set.name} with "
+        f"{len(relation_set.dataset.questions):,} questions, fingerprint "
+        f"{relation_set.dataset.fingerprint}"
+    )
+
+
+def _estimate_table(estimate: ExtractionEstimate, questions: int) -> Table:
+    table = Table("what", "count", title=f"dry run: extracting with {estimate.model}")
+    usd = "unknown price" if estimate.usd is None else f"{estimate.usd:.4f}-{estimate.usd_max:.4f}"
+    rows = [
+        ("questions", f"{questions:,}"),
+        ("distinct excerpt texts", f"{estimate.texts:,}"),
+        ("answers in the cache", f"{estimate.cached_calls:,}"),
+        ("calls", f"{estimate.calls:,}-{estimate.calls_max:,}"),
+        ("input tokens", f"{estimate.input_tokens:,}-{estimate.input_tokens_max:,}"),
+        ("output tokens", f"{estimate.output_tokens:,}-{estimate.output_tokens_max:,}"),
+        ("USD", usd),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
+
+
+def _silver_table(stats: SilverStats) -> Table:
+    table = Table("what", "count", title="silver relation set")
+    rows = [
+        ("documents", stats.documents),
+        ("questions read", stats.questions),
+        ("excerpts", stats.excerpts),
+        ("  distinct excerpts", stats.distinct_excerpts),
+        ("  distinct excerpt texts", stats.texts),
+        ("calls", stats.calls),
+        ("cache hits", stats.cache_hits),
+        ("input tokens", stats.input_tokens),
+        ("output tokens", stats.output_tokens),
+        ("malformed records", stats.malformed),
+        ("answers without completion marker", stats.incomplete),
+        ("names", stats.names),
+        ("  entities (name in the text)", stats.entities),
+        ("  names dropped (not in the text)", stats.names_dropped),
+        ("mentions", stats.mentions),
+        ("relationship records", stats.relation_records),
+        ("  dropped (an end not in the text)", stats.records_dropped),
+        ("  duplicates merged", stats.duplicates_merged),
+        ("relations", stats.relations),
+        ("  head and tail in one sentence", stats.same_sentence),
+    ]
+    for label, value in rows:
+        table.add_row(label, f"{value:,}")
+    return table
 
 
 def _counts_table(stats: PrepareStats) -> Table:
