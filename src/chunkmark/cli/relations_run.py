@@ -28,8 +28,9 @@ occur in the chunk; "llm(llm='openai(model=\\"gpt-4o-mini\\")', gleanings=1)" as
 Writes OUT/relations.csv (one row per chunker x embedder x retrieval setting: support
 containment, extraction recall and mapped precision with directed and typed variants, recall
 by support and sentence, RelRecall@k, RelPrecision@k, SupportRecall@k, each with its 95%
-bootstrap interval, and the extraction's calls and tokens) and a 'relations' section in
-OUT/manifest.json. See `chunkmark relations metrics` for the definitions.
+bootstrap interval, and the extraction's calls and tokens), a 'relations' section in
+OUT/manifest.json and, unless --no-report, OUT/report.html with a Relations section. See
+`chunkmark relations metrics` for the definitions.
 """
 
 

@@ -13,7 +13,9 @@ metrics of :mod:`chunkmark.relations.metrics` and writes:
   counts and cost;
 - a ``relations`` section in ``OUT/manifest.json``: the relation set, the extractor's identity,
   gold or silver support, counts (relations, pairs, entities, questions), and per chunking
-  the records, unmatched names, malformed records, calls and tokens.
+  the records, unmatched names, malformed records, calls and tokens;
+- ``OUT/report.html`` (unless the config's ``report`` is off), built after those two so that it
+  has its Relations section.
 
 :func:`estimate_extraction` is the dry run: per chunker, what the extractor would ask, with no
 request and no embedding.
@@ -147,7 +149,8 @@ def run_relations(
     config = with_relation_set(config, folder)
     if setup.max_cost is not None and hasattr(extractor, "estimate"):
         _check_budget(rs, config, extractor, setup.max_cost)
-    grid = evaluate(config, progress=say, embed_progress=embed_progress)
+    # the report is written below, once relations.csv exists
+    grid = evaluate(config, progress=say, embed_progress=embed_progress, report=False)
     scorer = _Scorer(rs, extractor, spec, grid.out, config.seed, say)
     rows: list[dict[str, Any]] = []
     for cell in grid.manifest["cells"]:
@@ -159,7 +162,14 @@ def run_relations(
     write_csv(files["relations"], [_ordered(r) for r in rows])
     manifest = json.loads(files["manifest"].read_text(encoding="utf-8"))
     manifest["relations"] = section
+    manifest["config"]["report"] = config.report  # as asked: the grid left it to this step
     write_json(files["manifest"], manifest)
+    if config.report and grid.summary:
+        from chunkmark.report import write_run_report
+
+        report = write_run_report(grid.out, [rs.dataset], say)
+        if report is not None:
+            files["report"] = report
     return RelationResults(grid, rows, section, files)
 
 

@@ -1,5 +1,6 @@
-"""The HTML report: one self-contained page (leaderboard, plots, comparisons, a recommendation
-and an inspector) built from one or more results folders.
+"""The HTML report: one self-contained page (leaderboard, plots, comparisons, a recommendation,
+an inspector, and the relation metrics of folders that hold a ``relations.csv``) built from one
+or more results folders.
 
     from chunkmark.report import ReportOptions, build_report
 

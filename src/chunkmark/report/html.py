@@ -41,6 +41,7 @@ from chunkmark.report.payload import (
     similarity,
 )
 from chunkmark.report.prices import load_prices
+from chunkmark.report.relations import relations_payload
 from chunkmark.report.settings import Scoring
 from chunkmark.report.stats import (
     Comparisons,
@@ -140,8 +141,10 @@ def build_report(
         recommendations, comparisons = analyse(data, stats)
     with timer("inspector"):
         inspector = [_inspector(data, d, datasets or {}) for d in data.datasets]
+    with timer("relations"):
+        relations = relations_payload(data, scoring)
     with timer("payload"):
-        payload = _payload(data, opts, stats, recommendations, comparisons, inspector)
+        payload = _payload(data, opts, stats, recommendations, comparisons, inspector, relations)
     with timer("write"):
         page = render(payload, script).encode("utf-8")
         path = Path(out)
@@ -172,6 +175,7 @@ def _payload(
     recommendations: list[Recommendation],
     comparisons: Comparisons,
     inspector: list[dict[str, Any]],
+    relations: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     from chunkmark.version import __version__
 
@@ -231,6 +235,7 @@ def _payload(
         "similarity": similarity(data, scoring),
         "recommendations": [recommendation_payload(r) for r in recommendations],
         "comparisons": comparisons_payload(comparisons),
+        "relations": relations,
         "inspector": inspector,
     }
 

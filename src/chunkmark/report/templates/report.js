@@ -534,6 +534,93 @@
     }
   }
 
+  // ---------------------------------------------------------------- relations
+  function supportLine(support, extractor) {
+    const p = el("p", { class: "relations-support", "data-support": support });
+    if (support === "silver") {
+      p.append(el("b", {}, el("em", { text: "Silver" })), " support: the gold relations are what an LLM extracted from the excerpts (not human annotations), so the numbers measure agreement with that extraction.");
+    } else {
+      p.append(el("b", { text: "Gold" }), " support: the relations are the dataset's own annotations.");
+    }
+    const oracle = extractor.startsWith("cooccurrence") ? " (the oracle: every gold pair whose two names occur in the chunk)" : "";
+    p.append(` Extractor: ${extractor}${oracle}.`);
+    return p;
+  }
+
+  function relationSetCard(set) {
+    const c = set.counts, t = set.totals;
+    const card = el("div", { class: "card relation-set", "data-dataset": set.dataset });
+    card.append(el("h3", { text: `${set.dataset}: relation set ${set.name}` }));
+    card.append(supportLine(set.support, set.extractor));
+    card.append(el("p", { class: "muted", text: `${int(c.relations)} relations (${int(c.pairs)} entity pairs, ${int(c.entities)} entities) in ${int(c.documents)} documents, ${int(c.questions)} questions; ` +
+      `extraction: ${int(t.records)} records, ${int(t.unmatched_names)} of ${int(t.names)} names unmatched, ${int(t.calls)} calls (${int(t.cache_hits)} cached), ` +
+      `${int(t.input_tokens)} input and ${int(t.output_tokens)} output tokens. From ${set.source}.` }));
+    return card;
+  }
+
+  function relationValue(row, name) {
+    const v = row.mean[name], ci = row.ci[name];
+    const td = el("td", { class: "num", "data-key": name, "data-value": isNum(v) ? v : "" }, pct(v, 1));
+    if (ci) td.append(el("span", { class: "ci", text: `[${pct(ci[0], 1)}, ${pct(ci[1], 1)}]` }));
+    return td;
+  }
+
+  function relationsTable(g, metrics) {
+    const head = el("tr", {}, el("th", { text: "chunker" }),
+      metrics.map((m) => el("th", { class: "num", title: m.description, text: m.label })),
+      el("th", { class: "num", title: "relationship records returned per 1,000 chunk tokens, matched or not", text: "relations / 1k tokens" }),
+      el("th", { class: "num", title: "LLM requests of extracting this chunking (cached ones included)", text: "calls" }),
+      el("th", { class: "num", title: "input + output tokens of extracting this chunking", text: "tokens (in + out)" }));
+    const body = g.rows.map((r, i) => {
+      const name = el("td", { class: "spec", "data-key": "chunker" }, el("span", { title: r.chunker, text: r.chunkerShort }));
+      if (i === g.mostRelations) name.append(el("span", { class: "badge best", title: "highest support containment (ties: extraction recall)", text: "most relations" }));
+      if (i === g.bestPassages) name.append(el("span", { class: "badge passages", title: "highest passage IoU with this setting", text: "best passages" }));
+      return el("tr", { "data-chunker": r.chunker }, name, metrics.map((m) => relationValue(r, m.name)),
+        el("td", { class: "num", "data-key": "relationsPer1k", text: fixed(r.relationsPer1k, 1) }),
+        el("td", { class: "num", "data-key": "calls", text: int(r.calls) }),
+        el("td", { class: "num", "data-key": "tokens", text: `${int(r.inputTokens)} + ${int(r.outputTokens)}` }));
+    });
+    return el("div", { class: "table-wrap" }, el("table", { class: "relations-table" }, el("thead", {}, head), el("tbody", {}, body)));
+  }
+
+  function agreementLine(g) {
+    const p = el("p", { class: "relations-agreement", "data-agree": g.agree === null ? "" : String(g.agree) });
+    const n = g.rows.length ? int(g.rows[0].n) : "–";
+    const at = (r, name) => `${pct(r.mean[name], 1)}%` + (r.ci[name] ? ` [${pct(r.ci[name][0], 1)}, ${pct(r.ci[name][1], 1)}]` : "");
+    if (g.agree === null) {
+      p.textContent = "No passage IoU of these cells with this setting in summary.csv: nothing to compare the relations with.";
+      return p;
+    }
+    const rel = g.rows[g.mostRelations], pas = g.rows[g.bestPassages];
+    if (g.agree) {
+      p.append(el("b", { text: "They agree: " }), `${rel.chunkerShort} keeps the most relations (support containment ${at(rel, "support_containment")}, extraction recall ${at(rel, "recall")}) and also retrieves passages best (IoU ${at(rel, "iou")}) on the same ${n} questions.`);
+    } else {
+      p.append(el("b", { text: "They differ: " }), `${rel.chunkerShort} keeps the most relations (support containment ${at(rel, "support_containment")}, extraction recall ${at(rel, "recall")}; its IoU ${at(rel, "iou")}), ` +
+        `while ${pas.chunkerShort} retrieves passages best (IoU ${at(pas, "iou")}; its support containment ${at(pas, "support_containment")}, extraction recall ${at(pas, "recall")}) on the same ${n} questions.`);
+    }
+    return p;
+  }
+
+  function renderRelations() {
+    const R = DATA.relations;
+    const section = document.getElementById("relations");
+    document.getElementById("nav-relations").hidden = !R;
+    section.hidden = !R;
+    if (!R) return;
+    const body = clear(document.getElementById("relations-body"));
+    for (const set of R.sets) body.append(relationSetCard(set));
+    for (const g of R.groups) {
+      const card = el("div", { class: "card relation-group", "data-dataset": g.dataset, "data-embedder": g.embedder, "data-retrieval": g.retrieval });
+      card.append(el("h3", {}, `${g.dataset}: `, el("span", { title: g.embedder, text: g.embedderShort }), " with ", el("span", { title: g.retrieval, text: g.retrievalShort })));
+      card.append(el("p", { class: "muted relations-support", "data-support": g.support },
+        g.support === "silver" ? el("em", { text: "Silver support (relations an LLM extracted from the excerpts)" }) : "Gold support",
+        `, extractor ${g.extractor}, ${int(g.rows.length ? g.rows[0].n : NaN)} questions.`));
+      card.append(relationsTable(g, R.metrics));
+      card.append(agreementLine(g));
+      body.append(card);
+    }
+  }
+
   // ---------------------------------------------------------------- inspector
   const DENSE = DATA.retrievals.filter((r) => r.dense);
   const IS = { dataset: 0, cell: null, retrieval: RETRIEVALS[OPTS.retrieval] && RETRIEVALS[OPTS.retrieval].dense ? OPTS.retrieval : (DENSE.length ? DENSE[0].spec : null),
@@ -776,6 +863,7 @@
     renderPlotControls();
     renderPlots();
     renderComparisons();
+    renderRelations();
     renderInspector();
     document.body.setAttribute("data-ready", "true");
   }
