@@ -56,8 +56,9 @@ def reference_dp(vectors: np.ndarray, max_pieces: int) -> tuple[list[tuple[int, 
                 if total > dp[i]:
                     dp[i] = total
                     start[i] = i - size + 1
-        (a, size_a), (b, size_b) = sorted(candidates, key=lambda c: -c[0])[:2]
-        near_tie |= abs(a - b) < 1e-9 and max(size_a, size_b) >= 2
+        best = max(total for total, _ in candidates)
+        tied = [size for total, size in candidates if best - total < 1e-9]
+        near_tie |= len(tied) >= 2 and max(tied) >= 2  # any two best-equal runs, one multi-piece
     runs = []
     i = n - 1
     while i >= 0:
