@@ -533,31 +533,14 @@ class SentenceTransformerEmbedder:
         import torch
 
         size = self._batch_size or 1
-        device = torch.device(self._device or "cpu")
-        pad = model.tokenizer.pad_token_id or 0
-        with_types = "token_type_ids" in getattr(model.tokenizer, "model_input_names", ())
         transformer = model[0]
         order = np.argsort([-len(x) for x in rows], kind="stable")
         out: list[npt.NDArray[np.float32]] = [np.zeros((0, 0), np.float32)] * len(rows)
         with torch.inference_mode(), self._autocast(), self._out_of_memory():
             for lo in range(0, len(order), size):
                 chosen = order[lo : lo + size]
-                batch = [rows[i] for i in chosen]
-                width = max(len(x) for x in batch)
-                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, x in enumerate(batch):
-                    input_ids[row, : len(x)] = torch.from_numpy(x.astype(np.int64))
-                    mask[row, : len(x)] = 1
-                self._tokens += int(mask.sum())
-                self._windows += len(batch)
-                features: dict[str, Any] = {
-                    "input_ids": input_ids.to(device),
-                    "attention_mask": mask.to(device),
-                    "modality": "text",
-                }
-                if with_types:
-                    features["token_type_ids"] = torch.zeros_like(features["input_ids"])
+                features = self._features(model, [rows[i] for i in chosen])
+                self._windows += len(chosen)
                 tokens = transformer(features)["token_embeddings"].float().cpu().numpy()
                 for row, i in enumerate(chosen):
                     out[i] = tokens[row, : len(rows[i])]
@@ -648,35 +631,42 @@ class SentenceTransformerEmbedder:
         self._tokenize_seconds += time.perf_counter() - start
         return out
 
+    def _features(self, model: Any, batch: list[npt.NDArray[np.int32]]) -> dict[str, Any]:
+        """A batch of token-id rows padded to the longest, on the model's device, as the
+        transformer module reads it; counts the tokens read."""
+        import torch
+
+        device = torch.device(self._device or "cpu")
+        pad = model.tokenizer.pad_token_id or 0
+        width = max(len(x) for x in batch)
+        input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, x in enumerate(batch):
+            input_ids[row, : len(x)] = torch.from_numpy(x.astype(np.int64))
+            mask[row, : len(x)] = 1
+        self._tokens += int(mask.sum())
+        features: dict[str, Any] = {
+            "input_ids": input_ids.to(device, non_blocking=True),
+            "attention_mask": mask.to(device, non_blocking=True),
+            "modality": "text",
+        }
+        if "token_type_ids" in getattr(model.tokenizer, "model_input_names", ()):
+            features["token_type_ids"] = torch.zeros_like(features["input_ids"])
+        return features
+
     def _forward(self, ids: list[npt.NDArray[np.int32]], kind: Kind) -> FloatArray:
         """Run the model on token ids, longest first, in batches padded to their longest."""
         import torch
 
         model = self._load()
         size = self._batch_size or 1
-        device = torch.device(self._device or "cpu")
-        pad = model.tokenizer.pad_token_id or 0
-        with_types = "token_type_ids" in getattr(model.tokenizer, "model_input_names", ())
         order = np.argsort([-len(x) for x in ids], kind="stable")
         out = np.empty((len(ids), 0), dtype=np.float32)
         start = time.perf_counter()
         with torch.inference_mode(), self._autocast(), self._out_of_memory():
             for first in range(0, len(order), size):
                 batch = [ids[i] for i in order[first : first + size]]
-                width = max(len(x) for x in batch)
-                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, x in enumerate(batch):
-                    input_ids[row, : len(x)] = torch.from_numpy(x.astype(np.int64))
-                    mask[row, : len(x)] = 1
-                self._tokens += int(mask.sum())
-                features: dict[str, Any] = {
-                    "input_ids": input_ids.to(device, non_blocking=True),
-                    "attention_mask": mask.to(device, non_blocking=True),
-                    "modality": "text",
-                }
-                if with_types:
-                    features["token_type_ids"] = torch.zeros_like(features["input_ids"])
+                features = self._features(model, batch)
                 vectors = model(features)["sentence_embedding"].float().cpu().numpy()
                 if out.shape[1] == 0:
                     out = np.empty((len(ids), vectors.shape[1]), dtype=np.float32)
