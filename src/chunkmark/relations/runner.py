@@ -401,7 +401,9 @@ def _rankings(path: Path, rs: RelationSet) -> dict[str, Any]:
     for ranker, qid, chunks in zip(
         data["ranker"], data["question_id"], data["chunks"], strict=True
     ):
-        rows = lists.setdefault(ranker, [[] for _ in order])
+        rows = lists.get(ranker)
+        if rows is None:  # built once per ranker, not once per row
+            rows = lists[ranker] = [[] for _ in order]
         rows[order[qid]] = list(chunks or [])
     out: dict[str, Any] = {}
     for ranker, rows in lists.items():
