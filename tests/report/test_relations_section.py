@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from chunkmark.datasets.jsonl import write_jsonl
 from chunkmark.experiments.config import make_config
+from chunkmark.relations.metrics import RELATION_METRICS
 from chunkmark.relations.model import write_relation_files
 from chunkmark.relations.runner import run_relations
 from chunkmark.report import ReportOptions, build_report
@@ -105,6 +106,12 @@ def test_relations_run_writes_the_report_after_relations_csv(gold_run: Path) -> 
     assert section["sets"][0]["extractor"] == "cooccurrence()"
     assert section["sets"][0]["counts"]["relations"] == 5
     assert [m["name"] for m in section["metrics"]] == [*SHOWN, "iou"]
+    # Definitions come from the manifest the run wrote (the report imports no relations code).
+    for shown in section["metrics"][:-1]:
+        metric = RELATION_METRICS[shown["name"]]
+        assert (shown["short"], shown["interval"]) == (metric.label, metric.interval)
+        assert shown["description"] == metric.description != ""
+        assert manifest["relations"]["metrics"][metric.name]["description"] == metric.description
 
 
 def test_the_section_shows_relations_csv_and_summary_numbers(gold_run: Path) -> None:

@@ -40,6 +40,7 @@ from chunkmark.experiments.runner import EmbedProgress, Results, evaluate
 from chunkmark.experiments.store import read_cell, write_csv, write_json
 from chunkmark.files import write_bytes_atomic
 from chunkmark.relations.metrics import (
+    RELATION_METRICS,
     Chunking,
     ChunkPairs,
     Gold,
@@ -323,6 +324,11 @@ class _Scorer:
             "chunkings": self.extracted,
             "file": RELATIONS_CSV,
             "seconds": round(seconds, 3),
+            # what the report shows beside the numbers, so it needs no import of this package
+            "metrics": {
+                m.name: {"label": m.label, "interval": m.interval, "description": m.description}
+                for m in RELATION_METRICS.values()
+            },
         }
 
 

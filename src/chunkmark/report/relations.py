@@ -65,6 +65,7 @@ def relations_payload(data: ReportData, scoring: str) -> dict[str, Any] | None:
     passage IoU read at ``scoring``; None when no run holds a ``relations.csv``. A file that
     cannot be read is left out with a note in ``data.notes``."""
     sets: list[dict[str, Any]] = []
+    definitions: dict[str, Any] = {}
     groups: dict[tuple[str, str, str, str, str], _Group] = {}
     for run in data.runs:
         file = run.path / RELATIONS_CSV
@@ -88,13 +89,16 @@ def relations_payload(data: ReportData, scoring: str) -> dict[str, Any] | None:
             data.notes.append(f"{file} names a dataset its run does not hold; it is not shown.")
             continue
         sets.append(_set_payload(info, section, rows[0], run.path))
+        found = section.get("metrics")
+        if isinstance(found, dict):
+            definitions = {**found, **definitions}
         for row in rows:
             _add_row(data, groups, info, row, file)
     if not sets:
         return None
     return {
         "sets": sets,
-        "metrics": _metrics_payload(),
+        "metrics": _metrics_payload(definitions),
         "groups": [_group_payload(data, g, scoring) for g in _ordered(data, groups)],
     }
 
@@ -183,19 +187,22 @@ def _ordered(data: ReportData, groups: dict[Any, _Group]) -> list[_Group]:
     )
 
 
-def _metrics_payload() -> list[dict[str, Any]]:
-    from chunkmark.relations.metrics import RELATION_METRICS
-
-    shown = [
-        {
-            "name": name,
-            "label": label,
-            "short": RELATION_METRICS[name].label,
-            "interval": RELATION_METRICS[name].interval,
-            "description": RELATION_METRICS[name].description,
-        }
-        for name, label in SHOWN.items()
-    ]
+def _metrics_payload(definitions: dict[str, Any]) -> list[dict[str, Any]]:
+    """The shown columns, labelled and defined as the manifest's ``relations.metrics`` says
+    (written by ``relations run``; a run without it gets the column names only)."""
+    shown = []
+    for name, label in SHOWN.items():
+        found = definitions.get(name)
+        known = found if isinstance(found, dict) else {}
+        shown.append(
+            {
+                "name": name,
+                "label": label,
+                "short": str(known.get("label", label)),
+                "interval": bool(known.get("interval", name != "f1")),
+                "description": str(known.get("description", "")),
+            }
+        )
     iou = METRICS[PASSAGE_METRIC]
     shown.append(
         {
