@@ -103,3 +103,29 @@ class ScriptedExtractor:
                 )
             )
         return out
+
+
+SENTENCES = "sentences(n=1)"
+WHOLE = "fixed_tokens(size=1000)"
+
+
+def run_args(folder: Path, out: Path, *extra: str) -> list[str]:
+    """``chunkmark relations run`` on the tiny set: one sentence per chunk and one chunk per
+    document, the fake embedder, k 1 and 4, no cache."""
+    return [
+        "relations",
+        "run",
+        str(folder),
+        "-c",
+        SENTENCES,
+        "-c",
+        WHOLE,
+        "-e",
+        "fake()",
+        "--k",
+        "1,4",
+        "--out",
+        str(out),
+        "--no-cache",
+        *extra,
+    ]

@@ -18,10 +18,15 @@ from chunkmark.cli.relations_run import add_commands
 from chunkmark.experiments.config import make_config
 from chunkmark.relations.extract import EXTRACTORS
 from chunkmark.relations.runner import ExtractorSetup, run_relations
-from relations.run_helpers import D1, D2, ScriptedExtractor, write_tiny_set
-
-SENTENCES = "sentences(n=1)"
-WHOLE = "fixed_tokens(size=1000)"
+from relations.run_helpers import (
+    D1,
+    D2,
+    SENTENCES,
+    WHOLE,
+    ScriptedExtractor,
+    run_args,
+    write_tiny_set,
+)
 
 
 def _app() -> typer.Typer:
@@ -46,31 +51,10 @@ def _row(rows: list[dict[str, str]], chunker: str, k: str) -> dict[str, str]:
     return row
 
 
-def run_args(folder: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        "relations",
-        "run",
-        str(folder),
-        "-c",
-        SENTENCES,
-        "-c",
-        WHOLE,
-        "-e",
-        "fake()",
-        "--k",
-        "1,4",
-        "--out",
-        str(out),
-        "--no-cache",
-        "--no-report",
-        *extra,
-    ]
-
-
 def test_relations_run_writes_files_numbers_and_resumes(tmp_path: Path) -> None:
     folder = write_tiny_set(tmp_path / "tiny")
     out = tmp_path / "out"
-    first = cli(*run_args(folder, out))
+    first = cli(*run_args(folder, out, "--no-report"))
     assert first.exit_code == 0, first.output
     assert "contain" in first.output and "RelR@k" in first.output
     for name in ("relations.csv", "summary.csv", "results.parquet", "manifest.json"):
@@ -133,7 +117,7 @@ def test_relations_run_writes_files_numbers_and_resumes(tmp_path: Path) -> None:
     assert manifest["cells"] and manifest["datasets"][0]["questions"] == 5
 
     before = (out / "relations.csv").read_text()
-    again = cli(*run_args(folder, out))
+    again = cli(*run_args(folder, out, "--no-report"))
     assert again.exit_code == 0, again.output
     assert "0 cells computed, 2 resumed" in " ".join(again.output.split())
     assert (out / "relations.csv").read_text() == before
@@ -144,7 +128,9 @@ def test_relations_run_writes_files_numbers_and_resumes(tmp_path: Path) -> None:
 def test_dry_run_with_llm_extractor_asks_nothing(tmp_path: Path) -> None:
     folder = write_tiny_set(tmp_path / "tiny")
     out = tmp_path / "out"
-    done = cli(*run_args(folder, out, "--extractor", "llm(llm='fake()')", "--dry-run"))
+    done = cli(
+        *run_args(folder, out, "--no-report", "--extractor", "llm(llm='fake()')", "--dry-run")
+    )
     assert done.exit_code == 0, done.output
     text = " ".join(done.output.split())
     assert "Dry run" in text and "no request was made" in text

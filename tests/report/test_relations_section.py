@@ -23,10 +23,16 @@ from chunkmark.relations.model import write_relation_files
 from chunkmark.relations.runner import run_relations
 from chunkmark.report import ReportOptions, build_report
 from chunkmark.report.relations import SHOWN
-from relations.run_helpers import ENTITIES, RELATIONS, tiny_dataset, write_tiny_set
+from relations.run_helpers import (
+    ENTITIES,
+    RELATIONS,
+    SENTENCES,
+    WHOLE,
+    run_args,
+    tiny_dataset,
+    write_tiny_set,
+)
 
-SENTENCES = "sentences(n=1)"
-WHOLE = "fixed_tokens(size=1000)"
 FAST = ReportOptions(permutations=200, bootstrap=200)
 
 
@@ -58,26 +64,6 @@ def relations_app() -> typer.Typer:
 
 def cli(*args: str) -> Any:
     return CliRunner().invoke(relations_app(), list(args), catch_exceptions=False)
-
-
-def run_args(folder: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        "relations",
-        "run",
-        str(folder),
-        "-c",
-        SENTENCES,
-        "-c",
-        WHOLE,
-        "-e",
-        "fake()",
-        "--k",
-        "1,4",
-        "--out",
-        str(out),
-        "--no-cache",
-        *extra,
-    ]
 
 
 @pytest.fixture(scope="module")
