@@ -68,6 +68,15 @@ NoCache = Annotated[
 NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/report.html.")]
 
 
+def help_text(text: str | None) -> str:
+    """A docstring as command help: each paragraph on one line, so the terminal's width (not
+    the source's line breaks) decides where lines end."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(text or "").split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
 def experiment(
     config_file: Path | None, no_cache: bool = False, **overrides: Any
 ) -> ExperimentConfig:

@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
     )
-    group.command("prepare")(prepare)
+    group.command("prepare", help=options.help_text(prepare.__doc__))(prepare)
     app.add_typer(group, name="relations")
     return group
 

@@ -36,8 +36,7 @@ OUT/manifest.json and, unless --no-report, OUT/report.html with a Relations sect
 
 def add_commands(group: typer.Typer) -> None:
     """Add ``run`` and ``metrics`` to the ``relations`` command group."""
-    paragraphs = (" ".join(p.split()) for p in RUN_HELP.strip().split("\n\n"))
-    group.command("run", help="\n\n".join(paragraphs))(run)
+    group.command("run", help=options.help_text(RUN_HELP))(run)
     group.command("metrics")(list_relation_metrics)
 
 
