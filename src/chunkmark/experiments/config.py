@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -288,6 +289,7 @@ def read_experiment(path: Path) -> dict[str, Any]:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
+        _unreadable_flow_list(path, text, exc)
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ConfigError(
             f"Cannot read experiment file {path}: {first}.", "Fix the YAML syntax."
@@ -297,6 +299,7 @@ def read_experiment(path: Path) -> dict[str, Any]:
             f"Experiment file {path} is not a mapping.", "Write keys like `datasets: [demo]`."
         )
     lines = _key_lines(node)
+    _rejoin_flow_lists(path, text, node, raw)
     for key in raw:
         if key in KEYS or key in ALIASES:
             continue
@@ -311,6 +314,108 @@ def read_experiment(path: Path) -> dict[str, Any]:
             raw[plural] = raw.pop(singular)
     raw["__lines__"] = lines
     return raw
+
+
+# Keys whose values are spec strings (or dataset names): YAML splits a flow list such as
+# ``chunkers: [fixed_tokens(size=400, overlap=0), recursive(size=200)]`` at every comma, the
+# ones inside a spec's parentheses included.
+SPEC_KEYS = ("datasets", "dataset", "chunkers", "chunker", "embedders", "embedder", "retrieval")
+
+
+def _flow_list_fix(key: str) -> str:
+    return (
+        f'Quote each spec, e.g. {key}: ["fixed_tokens(size=400, overlap=0)", '
+        f'"recursive(size=200)"], or write one `- spec` per line under `{key}:`.'
+    )
+
+
+def _rejoin_flow_lists(path: Path, text: str, node: yaml.Node | None, raw: dict[str, Any]) -> None:
+    """Put back together the specs YAML split at the commas inside their parentheses, in the
+    flow lists (``[a, b]``) of :data:`SPEC_KEYS`; a list whose pieces do not rejoin into
+    balanced specs is a ConfigError naming the file, the key and how to write it."""
+    if not isinstance(node, yaml.MappingNode):
+        return
+    for key_node, value_node in node.value:
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        if key not in SPEC_KEYS or not isinstance(value_node, yaml.SequenceNode):
+            continue
+        if not value_node.flow_style or not value_node.value:
+            continue
+        pieces = value_node.value
+        if not all(isinstance(p, yaml.ScalarNode) for p in pieces):
+            continue  # nested lists or mappings: the config's own checks report them
+        groups = split_groups([None if p.style else p.value for p in pieces])
+        if groups is None:
+            raise ConfigError(
+                f"Cannot read `{key}` in {path}, line {key_node.start_mark.line + 1}: YAML "
+                "splits a [...] list at every comma, also inside a spec's parentheses, and "
+                "these pieces do not rejoin into whole specs.",
+                _flow_list_fix(key),
+            )
+        if all(len(g) == 1 for g in groups):
+            continue
+        items = raw[key]
+        raw[key] = [
+            # A rejoined spec is the text as written from its first piece to its last.
+            text[pieces[g[0]].start_mark.index : pieces[g[-1]].end_mark.index]
+            if len(g) > 1
+            else items[g[0]]
+            for g in groups
+        ]
+
+
+def split_groups(pieces: Sequence[str | None]) -> list[list[int]] | None:
+    """The items of a YAML flow list grouped into whole specs: each group's pieces, joined by
+    the commas YAML split them at, leave no parenthesis or bracket open (quoted text inside
+    them is skipped); a quoted item (None) is whole. None when they cannot be grouped: a piece
+    closes what was never opened, a quoted item falls inside an open spec, or the last spec
+    stays open."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    depth, quote = 0, ""
+    for i, piece in enumerate(pieces):
+        if piece is None:
+            if current:
+                return None
+            groups.append([i])
+            continue
+        current.append(i)
+        for ch in piece:
+            if quote:
+                quote = "" if ch == quote else quote
+            elif ch in "'\"":
+                quote = ch
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth < 0:
+                    return None
+        if depth == 0 and not quote:
+            groups.append(current)
+            current = []
+    return None if current else groups
+
+
+def _unreadable_flow_list(path: Path, text: str, exc: yaml.YAMLError) -> None:
+    """A ConfigError for a spec with ``[`` or ``{`` inside an unquoted ``[...]`` list of
+    :data:`SPEC_KEYS` (YAML cannot read it); nothing for other YAML errors."""
+    mark = getattr(exc, "context_mark", None)
+    if getattr(exc, "context", None) != "while parsing a flow sequence" or mark is None:
+        return
+    lines = text.splitlines()
+    for number in range(min(mark.line, len(lines) - 1), -1, -1):
+        found = re.match(r"\s*(?:-\s+)?([A-Za-z_]\w*)\s*:", lines[number])
+        if found is None:
+            continue
+        key = found.group(1)
+        if key in SPEC_KEYS:
+            raise ConfigError(
+                f"Cannot read `{key}` in {path}, line {number + 1}: YAML cannot read a spec "
+                "holding [ or { inside an unquoted [...] list.",
+                _flow_list_fix(key),
+            ) from None
+        return
 
 
 def _key_lines(node: yaml.Node | None) -> dict[str, int]:
