@@ -178,3 +178,50 @@ def test_results_without_the_new_columns_are_top_k(tmp_path: Path) -> None:
     assert got["retrieval"] == "top_k(k='min')" and got["k"] == "min"
     assert got["difference"] == pytest.approx(0.5) and got["wins"] == 5
     assert got["scoring"] == {"excerpts": "position", "unit": "chars", "denominator": "sum"}
+
+
+def _one_question_run(tmp_path: Path, values: dict[str, float]) -> Path:
+    run = tmp_path / "one"
+    run.mkdir()
+    rows = [
+        {"dataset": "demo", "chunker": str(CHUNKERS.resolve(spec)), "embedder": "fake()"}
+        | {"k": "5", "question_id": "q0", "iou": v}
+        for spec, v in values.items()
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), run / "results.parquet")
+    return run
+
+
+def test_one_question_prints_n_a_and_is_never_significant(tmp_path: Path) -> None:
+    run = _one_question_run(tmp_path, {SMALL: 0.5, LARGE: 0.3})
+    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--json")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["n"] == 1 and got["p_ttest"] is None and got["p_permutation"] == 1.0
+    done = cli(str(run), "--a", SMALL, "--b", LARGE)
+    text = " ".join(done.stdout.split())  # as read, whatever the terminal's width
+    assert "t-test p = n/a" in text and "1 paired question " in text
+    assert "1 question: no test on so few can reach p < 0.05" in text
+    assert "A is better" not in text
+
+
+def test_a_nan_value_means_cannot_tell(tmp_path: Path) -> None:
+    run = _one_question_run(tmp_path, {SMALL: float("nan"), LARGE: 0.3})
+    done = cli(str(run), "--a", SMALL, "--b", LARGE)
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "p = n/a" in text and "verdict: cannot tell" in text
+
+
+def test_too_few_permutations_are_refused(run_dir: Path) -> None:
+    done = cli(
+        str(run_dir), "--a", SMALL, "--b", LARGE, "--embedder", "fake()", "--permutations", "999"
+    )
+    assert done.returncode == 2
+    assert "999 sign flips are too few" in done.stderr and "at least 1,000" in done.stderr
+    report = subprocess.run(
+        [sys.executable, "-m", "chunkmark", "report", str(run_dir), "--permutations", "10"],
+        capture_output=True,
+        text=True,
+    )
+    assert report.returncode == 2 and "10 sign flips are too few" in report.stderr

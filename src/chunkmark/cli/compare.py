@@ -72,9 +72,7 @@ def compare(
     dataset: Annotated[
         str | None, typer.Option(help="The dataset, when the runs hold several.")
     ] = None,
-    permutations: Annotated[
-        int, typer.Option(help="Sign flips of the randomisation test.")
-    ] = 10_000,
+    permutations: options.Permutations = 10_000,
     alpha: Annotated[float, typer.Option(help="Significance level of the verdict.")] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
@@ -264,10 +262,22 @@ def _paired_values(
 def _verdict(result: PairedComparison, metric: str, alpha: float) -> str:
     direction = METRICS[metric].direction
     label = METRICS[metric].label
-    if result.p_permutation >= alpha:
+    if result.p_permutation is None:
         return (
-            f"no detectable difference in {label} (p = {result.p_permutation:.3g} >= {alpha}): "
-            "treat A and B as tied on these questions"
+            f"cannot tell: a {label} value is missing (NaN) for some question, so no test "
+            "can be computed; rerun the cells that produced it"
+        )
+    if result.p_permutation >= alpha:
+        # With n questions the smallest two-sided sign-flip p-value is 2 / 2^n.
+        few = (
+            f" ({result.n} question{'s' * (result.n != 1)}: no test on so few can reach "
+            f"p < {alpha})"
+            if 2.0 ** (1 - result.n) >= alpha
+            else ""
+        )
+        return (
+            f"no detectable difference in {label} (p = {result.p_permutation:.3g} >= {alpha})"
+            f"{few}: treat A and B as tied on these questions"
         )
     better = (result.difference > 0) == (direction == "higher")
     return (
@@ -285,7 +295,8 @@ def _print(
     scoring: Scoring,
     verdict: str,
 ) -> None:
-    title = f"{a[0]}: {METRICS[metric].label} with {retrieval}, {result.n} paired questions"
+    title = f"{a[0]}: {METRICS[metric].label} with {retrieval}, {result.n} paired question"
+    title += "s" * (result.n != 1)
     if not scoring.is_default:
         title += f" ({scoring.label})"
     table = Table(title=title)
@@ -299,11 +310,16 @@ def _print(
     console.print(
         f"A - B = {100 * result.difference:+.2f} points, {100 * result.level:.0f}% interval "
         f"[{100 * result.ci_low:+.2f}, {100 * result.ci_high:+.2f}] (paired bootstrap); "
-        f"p = {result.p_permutation:.3g} (sign-flip randomisation, {result.permutations} "
-        f"flips), t-test p = {result.p_ttest:.3g}, Wilcoxon p = {result.p_wilcoxon:.3g}; "
+        f"p = {_p(result.p_permutation)} (sign-flip randomisation, {result.permutations:,} "
+        f"flips), t-test p = {_p(result.p_ttest)}, Wilcoxon p = {_p(result.p_wilcoxon)}; "
         f"A wins {result.wins}, ties {result.ties}, loses {result.losses}"
     )
     console.print(f"[bold]verdict:[/] {verdict}")
+
+
+def _p(value: float | None) -> str:
+    """A p-value as printed: "n/a" when its test cannot be computed (one question, NaN)."""
+    return "n/a" if value is None else f"{value:.3g}"
 
 
 def _short(cell: Cell) -> str:

@@ -65,6 +65,26 @@ CacheDir = Annotated[
 NoCache = Annotated[
     bool, typer.Option("--no-cache", help="Do not read or write the embedding cache.")
 ]
+
+
+def _enough_permutations(value: int) -> int:
+    from chunkmark.metrics.paired import MIN_PRINTED_PERMUTATIONS
+
+    if value < MIN_PRINTED_PERMUTATIONS:
+        raise typer.BadParameter(
+            f"{value:,} sign flips are too few for a p-value worth printing (it cannot go below "
+            f"1/({value:,} + 1)); use at least {MIN_PRINTED_PERMUTATIONS:,}."
+        )
+    return value
+
+
+Permutations = Annotated[
+    int,
+    typer.Option(
+        help="Sign flips of each randomisation test (at least 1,000).",
+        callback=_enough_permutations,
+    ),
+]
 NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/report.html.")]
 
 

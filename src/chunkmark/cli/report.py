@@ -56,9 +56,7 @@ def report(
         ),
     ] = None,
     alpha: Annotated[float, typer.Option(help="Significance level of the tests.")] = 0.05,
-    permutations: Annotated[
-        int, typer.Option(help="Sign flips of each randomisation test.")
-    ] = 10_000,
+    permutations: options.Permutations = 10_000,
     bootstrap: Annotated[
         int, typer.Option(help="Resamples of each paired-bootstrap interval.")
     ] = 10_000,

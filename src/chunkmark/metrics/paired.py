@@ -7,8 +7,17 @@ works on the differences ``d = a - b``, so question difficulty cancels out.
   each ``d[i]`` is as likely to be ``-d[i]``; with ``R`` random sign vectors, ``p = (b + 1) /
   (R + 1)`` where ``b`` counts the flips whose ``|mean|`` reaches the observed one. It assumes
   nothing about the shape of the differences (metric values are bounded and often mostly zero),
-  and is the default. The paired t-test (``scipy.stats.ttest_rel``) and the Wilcoxon
-  signed-rank test (``scipy.stats.wilcoxon``) are reported beside it.
+  and is the default. The paired t-test and the Wilcoxon signed-rank test are reported beside
+  it (:func:`paired_ttest`, :func:`wilcoxon_test`).
+- **What cannot be computed says so.** A p-value is ``None`` (printed "n/a") when its test is
+  undefined: any NaN among the values, or the t-test with fewer than two questions or
+  differences that do not vary. ``None`` is never read as significant: Holm and
+  :func:`tied_with_best` treat it as p = 1.
+- **Ties are real.** Metric differences are mostly zero and often repeat (two chunkings that
+  both retrieve the whole excerpt); differences are rounded to :data:`DECIMALS` places first,
+  so values equal in exact arithmetic are equal here, and the Wilcoxon test ranks ties by their
+  mid-rank with an exact null distribution up to :data:`WILCOXON_EXACT_MAX` non-zero
+  differences.
 - **How large is it?** The mean difference with a paired-bootstrap percentile interval
   (questions resampled with their pair), and win/tie/loss counts over questions.
 - **Across many pairs**, p-values are Holm-adjusted (:func:`holm`), and
@@ -20,7 +29,6 @@ Same inputs and seed, same numbers.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -32,6 +40,16 @@ FloatArray = npt.NDArray[np.float64]
 Direction = Literal["higher", "lower"]
 PERMUTATIONS = 10_000
 BOOTSTRAP = 10_000
+# The fewest sign flips behind a p-value chunkmark prints (compare, report): p cannot go below
+# 1 / (R + 1), and its sampling error at p = 0.05 is about 0.007 with R = 1,000.
+MIN_PRINTED_PERMUTATIONS = 1_000
+# Differences are rounded to this many decimals before testing: metric values are ratios whose
+# float results differ in the last bits when they are equal in exact arithmetic.
+DECIMALS = 12
+# Up to this many non-zero differences the Wilcoxon p-value comes from the exact null
+# distribution of the signed-rank statistic (mid-ranks for ties); above it, from the normal
+# approximation with the tie-corrected variance.
+WILCOXON_EXACT_MAX = 50
 _BLOCK = 1_000  # sign vectors drawn at once
 
 
@@ -45,9 +63,9 @@ class PairedComparison:
     difference: float
     ci_low: float
     ci_high: float
-    p_permutation: float
-    p_ttest: float
-    p_wilcoxon: float
+    p_permutation: float | None  # None: not computable (NaN values), printed "n/a"
+    p_ttest: float | None  # None: n < 2, differences that do not vary, or NaN values
+    p_wilcoxon: float | None  # None: NaN values
     wins: int  # questions where a > b
     ties: int
     losses: int
@@ -68,7 +86,10 @@ def compare_paired(
     level: float = 0.95,
     seed: int = 0,
 ) -> PairedComparison:
-    """Compare paired per-question values ``a`` and ``b`` (same questions, same order)."""
+    """Compare paired per-question values ``a`` and ``b`` (same questions, same order).
+
+    With a NaN among the values nothing is tested: every p-value is ``None`` and the difference
+    and its interval are NaN."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
@@ -76,7 +97,11 @@ def compare_paired(
     if len(x) == 0:
         raise ValueError("no questions to compare")
     d = x - y
-    low, high = paired_bootstrap_ci(d, resamples=bootstrap, level=level, seed=seed)
+    if np.isnan(d).any():
+        low = high = math.nan
+    else:
+        low, high = paired_bootstrap_ci(d, resamples=bootstrap, level=level, seed=seed)
+    p_permutation = permutation_test(d, permutations=permutations, seed=seed)
     return PairedComparison(
         n=len(d),
         mean_a=float(x.mean()),
@@ -84,7 +109,7 @@ def compare_paired(
         difference=float(d.mean()),
         ci_low=low,
         ci_high=high,
-        p_permutation=permutation_test(d, permutations=permutations, seed=seed),
+        p_permutation=None if math.isnan(p_permutation) else p_permutation,
         p_ttest=paired_ttest(x, y),
         p_wilcoxon=wilcoxon_test(d),
         wins=int((d > 0).sum()),
@@ -97,10 +122,13 @@ def compare_paired(
 
 
 def permutation_test(d: npt.ArrayLike, *, permutations: int = PERMUTATIONS, seed: int = 0) -> float:
-    """Two-sided sign-flip randomisation test of mean(d) = 0: ``p = (b + 1) / (R + 1)``."""
+    """Two-sided sign-flip randomisation test of mean(d) = 0: ``p = (b + 1) / (R + 1)``; NaN
+    when ``d`` holds a NaN (nothing can be tested)."""
     diffs = np.asarray(d, dtype=np.float64)
     if permutations < 1:
         raise ValueError(f"permutations must be at least 1, got {permutations}")
+    if np.isnan(diffs).any():
+        return math.nan
     observed = abs(diffs.mean())
     # A flipped mean equal to the observed one up to rounding counts as reaching it.
     reach = observed - 1e-12 * max(1.0, float(np.abs(diffs).sum()))
@@ -130,32 +158,74 @@ def paired_bootstrap_ci(
     return float(low), float(high)
 
 
-def paired_ttest(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
-    """Two-sided paired t-test p-value (``scipy.stats.ttest_rel``); 1.0 when a equals b."""
+def paired_ttest(a: npt.ArrayLike, b: npt.ArrayLike) -> float | None:
+    """Two-sided paired t-test p-value of mean(a - b) = 0.
+
+    ``t = mean(d) / (s / sqrt(n))`` with ``s`` the sample standard deviation, against Student's
+    t with ``n - 1`` degrees of freedom. 1.0 when every difference is zero; ``None`` when the
+    test is undefined: fewer than two questions, a NaN, or differences that are all equal but
+    not zero (``s = 0``: t would be infinite, a certainty no finite sample gives)."""
     from scipy import stats
 
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if np.array_equal(x, y):
+    d = _rounded(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))
+    if len(d) < 2 or np.isnan(d).any():
+        return None
+    if not d.any():
         return 1.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # constant non-zero differences
-        p = float(stats.ttest_rel(x, y).pvalue)
-    return 0.0 if math.isnan(p) else p
+    sd = float(d.std(ddof=1))
+    if sd == 0.0:
+        return None
+    t = float(d.mean()) / (sd / math.sqrt(len(d)))
+    return float(min(1.0, 2.0 * stats.t.sf(abs(t), len(d) - 1)))
 
 
-def wilcoxon_test(d: npt.ArrayLike) -> float:
-    """Two-sided Wilcoxon signed-rank p-value (zero differences dropped); 1.0 with none left."""
+def wilcoxon_test(d: npt.ArrayLike) -> float | None:
+    """Two-sided Wilcoxon signed-rank p-value; zero differences dropped (Wilcoxon's method).
+
+    The statistic is W+, the sum of the ranks of ``|d|`` (mid-ranks for ties) over positive
+    differences. Up to :data:`WILCOXON_EXACT_MAX` non-zero differences the p-value is exact:
+    ``P(|W+ - E| >= |w - E|)`` under the null distribution in which each rank's sign is a fair
+    coin, counted over all ``2^n`` sign vectors (with the tied ranks as they are). Above it, the
+    normal approximation with variance ``sum(rank^2) / 4`` (which is the tie-corrected
+    ``n(n+1)(2n+1)/24 - sum(t^3 - t)/48``), no continuity correction. 1.0 when no difference is
+    non-zero; ``None`` with a NaN."""
     from scipy import stats
 
-    diffs = np.asarray(d, dtype=np.float64)
-    if not np.any(diffs != 0):
+    diffs = _rounded(np.asarray(d, dtype=np.float64))
+    if np.isnan(diffs).any():
+        return None
+    nonzero = diffs[diffs != 0]
+    if len(nonzero) == 0:
         return 1.0
-    return float(stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
+    ranks = stats.rankdata(np.abs(nonzero))  # mid-ranks: multiples of 0.5
+    w = float(ranks[nonzero > 0].sum())
+    centre = float(ranks.sum()) / 2.0
+    if len(nonzero) > WILCOXON_EXACT_MAX:
+        z = (w - centre) / math.sqrt(float((ranks**2).sum()) / 4.0)
+        return float(min(1.0, 2.0 * stats.norm.sf(abs(z))))
+    # Exact: the distribution of W+ by dynamic programming over doubled (integer) ranks.
+    doubled = np.rint(2.0 * ranks).astype(np.int64)
+    counts = np.zeros(int(doubled.sum()) + 1)
+    counts[0] = 1.0
+    for r in doubled:
+        counts[r:] = counts[r:] + counts[:-r]
+        counts /= 2.0  # probabilities, so 2^n never overflows
+    observed = abs(2.0 * w - 2.0 * centre)
+    sums = np.arange(len(counts), dtype=np.float64)
+    extreme = np.abs(sums - 2.0 * centre) >= observed - 1e-9
+    return float(min(1.0, counts[extreme].sum()))
 
 
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm-Bonferroni adjusted p-values, in the input order (monotone, capped at 1)."""
-    p = np.asarray(pvalues, dtype=np.float64)
+def _rounded(d: FloatArray) -> FloatArray:
+    """Differences rounded to :data:`DECIMALS` places: equal in exact arithmetic, equal here."""
+    out: FloatArray = np.round(d, DECIMALS) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return out
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the input order (monotone, capped at 1); a p-value
+    that could not be computed (``None`` or NaN) counts as 1."""
+    p = np.array([1.0 if v is None or math.isnan(v) else v for v in pvalues], dtype=np.float64)
     m = len(p)
     order = np.argsort(p, kind="stable")
     adjusted = np.empty(m)
@@ -186,7 +256,7 @@ def tied_with_best(
     seed: int = 0,
 ) -> list[TieWithBest]:
     """Every cell against the best one (by mean), best first: ``tied`` when the Holm-adjusted
-    permutation p-value of the paired difference is at least ``alpha``.
+    permutation p-value of the paired difference is at least ``alpha`` (or cannot be computed).
 
     The cells tied with the best form one group: the data cannot order them.
     """
@@ -196,6 +266,8 @@ def tied_with_best(
     means = {
         name: sign * float(np.mean(np.asarray(v, dtype=np.float64))) for name, v in cells.items()
     }
+    # A cell with a NaN among its values ranks last: its comparisons say "not computable".
+    means = {name: -math.inf if math.isnan(m) else m for name, m in means.items()}
     best = max(means, key=lambda name: (means[name], name))
     others = sorted((n for n in cells if n != best), key=lambda n: (-means[n], n))
     comparisons = [

@@ -33,7 +33,7 @@
   function int(v) { return isNum(v) ? Math.round(v).toLocaleString("en-US") : "–"; }
   function fixed(v, digits) { return isNum(v) ? v.toFixed(digits) : "–"; }
   function pval(p) {
-    if (!isNum(p)) return "–";
+    if (!isNum(p)) return "n/a";  // a test that cannot be computed (one question, NaN)
     if (p < 0.001) return p.toExponential(1);
     return p.toPrecision(2);
   }
