@@ -2,8 +2,21 @@
 ``candidates``, fused into one.
 
 - ``fusion="rrf"`` (reciprocal rank fusion): a chunk scores ``sum 1 / (rrf_k + rank)`` over the
-  lists it is in, ``rank`` starting at 1 (ranx's ``fuse(method="rrf")``). Ranks are positions in
-  each list, whose own ties are already broken by chunk index.
+  lists it is in, ``rank`` starting at 1 (ranx's ``fuse(method="rrf")``).
+
+  **Ties.** A rank is a position: within each list the entries are ordered by score, higher
+  first, and equal scores by chunk index, lower first (the tie rule of every chunkmark ranker,
+  :func:`chunkmark.retrieval.topk.top_k`); ``rank`` is the position in that order. :func:`fuse`
+  applies this order itself, so the fused result depends only on each list's (chunk, score)
+  entries, never on how a caller ordered equal scores. Tied chunks therefore get different
+  ranks (a list of 10 BM25 zeros gives ranks 1 to 10 by chunk index), not a shared one: every
+  list keeps the rank mass ``sum 1 / (rrf_k + i)`` of an untied list of its length, and the
+  result is what a positional RRF (Elasticsearch, OpenSearch, ranx) gives once its ties are
+  ordered this way. ranx given raw tied scores orders a tie by its own sort, numba's unstable
+  ``argsort`` of the negated scores over the entries as inserted, which is no documented rule:
+  it agrees with chunkmark on every list without ties and may differ on any list with them
+  (tests/retrieval/test_hybrid.py counts how often). The cost of the rule: among tied entries,
+  the earlier chunk of the corpus gets the larger share.
 - ``fusion="convex"``: each list's scores are min-max normalised per question over that list
   (``(s - min) / max(max - min, 1e-9)``, ranx's ``norm="min-max"``: a list of equal scores
   normalises to 0), then ``alpha * dense + (1 - alpha) * bm25``, a chunk absent from a list
@@ -99,10 +112,15 @@ def fuse(
     alpha: float = 0.5,
     rrf_k: int = 60,
 ) -> tuple[IntArray, FloatArray]:
-    """Fuse two rankings (ids and scores, ``(questions, width)`` each, best first, no chunk
-    twice in a row) into the top ``min(k, n_chunks)`` per question (see the module docstring)."""
+    """Fuse two rankings (ids and scores, ``(questions, width)`` each, no chunk twice in a row)
+    into the top ``min(k, n_chunks)`` per question (see the module docstring). For ``rrf`` the
+    ranks are read from the scores (higher first, equal scores by chunk index), whatever the
+    order of a row's entries."""
     dense_ids, dense_scores = dense
     keyword_ids, keyword_scores = keyword
+    if fusion == "rrf":  # ranks are positions in (score desc, chunk index) order
+        dense_ids = _tie_ordered(dense_ids, dense_scores)
+        keyword_ids = _tie_ordered(keyword_ids, keyword_scores)
     n_q = len(dense_ids)
     if len(keyword_ids) != n_q:
         raise ValueError(f"rankings for {n_q} and {len(keyword_ids)} questions cannot be fused")
@@ -130,6 +148,15 @@ def fuse(
         ids[lo:hi] = top_ids
         scores[lo:hi] = np.where(np.isneginf(top), 0.0, top).astype(np.float32)
     return ids, scores
+
+
+def _tie_ordered(ids: IntArray, scores: FloatArray) -> IntArray:
+    """Each row's ids ordered by score (higher first), equal scores by chunk index."""
+    if ids.size == 0:
+        return ids
+    order = np.lexsort((ids, -scores.astype(np.float64)), axis=1)
+    ordered: IntArray = np.take_along_axis(ids, order, axis=1)
+    return ordered
 
 
 def _contributions(scores: FloatArray, fusion: Fusion, rrf_k: int) -> F64:
