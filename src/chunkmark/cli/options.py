@@ -8,7 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from chunkmark.experiments.config import DEFAULT_DATASET, ExperimentConfig, load_config, make_config
+from chunkmark.errors import ConfigError
+from chunkmark.experiments.config import (
+    DEFAULT_DATASET,
+    ExperimentConfig,
+    load_config,
+    make_config,
+    parse_k,
+)
 
 ConfigFile = Annotated[
     Path | None,
@@ -103,6 +110,19 @@ def experiment(
     """The experiment file (or the defaults) with the options given on the command line: a
     ``None`` or empty option leaves the file's value."""
     given = {k: v for k, v in overrides.items() if v is not None and v != [] and v != {}}
+    if "k" in given and "retrieval" in given:
+        raise ConfigError(
+            "--k cannot be combined with --retrieval: --k sets the depths of the default "
+            "top_k retrieval, and --retrieval replaces that default.",
+            f"Give the depths as one more --retrieval: --retrieval '{top_k_spec(given['k'])}'.",
+        )
     if no_cache:
         given["no_cache"] = True
     return load_config(config_file, given) if config_file else make_config(given)
+
+
+def top_k_spec(k: str) -> str:
+    """The ``top_k`` retrieval spec of ``--k`` values, to write in single quotes on a command
+    line: ``5`` -> ``top_k(k=5)``, ``1,min`` -> ``top_k(k=[1, "min"])``."""
+    values = [f'"{v}"' if isinstance(v, str) else str(v) for v in parse_k(k)]
+    return f"top_k(k={values[0]})" if len(values) == 1 else f"top_k(k=[{', '.join(values)}])"

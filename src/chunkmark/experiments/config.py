@@ -462,6 +462,13 @@ def load_config(path: Path, overrides: dict[str, Any] | None = None) -> Experime
         raw.pop("retrieval", None)
     if "retrieval" in overrides:
         raw.pop("k", None)
+    if "k" in raw and "retrieval" in raw and not {"k", "retrieval"} & set(overrides):
+        raise ConfigError(
+            f"{path} gives both `k` (line {lines.get('k', '?')}) and `retrieval` (line "
+            f"{lines.get('retrieval', '?')}): `k` sets the depths of the default top_k "
+            "retrieval, and `retrieval` replaces that default.",
+            "Put the depths in the retrieval list, e.g. top_k(k=[1, 5, 10]), and drop `k`.",
+        )
     raw.update(overrides)
     return make_config(raw, source=str(path), lines=lines)
 
@@ -483,6 +490,8 @@ def make_config(
         msg = err["msg"].removeprefix("Value error, ")
         line = (lines or {}).get(loc[0]) if loc else None
         at = f"{source}, line {line}" if line else source
+        if not loc:  # a check across keys: its message says what to change
+            raise ConfigError(f"Invalid experiment in {at}: {msg}.") from None
         raise ConfigError(
             f"Invalid experiment setting {where!r} in {at}: {msg}.",
             f"Valid keys: {', '.join(KEYS)}.",
