@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 GENERATE_HELP = "\n\n".join(
     [
         "Generate questions whose answers are exact excerpts of your documents.",
-        "CORPUS is a folder with corpora/*.md|*.txt (what 'chunkmark datasets import' writes) "
-        "or any dataset folder (its questions are ignored). The plan of windows (documents "
+        "CORPUS is a folder of .md and .txt files (one document each; subfolders are not "
+        "read), a folder with corpora/*.md|*.txt (what 'chunkmark datasets import' writes, "
+        "also from PDF, HTML and Word) or any dataset folder (its questions are ignored). The "
+        "plan of windows (documents "
         "weighted by length, windows spread over each document) and styles is drawn from "
         "--seed; one request per question asks the LLM for a question and the passages that "
         "answer it, which become character spans. An unusable answer is asked again with what "
@@ -61,7 +63,8 @@ def generate_command(
     corpus: Annotated[
         str,
         typer.Argument(
-            help="Corpus folder (corpora/*.md|*.txt) or dataset folder.", show_default=False
+            help="Folder of .md/.txt files, corpus folder (corpora/*.md|*.txt) or dataset folder.",
+            show_default=False,
         ),
     ],
     llm: Annotated[

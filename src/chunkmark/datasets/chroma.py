@@ -79,6 +79,24 @@ def read_corpus(folder: str | Path) -> list[Document]:
     return [Document(doc_id, text) for doc_id, text in texts.items()]
 
 
+def read_documents(folder: str | Path) -> list[Document]:
+    """The ``*.md`` and ``*.txt`` files directly in ``folder`` (subfolders are not read), one
+    document each, read and checked as :func:`read_corpus` reads ``corpora/``."""
+    root = Path(folder)
+    check_folder(root, _raise_problem)
+    texts, _ = _read_corpora(root, _raise_problem)
+    return [Document(doc_id, text) for doc_id, text in texts.items()]
+
+
+def has_documents(folder: str | Path) -> bool:
+    """Whether ``folder`` holds ``*.md`` or ``*.txt`` files directly (what
+    :func:`read_documents` reads)."""
+    root = Path(folder)
+    return root.is_dir() and any(
+        p.suffix.lower() in CORPUS_SUFFIXES and p.is_file() for p in root.iterdir()
+    )
+
+
 def _raise_problem(problem: Problem) -> None:
     """A reporter that raises the first problem as a one-line :class:`DatasetError`."""
     raise DatasetError(f"{problem.where}: {problem.message}", problem.fix)
