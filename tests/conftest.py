@@ -1,14 +1,57 @@
 """Shared fixtures. Benchmark data is read from ``../shared`` beside the project root, or from
-the folder named by ``CHUNKMARK_SHARED_DIR``; it is never copied into the repository."""
+the folder named by ``CHUNKMARK_SHARED_DIR``; it is never copied into the repository.
+
+With ``CHUNKMARK_REQUIRE_ALL=1`` (as ``.ci/run`` sets it) a test that skips fails instead: CI
+has every component the tests need (the shared data, MiniLM, Ray, faiss, Chromium, ...), so a
+skip there would be a regression passing silently. The only skips allowed are for hardware the
+machine does not have; such a skip's reason starts with ``skipping.HARDWARE``. The run ends with
+the count of tests that ran and that skipped.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from skipping import HARDWARE, REQUIRE_ALL, require_all
+
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if not (report.skipped and require_all()) or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if reason.startswith("Skipped: "):
+        reason = reason[len("Skipped: ") :]
+    if reason.startswith(HARDWARE):
+        return
+    report.outcome = "failed"
+    report.longrepr = (
+        f"{REQUIRE_ALL}=1: {item.nodeid} skipped ({reason}), but this run must have every "
+        "component the tests need. Fix: install or provide it (see .ci/run), or mark a skip "
+        f"for missing hardware with a reason starting {HARDWARE!r}."
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    stats = terminalreporter.stats
+    ran = len(
+        {
+            r.nodeid
+            for key in ("passed", "failed", "error", "xfailed", "xpassed")
+            for r in stats.get(key, [])
+        }
+    )
+    skipped = len(stats.get("skipped", []))
+    mode = f" ({REQUIRE_ALL}=1: only hardware skips allowed)" if require_all() else ""
+    terminalreporter.write_line(f"chunkmark: {ran} tests ran, {skipped} skipped{mode}")
 
 
 def shared_dir() -> Path:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,11 +19,13 @@ HELP_HINT = re.compile(r"^Run '.*chunkmark(?P<command> \S+)? --help' for usage\.
 FAKE_RUN = ("--embedder", "fake()", "--dataset", "demo", "--quiet")
 
 
-def cli(*args: str, cwd: Path, log_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, cwd: Path, log_dir: Path | None = None, prefix: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["CHUNKMARK_LOG_DIR"] = str(log_dir or cwd / "logs")
     return subprocess.run(
-        [sys.executable, "-m", "chunkmark", *args],
+        [*prefix, sys.executable, "-m", "chunkmark", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -155,24 +159,29 @@ def test_out_inside_a_regular_file(tmp_path: Path) -> None:
     )
 
 
-def _read_only_folder(tmp_path: Path) -> Path:
-    """A folder nobody may write in, or a skip when this user can write there anyway (root)."""
+def _read_only_folder(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A folder nobody may write in, and the command prefix under which this user obeys its
+    mode: none for an ordinary user; for root (whom modes do not stop, as in CI), util-linux's
+    ``setpriv`` dropping the two capabilities that bypass file modes."""
     folder = tmp_path / "locked"
     folder.mkdir()
     folder.chmod(0o555)
     try:
         (folder / "probe").write_text("x", encoding="utf-8")
     except PermissionError:
-        return folder
+        return folder, []
     (folder / "probe").unlink()
-    folder.chmod(0o755)
-    pytest.skip("this user can write in read-only folders (root)")
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        folder.chmod(0o755)
+        pytest.skip("root needs util-linux's setpriv to obey file modes")
+    return folder, [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
 
 
 def test_out_inside_a_read_only_folder(tmp_path: Path) -> None:
-    folder = _read_only_folder(tmp_path)
+    folder, prefix = _read_only_folder(tmp_path)
     try:
-        done = cli("run", *FAKE_RUN, "--out", "locked/results", cwd=tmp_path)
+        done = cli("run", *FAKE_RUN, "--out", "locked/results", cwd=tmp_path, prefix=prefix)
     finally:
         folder.chmod(0o755)
     assert_one_line_error(
@@ -182,12 +191,27 @@ def test_out_inside_a_read_only_folder(tmp_path: Path) -> None:
 
 
 def test_out_is_a_read_only_folder(tmp_path: Path) -> None:
-    folder = _read_only_folder(tmp_path)
+    folder, prefix = _read_only_folder(tmp_path)
+    check = (
+        "import sys\n"
+        "from chunkmark.errors import ConfigError\n"
+        "from chunkmark.experiments.store import prepare_out_dir\n"
+        "try:\n"
+        "    prepare_out_dir(__import__('pathlib').Path(sys.argv[1]))\n"
+        "except ConfigError as exc:\n"
+        "    print(exc)\n"
+    )
     try:
-        with pytest.raises(ConfigError, match=r"Cannot write results in .*locked"):
-            prepare_out_dir(folder)
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", check, str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         folder.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    assert re.match(r"Cannot write results in .*locked", done.stdout), done.stdout
 
 
 def test_unwritable_out_folder_is_a_config_error(

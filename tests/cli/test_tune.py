@@ -90,8 +90,6 @@ def test_the_chunkmark_app_reports_a_bad_setting_in_one_line(tmp_path: Path) -> 
         command = [sys.executable, "-m", "chunkmark", *args]
         return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
-    if "no such command" in cli("tune", "--help").stderr:
-        pytest.skip("`tune` is not registered in chunkmark/cli/app.py yet")
     exp = write_experiment(tmp_path)
     done = cli("tune", str(exp), "--trials", "2", "--retrieval", "top_k(k=7)", "--no-cache")
     assert done.returncode == 2

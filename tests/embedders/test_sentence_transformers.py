@@ -20,6 +20,7 @@ from chunkmark.embedders.sentence_transformers import (
     resolve_model,
 )
 from chunkmark.errors import EmbeddingError, SpecError
+from skipping import HARDWARE
 
 
 def test_import_chunkmark_does_not_import_torch() -> None:
@@ -134,7 +135,7 @@ def test_texts_differing_past_the_window_share_one_model_input(
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not cpu_supports_bf16(), reason="this CPU has no native bfloat16")
+@pytest.mark.skipif(not cpu_supports_bf16(), reason=HARDWARE + "a CPU with native bfloat16")
 def test_bf16_is_close_to_fp32_and_has_its_own_identity(
     minilm: SentenceTransformerEmbedder,
 ) -> None:

@@ -23,6 +23,7 @@ from chunkmark.embedders.sentence_transformers import (
     resolve_device,
 )
 from chunkmark.errors import EmbeddingError, SpecError
+from skipping import HARDWARE
 
 GIB = 1 << 30
 MINILM_WIDTHS = ModelWidths(hidden=384, intermediate=1536, heads=12)
@@ -251,7 +252,7 @@ def test_auto_on_a_cpu_records_the_device_and_batch_size(no_gpu: None) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not cpu_supports_bf16(), reason="this CPU has no native bfloat16")
+@pytest.mark.skipif(not cpu_supports_bf16(), reason=HARDWARE + "a CPU with native bfloat16")
 def test_bf16_on_a_cpu_takes_its_measured_batch_size(no_gpu: None) -> None:
     emb = SentenceTransformerEmbedder(precision="bf16")
     emb.embed(["a text"])
