@@ -183,15 +183,25 @@ def failure_lines(failures: list[dict[str, Any]]) -> list[str]:
 
 
 def query_check_lines(cells: list[dict[str, Any]]) -> list[str]:
-    """A warning per cell whose questions were no closer to their answers than shuffled ones."""
+    """A warning per cell whose questions were no closer to their answers than shuffled ones,
+    and a neutral note per cell with too few questions for the check to tell."""
     lines = []
     for cell in cells:
         check = cell.get("query_check")
+        where = (
+            f"{cell['dataset']}: {_short_chunker(cell['chunker'])} x "
+            f"{_short_embedder(cell['embedder'])}"
+        )
         if check and check.get("flagged"):
             lines.append(
-                f"[yellow]warning:[/] {cell['dataset']}: {_short_chunker(cell['chunker'])} x "
-                f"{_short_embedder(cell['embedder'])}: questions are no closer to their answers "
+                f"[yellow]warning:[/] {where}: questions are no closer to their answers "
                 f"than shuffled questions (p={check['p_value']:.2g}); check the query embedder."
+            )
+        elif check and check.get("inconclusive"):
+            lines.append(
+                f"note: {where}: the query check cannot tell with {check['questions']} "
+                f"questions (p={check['p_value']:.2g}); it needs {check['min_questions']} to "
+                "tell a working query embedder from a broken one."
             )
     return lines
 
