@@ -202,3 +202,57 @@ def test_experiment_file_gives_the_grid_and_its_datasets_are_replaced(tmp_path: 
     (row,) = _rows(out)
     assert row["dataset"] == "tiny" and row["k"] == "2"
     assert float(row["support_containment_mean"]) == pytest.approx(4 / 5)
+
+
+def test_estimates_of_a_chunker_that_embeds_send_no_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dry run and a --max-cost check read a semantic chunker's vectors from the cache only:
+    the embedding server (OpenAI's wire format, on 127.0.0.1) counts every request."""
+    pytest.importorskip("openai")
+    from chunkmark.datasets.jsonl import write_jsonl
+    from chunkmark.datasets.model import Dataset, Document, Question
+    from chunkmark.relations.model import Entity, Relation, write_relation_files
+    from chunkmark.spans import Span
+    from embedding_server import serve_embeddings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    # Four sentences: a kamradt chunker embeds them (with fewer than three it never embeds).
+    text = "Alice met Bob in Paris. Bob works at Acme. Acme sells tea. Alice drinks tea."
+    folder = tmp_path / "four"
+    support = Span(0, 23)
+    write_jsonl(
+        Dataset(
+            "four", (Document("d1", text),), (Question("r1", "Who met Bob?", "d1", (support,)),)
+        ),
+        folder,
+    )
+    alice = Entity("e1", "d1", "PER", ("Alice",), (Span(0, 5), Span(59, 64)))
+    bob = Entity("e2", "d1", "PER", ("Bob",), (Span(10, 13), Span(24, 27)))
+    knows = Relation("r1", "d1", "e1", "e2", "P1", "knows", (support,), "evidence", True)
+    write_relation_files(folder, (alice, bob), (knows,))
+    with serve_embeddings() as server:
+        embedder = f"openai(model='text-embedding-3-small', base_url='{server.url}')"
+        args = [
+            *("relations", "run", str(folder), "-c", "kamradt(breakpoint_percentile=50)"),
+            *("-e", embedder, "--k", "1", "--no-report", "--cache-dir", str(tmp_path / "cache")),
+            *("--extractor", "llm(llm='fake()')"),
+        ]
+        dry = cli(*args, "--out", str(tmp_path / "dry"), "--dry-run")
+        assert dry.exit_code == 0, dry.output
+        assert server.requests == []
+        assert "the cache does not hold" in " ".join(dry.output.split())
+        capped = CliRunner().invoke(
+            _app(), [*args, "--out", str(tmp_path / "cap"), "--max-cost", "5"]
+        )
+        assert capped.exit_code != 0
+        assert "kamradt" in str(capped.exception) and "--max-cost" in str(capped.exception)
+        assert server.requests == []  # neither asked the API for anything
+        done = cli(*args, "--out", str(tmp_path / "real"))
+        assert done.exit_code == 0, done.output
+        sent = len(server.requests)
+        assert sent > 0
+        warm = cli(*args, "--out", str(tmp_path / "dry2"), "--dry-run")
+        assert warm.exit_code == 0, warm.output
+        assert "the cache does not hold" not in " ".join(warm.output.split())
+        assert len(server.requests) == sent  # the cached vectors chunk it now: still no request

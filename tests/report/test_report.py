@@ -439,6 +439,33 @@ def test_without_plotly_the_run_still_succeeds(
     )
     assert "report" not in results.files and not (tmp_path / "run" / "report.html").exists()
     assert any(m.startswith("report skipped:") and "chunkmark[report]" in m for m in heard)
+    assert results.report_error is not None and "chunkmark[report]" in results.report_error
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["report_error"] == results.report_error
+
+
+def test_a_report_fault_is_carried_by_the_results_without_progress(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("the leaderboard broke")
+
+    monkeypatch.setattr("chunkmark.report.build_report", broken)
+    results = chunkmark.evaluate(
+        dataset="demo",
+        chunkers=CHUNKERS[:1],
+        embedders=["fake()"],
+        k=[1],
+        out=tmp_path / "run",
+        no_cache=True,
+    )
+    assert results.report_error is not None
+    assert results.report_error.startswith("RuntimeError: the leaderboard broke")
+    assert "report" not in results.files
+    for name in ("results.parquet", "summary.csv", "manifest.json"):
+        assert (tmp_path / "run" / name).is_file()
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["report_error"] == results.report_error
 
 
 def test_inspector_without_the_dataset(run: Any, tmp_path: Path) -> None:

@@ -363,8 +363,9 @@ def test_the_page_of_a_new_schema_run(new: Any, new_data: ReportData, tmp_path: 
 
 def test_write_run_report_takes_the_runs_datasets(new: Any) -> None:
     heard: list[str] = []
-    path = write_run_report(new.path, new.datasets, heard.append)
-    assert path == new.path / "report.html" and path.is_file()
+    written = write_run_report(new.path, new.datasets, heard.append)
+    path = written.path
+    assert written.error is None and path == new.path / "report.html" and path.is_file()
     assert any(m.startswith("report") for m in heard)
     payload = page_data(path)
     assert [i["available"] for i in payload["inspector"]] == [True, True]

@@ -215,11 +215,16 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
     for name in ("chunker", "chunks", "texts", "cached", "calls", "input tok", "output tok"):
         table.add_column(name, justify="left" if name == "chunker" else "right")
     table.add_column("USD", justify="right")
+    notes = []
     for item in found:
         e = item.estimate
         if e is None:
-            note = item.note or "no estimate: the extractor calls no model"
-            table.add_row(_short("chunker", item.chunker), str(item.chunks), Text(note))
+            name = _short("chunker", item.chunker)
+            if item.note:  # its chunks are unknown before it runs: the note says why
+                notes.append(f"{name}: {item.note}")
+                table.add_row(name, "?", *["?"] * 6)
+            else:
+                table.add_row(name, str(item.chunks), Text("no estimate: no model is called"))
             continue
         usd = "unknown price" if e.usd is None else f"{e.usd:.4f}-{e.usd_max:.4f}"
         table.add_row(
@@ -232,6 +237,9 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
             f"{e.output_tokens:,}-{e.output_tokens_max:,}",
             usd,
         )
+    if notes:
+        table.caption = "\n".join(notes)
+        table.caption_justify = "left"
     return table
 
 

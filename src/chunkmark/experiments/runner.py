@@ -81,6 +81,8 @@ class Results:
     cells_computed: int = 0
     files: dict[str, Path] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    # Why report.html was not written when it was asked for (the other files are complete).
+    report_error: str | None = None
 
     def overall(self) -> list[dict[str, Any]]:
         """Summary rows of scope ``all``."""
@@ -195,15 +197,29 @@ class Session:
         write_results(files["results"], [o.table for o in done if o.table is not None])
         write_csv(files["summary"], summary)
         write_json(files["manifest"], manifest)
+        report_error: str | None = None
         if self.config.report and done:
             from chunkmark.report import write_run_report
 
             report = write_run_report(self.out, self.datasets, self.say)
-            if report is not None:
-                files["report"] = report
+            if report.path is not None:
+                files["report"] = report.path
+            if report.error is not None:
+                report_error = manifest["report_error"] = report.error
+                write_json(files["manifest"], manifest)
         resumed = sum(o.resumed for o in outcomes)
         computed = sum(not o.resumed and not o.failed for o in outcomes)
-        return Results(self.config, self.out, summary, manifest, resumed, computed, files, failures)
+        return Results(
+            self.config,
+            self.out,
+            summary,
+            manifest,
+            resumed,
+            computed,
+            files,
+            failures,
+            report_error,
+        )
 
     def _embedder(self, e_spec: Spec) -> tuple[CachedEmbedder, dict[str, Any]]:
         if e_spec not in self._embedders:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from chunkmark.embedders.base import Embedder, FloatArray, Kind
 from chunkmark.errors import ConfigError
 from chunkmark.experiments.config import ExperimentConfig
 from chunkmark.experiments.runner import EmbedProgress, Results, evaluate
@@ -59,6 +60,7 @@ from chunkmark.relations.model import (
     RelationSet,
     load_relation_set,
 )
+from chunkmark.stats import EmbedderStats
 
 Progress = Callable[[str], None]
 DEFAULT_EXTRACTOR = "cooccurrence"
@@ -169,8 +171,11 @@ def run_relations(
         from chunkmark.report import write_run_report
 
         report = write_run_report(grid.out, [rs.dataset], say)
-        if report is not None:
-            files["report"] = report
+        if report.path is not None:
+            files["report"] = report.path
+        if report.error is not None:
+            grid.report_error = manifest["report_error"] = report.error
+            write_json(files["manifest"], manifest)
     return RelationResults(grid, rows, section, files)
 
 
@@ -466,12 +471,42 @@ def estimate_extraction(
     return _estimates(rs, with_relation_set(config, folder), extractor)
 
 
+class _NotCached(Exception):
+    """An estimate's chunker asked for a vector the embedding cache does not hold."""
+
+
+class _CacheOnly:
+    """The cell's embedder as an estimate sees it: its name and identity (the cache keys), and
+    no model and no request. Embedding anything means the cache lacked it."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
+        raise _NotCached(f"{len(texts)} {kind} texts")
+
+    def stats(self) -> EmbedderStats:
+        return EmbedderStats()
+
+
 def _estimates(
     rs: RelationSet, config: ExperimentConfig, extractor: Extractor
 ) -> list[ChunkerEstimate]:
+    """Chunk with every chunker that can be run without a request: a chunker that embeds reads
+    its vectors from the embedding cache only (a dry run or a --max-cost check never embeds;
+    with texts not cached, its chunks are unknown until it runs)."""
     from chunkmark.chunkers import CHUNKERS, ChunkerContext
     from chunkmark.embedders import EMBEDDERS
+    from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
     from chunkmark.experiments.cell import chunk_dataset
+    from chunkmark.paths import resolve_cache_dir
 
     estimate = getattr(extractor, "estimate", None)
     out: list[ChunkerEstimate] = []
@@ -482,9 +517,15 @@ def _estimates(
             out.append(ChunkerEstimate(spec, 0, None, "its chunks are known only once it runs"))
             continue
         if traits.embeds and embedder is None:
-            embedder = EMBEDDERS.build(config.embedders[0])[0]
+            cache = None if config.no_cache else EmbeddingCache(resolve_cache_dir(config.cache_dir))
+            embedder = CachedEmbedder(_CacheOnly(EMBEDDERS.build(config.embedders[0])[0]), cache)
         chunker, _ = CHUNKERS.build(spec, context=ChunkerContext(embedder=embedder))
-        chunks = chunk_dataset(rs.dataset, chunker)
+        try:
+            chunks = chunk_dataset(rs.dataset, chunker)
+        except _NotCached:
+            note = "it embeds texts the cache does not hold: its chunks are known once it runs"
+            out.append(ChunkerEstimate(spec, 0, None, note))
+            continue
         chunking = Chunking.of(
             [c.doc_id for c in chunks], [c.start for c in chunks], [c.end for c in chunks]
         )
@@ -502,6 +543,13 @@ def _check_budget(
 
     plan = plan_grid(config)
     found = _estimates(rs, config, extractor)
+    unknown = [e for e in found if e.estimate is None]
+    if unknown:
+        raise CostLimitError(
+            f"The extraction cost of {unknown[0].chunker} is unknown ({unknown[0].note}), so "
+            f"--max-cost {usd(max_cost)} cannot be enforced.",
+            "Run the grid once without --max-cost (chunkmark run), or drop that chunker.",
+        )
     extraction = [e.estimate.usd for e in found if e.estimate is not None]
     if plan.total_usd is None or any(u is None for u in extraction):
         raise CostLimitError(
