@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from chunkmark.cli import options
+from chunkmark.cli.recommend import recommendation_lines
 
 RUN_HELP = """Chunk, embed, retrieve and score: one cell per (dataset, chunker, embedder), every
 retrieval setting and scoring option from one search per ranker.
@@ -99,7 +100,8 @@ def run(
         ),
     ] = None,
     quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Only print the results table.")
+        bool,
+        typer.Option("--quiet", "-q", help="Only print the results table and the recommendation."),
     ] = False,
 ) -> None:
     from chunkmark.experiments.runner import evaluate
@@ -167,6 +169,10 @@ def run(
     if results.failures:
         for line in failure_lines(results.failures):
             console.print(line)
+    # The answer last: what the report recommends, then where the report is.
+    for line in recommendation_lines(results.out, results.files.get("report")):
+        screen.print(line, markup=False, highlight=False, soft_wrap=True)
+    if results.failures:
         raise typer.Exit(FAILED_EXIT)
 
 
