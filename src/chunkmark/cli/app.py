@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from chunkmark.errors import ChunkmarkError
 from chunkmark.retry import SECRET_PATTERNS, scrub
@@ -30,8 +31,45 @@ USAGE_EXIT = 2
 UNEXPECTED_EXIT = 1
 INTERRUPTED_EXIT = 130
 
+# ``chunkmark --help`` lists the commands in these panels, in this order.
+PANELS: dict[str, tuple[str, ...]] = {
+    "Evaluate": ("run", "plan", "tune", "compare", "report"),
+    "Data": ("datasets", "synth", "relations"),
+    "Components": ("chunkers", "embedders", "retrieval", "metrics", "chunk"),
+}
+_ORDER = [name for names in PANELS.values() for name in names]
+
+
+class _Commands(TyperGroup):
+    """The root group: commands in the order of :data:`PANELS` (typer lists sub-groups after
+    commands otherwise), every help text reflowed to the terminal's width."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _reflow(self)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: _ORDER.index(n) if n in _ORDER else len(_ORDER))
+
+
+def _reflow(command: Any) -> None:
+    """Each paragraph of every help text below ``command`` on one line (see
+    :func:`chunkmark.cli.options.help_text`), so the terminal wraps it, not the source."""
+    from chunkmark.cli.options import help_text
+
+    if isinstance(command.help, str):
+        command.help = help_text(command.help)
+    for param in command.params:
+        if isinstance(getattr(param, "help", None), str):
+            param.help = help_text(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow(sub)
+
+
 app = typer.Typer(
     name="chunkmark",
+    cls=_Commands,
     help="Which chunking strategy and embedding model retrieve the text your questions need.",
     no_args_is_help=True,
     add_completion=False,
@@ -113,6 +151,11 @@ def _register_commands() -> None:
     compare.register(app)
     report.register(app)
     relations_run.add_commands(relations.register(app))
+    panel = {name: title for title, names in PANELS.items() for name in names}
+    for command in app.registered_commands:
+        command.rich_help_panel = panel[str(command.name)]
+    for group in app.registered_groups:
+        group.rich_help_panel = panel[str(group.name)]
 
 
 def _exit_with(lines: Sequence[str], code: int) -> NoReturn:

@@ -1,0 +1,64 @@
+"""``chunkmark --help``: commands in three panels, in order, and every help paragraph wrapped by
+the terminal, never broken mid-sentence by the source's line breaks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import typer.main
+
+from chunkmark.cli.app import PANELS, _register_commands, app
+from cli.app_runner import invoke
+
+
+def panel_titles(text: str) -> list[str]:
+    return re.findall(r"╭─ (\w+) ─", text)
+
+
+def test_commands_are_grouped_in_panels_in_order() -> None:
+    result = invoke("--help", columns=120)
+    assert result.exit_code == 0, result.output
+    assert panel_titles(result.stdout) == ["Options", "Evaluate", "Data", "Components"]
+    listed = re.findall(r"^│ (\w+) ", result.stdout, flags=re.MULTILINE)
+    assert listed == [name for names in PANELS.values() for name in names]
+
+
+def test_every_registered_command_has_a_panel() -> None:
+    _register_commands()
+    names = {str(c.name) for c in app.registered_commands}
+    names |= {str(g.name) for g in app.registered_groups}
+    assert names == {name for names in PANELS.values() for name in names}
+
+
+def _help_texts(command: Any, path: str) -> list[tuple[str, str]]:
+    texts = [(path, command.help or "")]
+    texts += [(f"{path} {p.name}", getattr(p, "help", None) or "") for p in command.params]
+    for name, sub in getattr(command, "commands", {}).items():
+        texts += _help_texts(sub, f"{path} {name}")
+    return texts
+
+
+def test_no_help_paragraph_has_a_line_break() -> None:
+    _register_commands()
+    root = typer.main.get_command(app)
+    broken = [
+        (where, paragraph)
+        for where, text in _help_texts(root, "chunkmark")
+        for paragraph in text.split("\n\n")
+        if "\n" in paragraph
+    ]
+    assert broken == []
+
+
+def test_help_paragraphs_rewrap_with_the_terminal_width() -> None:
+    first = (
+        "Chunk, embed, retrieve and score: one cell per (dataset, chunker, embedder), every "
+        "retrieval setting and scoring option from one search per ranker."
+    )
+    wide = invoke("run", "--help", columns=200).stdout
+    narrow = invoke("run", "--help", columns=60).stdout
+    assert f" {first} " in wide
+    assert first not in narrow
+    assert " ".join(narrow.split()).count(first) == 1  # the same words, wrapped
+    assert max(len(line) for line in narrow.splitlines()) <= 60
