@@ -14,8 +14,7 @@ model's small config files, so a fully cached run never loads torch.
 Device and precision (see docs/gpu.md): ``device="auto"`` takes a CUDA GPU when torch sees one,
 then Apple's mps, else the CPU, resolved when the model loads. The precision (``fp32``, ``fp16``
 on CUDA, ``bf16``) is part of the embedder identity; the device is not: fp32 vectors from a GPU
-and from a CPU differ by float rounding only (about 1e-6 cosine), so a cache filled on a GPU
-serves a CPU rerun.
+and from a CPU differ by float rounding only, so a cache filled on a GPU serves a CPU rerun.
 """
 
 from __future__ import annotations
