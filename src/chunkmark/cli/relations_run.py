@@ -150,6 +150,10 @@ def run(
         f"{failed}. Files: {grid.out}/relations.csv, summary.csv, results.parquet, "
         "manifest.json"
     )
+    if grid.report_error is not None:
+        from chunkmark.cli.run import report_error_line
+
+        console.print(report_error_line(grid.out, grid.report_error), highlight=False)
     if grid.failures:
         from chunkmark.cli.run import FAILED_EXIT, failure_lines
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -169,11 +170,21 @@ def run(
     if results.failures:
         for line in failure_lines(results.failures):
             console.print(line)
+    if results.report_error is not None:
+        console.print(report_error_line(results.out, results.report_error), highlight=False)
     # The answer last: what the report recommends, then where the report is.
     for line in recommendation_lines(results.out, results.files.get("report")):
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
     if results.failures:
         raise typer.Exit(FAILED_EXIT)
+
+
+def report_error_line(out: Path, error: str) -> str:
+    """Why report.html was not written, and how to build it once the cause is fixed."""
+    return (
+        f"[bold yellow]report.html not written:[/] {escape(error)} The run's files are complete; "
+        f"build the report later with: chunkmark report {escape(str(out))}"
+    )
 
 
 def failure_lines(failures: list[dict[str, Any]]) -> list[str]:
