@@ -5,6 +5,10 @@ lists/tuples of those, and dicts of those such as ``options={'keep_separator': T
 nothing is ever evaluated. Every component (chunker, embedder) is a
 factory registered by name; :meth:`Registry.build` validates parameters against the factory's
 signature and types, and returns the component with its canonical spec.
+
+Registries also hold the components of plugin packages (:mod:`chunkmark.plugins`): the first
+time a registry is asked for a name it does not know, or lists its entries, the installed
+plugins are imported (once per process) and register like built-ins.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import Any, Generic, TypeVar
 
 import pydantic
 
+from chunkmark import plugins
 from chunkmark.errors import SpecError
+from chunkmark.plugins import Plugin
 
 T = TypeVar("T")
 ParamValue = Any
@@ -166,6 +172,12 @@ class Entry(Generic[T]):
     traits: Traits = Traits()
     canonical: Canonicalise | None = None
     traits_of: TraitsOf | None = None
+    plugin: Plugin | None = None  # the plugin that registered it; None for chunkmark's own
+
+    @property
+    def origin(self) -> str | None:
+        """The package of the plugin that registered it (None: chunkmark or code it imports)."""
+        return None if self.plugin is None else self.plugin.origin
 
     def parameters(self) -> list[inspect.Parameter]:
         """The spec parameters: everything but the declared dependencies."""
@@ -187,6 +199,10 @@ class Registry(Generic[T]):
         self.kind = kind
         self.command = command or f"{kind}s"  # the CLI command that lists the entries
         self._entries: dict[str, Entry[T]] = {}
+        plugins.track(self._drop)
+
+    def _drop(self, plugin: Plugin) -> None:
+        self._entries = {k: e for k, e in self._entries.items() if e.plugin != plugin}
 
     def register(
         self,
@@ -213,35 +229,56 @@ class Registry(Generic[T]):
         traits = Traits(embeds, calls_llm, deterministic, tuple(needs))
 
         def decorate(factory: Callable[..., T]) -> Callable[..., T]:
-            if name in self._entries:
-                raise ValueError(f"{self.kind} {name!r} is registered twice")
+            plugin = plugins.loading()
+            if not self._may_take(name, plugin):
+                return factory
             _check_needs(self.kind, name, factory, traits.needs)
             doc = inspect.getdoc(factory) or ""
             summary = doc.split("\n\n")[0].replace("\n", " ")
-            self._entries[name] = Entry(name, factory, summary, traits, canonical, traits_of)
+            self._entries[name] = Entry(
+                name, factory, summary, traits, canonical, traits_of, plugin
+            )
             return factory
 
         return decorate
+
+    def _may_take(self, name: str, plugin: Plugin | None) -> bool:
+        """Whether a registration of ``name`` by ``plugin`` (None: chunkmark's own code) goes
+        in (see :func:`chunkmark.plugins.may_register`)."""
+        held = self._entries.get(name)
+        return held is None or plugins.may_register(self.kind, name, held.plugin, plugin)
 
     def unregister(self, name: str) -> None:
         """Remove an entry (for tests and plugins that register components temporarily)."""
         self._entries.pop(name, None)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        if name not in self._entries:
+            plugins.discover()
+        found = name in self._entries
+        if found:
+            plugins.announce()
+        return found
 
     def __iter__(self) -> Iterator[Entry[T]]:
+        """Every entry, plugins' included, by name."""
+        plugins.discover()
+        plugins.announce()
         return iter(sorted(self._entries.values(), key=lambda e: e.name))
 
     def entry(self, name: str) -> Entry[T]:
+        if name not in self._entries:
+            plugins.discover()
         try:
-            return self._entries[name]
+            found = self._entries[name]
         except KeyError:
             known = ", ".join(sorted(self._entries))
-            raise SpecError(
-                f"Unknown {self.kind} {name!r}.",
-                f"Use one of: {known} (see `chunkmark {self.command}`).",
-            ) from None
+            use = f"use one of: {known} (see `chunkmark {self.command}`)."
+            broken = plugins.unknown_name_fix()
+            fix = f"{broken} Otherwise {use}" if broken else use[0].upper() + use[1:]
+            raise SpecError(f"Unknown {self.kind} {name!r}.", fix) from None
+        plugins.announce()
+        return found
 
     def traits(self, spec: str | Spec) -> Traits:
         """What this spec's component is: its entry's ``traits_of`` of the canonical

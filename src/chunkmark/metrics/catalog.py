@@ -12,7 +12,9 @@ retrieval depth of one cell) returning one value per question::
         \"\"\"Recall, halved (an example).\"\"\"
         return s.retrieval.recall / 2
 
-Registration order is column order in ``results.parquet`` and ``summary.csv``.
+Registration order is column order in ``results.parquet`` and ``summary.csv``. Plugin packages
+register metrics the same way (:mod:`chunkmark.plugins`); they are imported the first time the
+catalog is listed or asked for a name it does not hold, after the built-ins.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from chunkmark import plugins
 from chunkmark.metrics.span_metrics import ChunkTable, OmegaScores, QuestionTable, RetrievalScores
+from chunkmark.plugins import Plugin
 from chunkmark.spans import IntArray
 
 FloatArray = npt.NDArray[np.float64]
@@ -65,6 +69,12 @@ class Metric:
     description: str
     on_screen: bool = False
     digits: int = 1  # decimals when shown as percent
+    plugin: Plugin | None = None  # the plugin that registered it; None for chunkmark's own
+
+    @property
+    def origin(self) -> str | None:
+        """The package of the plugin that registered it (None: chunkmark or code it imports)."""
+        return None if self.plugin is None else self.plugin.origin
 
 
 class MetricCatalog:
@@ -72,6 +82,10 @@ class MetricCatalog:
 
     def __init__(self) -> None:
         self._metrics: dict[str, Metric] = {}
+        plugins.track(self._drop)
+
+    def _drop(self, plugin: Plugin) -> None:
+        self._metrics = {k: m for k, m in self._metrics.items() if m.plugin != plugin}
 
     def register(
         self,
@@ -89,12 +103,14 @@ class MetricCatalog:
             raise ValueError(f"metric name {name!r} must be a Python identifier")
 
         def decorate(fn: MetricFn) -> MetricFn:
-            if name in self._metrics:
-                raise ValueError(f"metric {name!r} is registered twice")
+            plugin = plugins.loading()
+            held = self._metrics.get(name)
+            if held is not None and not plugins.may_register("metric", name, held.plugin, plugin):
+                return fn
             doc = inspect.getdoc(fn) or ""
             summary = doc.split("\n\n")[0].replace("\n", " ")
             self._metrics[name] = Metric(
-                name, label or name, direction, interval, fn, summary, on_screen, digits
+                name, label or name, direction, interval, fn, summary, on_screen, digits, plugin
             )
             return fn
 
@@ -105,20 +121,35 @@ class MetricCatalog:
         self._metrics.pop(name, None)
 
     def __iter__(self) -> Iterator[Metric]:
-        return iter(list(self._metrics.values()))
+        """Every metric, plugins' included, in registration order."""
+        return iter(self._listed())
 
     def __contains__(self, name: object) -> bool:
-        return name in self._metrics
+        if name not in self._metrics:
+            plugins.discover()
+        found = name in self._metrics
+        if found:
+            plugins.announce()
+        return found
 
     def __getitem__(self, name: str) -> Metric:
-        return self._metrics[name]
+        if name not in self._metrics:
+            plugins.discover()
+        found = self._metrics[name]
+        plugins.announce()
+        return found
 
     def names(self) -> list[str]:
-        return list(self._metrics)
+        return [m.name for m in self._listed()]
 
     def with_interval(self) -> list[str]:
         """Names of the metrics that get bootstrap intervals in the summary."""
-        return [m.name for m in self._metrics.values() if m.interval]
+        return [m.name for m in self._listed() if m.interval]
+
+    def _listed(self) -> list[Metric]:
+        plugins.discover()
+        plugins.announce()
+        return list(self._metrics.values())
 
     def score(self, inputs: ScoreInputs) -> dict[str, FloatArray]:
         """Every metric's per-question values for one depth, in catalog order."""
