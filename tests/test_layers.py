@@ -40,7 +40,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "errors",
                 "files",
                 "paths",
-                "prices",
                 "remote",
                 "retry",
                 "spans",
@@ -53,8 +52,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         ),
     ),
     (
-        "data, tokens, metrics, retrieval",
-        frozenset({"datasets", "metrics", "retrieval", "tokenizers"}),
+        "costs, data, tokens, metrics, retrieval",
+        frozenset({"costs", "datasets", "metrics", "retrieval", "tokenizers"}),
     ),
     ("models", frozenset({"embedders", "llm"})),
     ("chunkers", frozenset({"chunkers"})),

@@ -7,15 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from chunkmark.costs.price_files import find_price, parse_price_file, read_price_file
+from chunkmark.costs.prices import LLMPriceEntry, Price, llm_price
 from chunkmark.errors import ConfigError
-from chunkmark.prices import (
-    LLMPriceEntry,
-    Price,
-    find_price,
-    llm_price,
-    parse_price_file,
-    read_price_file,
-)
 from chunkmark.stats import LLMStats
 
 

@@ -117,7 +117,7 @@ class LLMStats(_Record):
     ``input_tokens`` counts every prompt token, whether the provider's prompt cache served it
     or not; ``cached_input_tokens`` of them were read from the provider's prompt cache and
     ``cache_write_tokens`` were written to it (both part of ``input_tokens``; priced apart, see
-    :meth:`chunkmark.prices.Price.cost_of`).
+    :meth:`chunkmark.costs.prices.Price.cost_of`).
     """
 
     calls: int = 0

@@ -11,8 +11,8 @@ from pathlib import Path
 import tiktoken
 
 from chunkmark.chunkers import CHUNKERS, chunk_document
+from chunkmark.costs.budget import usd
 from chunkmark.datasets import load_dataset
-from chunkmark.experiments.plan import usd
 
 # The app as `chunkmark` runs it, with the plan command registered if cli/app.py does not yet.
 MAIN = (

@@ -15,6 +15,7 @@ import pytest
 import tiktoken
 
 from chunkmark.chunkers import CHUNKERS, ChunkerContext, chunk_document
+from chunkmark.costs.budget import CostLimitError
 from chunkmark.datasets import load_dataset
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
@@ -24,7 +25,6 @@ from chunkmark.errors import ConfigError
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
 from chunkmark.experiments.config import ExperimentConfig, load_config, make_config
 from chunkmark.experiments.plan import (
-    CostLimitError,
     EmbedderPlan,
     LLMChunkerPlan,
     Plan,
@@ -412,7 +412,7 @@ def test_plan_dict_is_json(tmp_path: Path) -> None:
 
 
 def test_dollars_are_written_in_cents_or_two_digits_below_a_cent() -> None:
-    from chunkmark.experiments.plan import usd
+    from chunkmark.costs.budget import usd
 
     assert [usd(v) for v in (0.0, 0.000001, 0.00049, 0.01, 1234.5)] == [
         "$0.00",
@@ -450,7 +450,7 @@ def sent_tokens(fake: FakeLLM) -> int:
 def test_contextual_calls_tokens_and_cached_share_match_a_real_run(
     tmp_path: Path, demo: Dataset
 ) -> None:
-    from chunkmark.synth.generate import MESSAGE_TOKENS
+    from chunkmark.costs.meter import MESSAGE_TOKENS
 
     values: dict[str, Any] = {"chunkers": [CONTEXTUAL]}
     before = llm_plan(plan_grid(config(tmp_path, ["fake()"], **values)))

@@ -10,13 +10,15 @@ from typing import Any
 import pytest
 
 from chunkmark.chunkers import CHUNKERS, ChunkerContext, chunk_document
+from chunkmark.costs.llm_prices import load_llm_prices as load_prices
+from chunkmark.costs.llm_prices import price_of
+from chunkmark.costs.prices import Price
+from chunkmark.costs.prompt_cache import CACHE_MULTIPLIERS
 from chunkmark.llm import FakeLLM
 from chunkmark.llm.anthropic import AnthropicLLM
 from chunkmark.llm.cache import cache_key
 from chunkmark.llm.openai import OpenAIChatLLM
-from chunkmark.prices import CACHE_MULTIPLIERS, Price
 from chunkmark.stats import LLMStats
-from chunkmark.synth.generate import load_prices, price_of
 
 SYSTEM = "You situate passages. The whole document follows: cats purr and dogs bark."
 USER = "Situate this passage: cats purr."

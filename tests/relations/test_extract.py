@@ -9,6 +9,10 @@ from typing import Any
 import pytest
 
 from chunkmark.chunkers import ChunkerContext
+from chunkmark.costs.budget import BudgetReached
+from chunkmark.costs.llm_prices import LLMPrices as PriceTable
+from chunkmark.costs.meter import MESSAGE_TOKENS
+from chunkmark.costs.prices import Price
 from chunkmark.errors import LLMError, SpecError
 from chunkmark.llm import FakeLLM
 from chunkmark.relations.extract import (
@@ -31,7 +35,6 @@ from chunkmark.relations.model import (
 )
 from chunkmark.relations.records import COMPLETION_MARKER, format_answer, format_record
 from chunkmark.spans import Span
-from chunkmark.synth.generate import MESSAGE_TOKENS, BudgetReached, Price, PriceTable
 from chunkmark.tokenizers import count_tokens
 
 

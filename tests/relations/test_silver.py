@@ -16,10 +16,10 @@ from typer.testing import CliRunner, Result
 
 from chunkmark.cli.relations import register
 from chunkmark.cli.relations_run import add_commands
+from chunkmark.costs.budget import BudgetReached, CostLimitError
 from chunkmark.datasets.jsonl import write_jsonl
 from chunkmark.datasets.model import Dataset, Document, Question
 from chunkmark.errors import ConfigError, DatasetError
-from chunkmark.experiments.plan import CostLimitError
 from chunkmark.llm import FakeLLM
 from chunkmark.relations.extract import Budget, LLMExtractor
 from chunkmark.relations.model import Entity, Relation, load_relation_set
@@ -33,7 +33,6 @@ from chunkmark.relations.silver import (
     unite,
 )
 from chunkmark.spans import Span
-from chunkmark.synth.generate import BudgetReached
 from llm_chunker_helpers import wire_server
 
 A = (

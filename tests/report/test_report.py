@@ -21,6 +21,7 @@ from scipy.stats import kendalltau
 from typer.testing import CliRunner
 
 import chunkmark
+from chunkmark.costs.embedding_prices import EmbeddingPrices as PriceTable
 from chunkmark.datasets import load_demo, write_jsonl
 from chunkmark.errors import ChunkmarkError, MissingDependencyError
 from chunkmark.metrics import METRICS
@@ -33,11 +34,11 @@ from chunkmark.report.data import (
     ReportData,
     Scores,
     chunker_size,
+    load_prices,
     load_runs,
 )
 from chunkmark.report.html import embed_json
 from chunkmark.report.inspector import build_inspector, load_report_dataset
-from chunkmark.report.prices import PriceTable, load_prices
 from chunkmark.report.settings import DEFAULT_SCORING, Scoring, retrieval_of, top_k
 from chunkmark.report.stats import StatsOptions, analyse, pareto_front
 

@@ -222,7 +222,7 @@ def _money_range(p: LLMChunkerPlan) -> str:
 
 
 def _dollars(value: float | None) -> str:
-    from chunkmark.experiments.plan import usd
+    from chunkmark.costs.budget import usd
 
     return "?" if value is None else usd(value)
 

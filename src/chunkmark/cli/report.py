@@ -163,9 +163,8 @@ def _export(
 ) -> None:
     """The leaderboard as markdown, LaTeX or CSV on stdout (and to MLflow when asked)."""
     from chunkmark.errors import ConfigError
-    from chunkmark.report.data import load_runs
+    from chunkmark.report.data import load_prices, load_runs
     from chunkmark.report.exports import FORMATS, export_table, log_to_mlflow
-    from chunkmark.report.prices import load_prices
     from chunkmark.report.settings import choose_retrieval
 
     if fmt not in FORMATS:

@@ -12,14 +12,10 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from chunkmark.costs.llm_prices import LLMPrices as PriceTable
+    from chunkmark.costs.prices import Price
     from chunkmark.llm import LLM
-    from chunkmark.synth.generate import (
-        Estimate,
-        GenerationReport,
-        Price,
-        PriceTable,
-        SlotOutcome,
-    )
+    from chunkmark.synth.generate import Estimate, GenerationReport, SlotOutcome
 
 GENERATE_HELP = "\n\n".join(
     [
@@ -243,7 +239,7 @@ def _print_estimate(
 
 def _rate(price: Price | None, table: PriceTable) -> str:
     """Where the price came from, in words."""
-    from chunkmark.synth.generate import SHIPPED_PRICES
+    from chunkmark.costs.llm_prices import SHIPPED as SHIPPED_PRICES
 
     if price is None or price.source == "fake":
         return "the fake LLM costs nothing"

@@ -48,34 +48,18 @@ How it counts
 - **Provider prompt caching** (``contextual`` asks with ``cache_system=True``; the system prompt
   holds the whole document): of each document's requests sent, the first writes the system
   prompt to the provider's cache and every later one reads it, when the provider caches
-  prompts that long (:data:`PROMPT_CACHES`: OpenAI and Anthropic from 1024 tokens, the fake
+  prompts that long (:data:`~chunkmark.costs.prompt_cache.PROMPT_CACHES`: OpenAI and Anthropic from 1024 tokens, the fake
   LLM always; OpenAI bills no writes, so none are counted for it; other providers: no caching
   assumed). ``cached_input_tokens`` and ``cache_write_tokens`` (part of ``input_tokens``) are
   priced at the table's cached-input and cache-write prices in ``usd``; ``usd_max`` assumes no
   cache read at all and every request writing (``cache_write_tokens_max``).
-- **Dollars**: tokens to embed x the embedding price table (``report/embedding_prices.yaml``;
+- **Dollars**: tokens to embed x the embedding price table (``costs/embedding_prices.yaml``;
   embedders listed as local cost 0), and LLM tokens x the LLM price table
-  (``synth/prices.yaml``, with cached-input and cache-write prices), each with the experiment
-  file's ``prices:`` overrides. A model with no price makes its cost, and the total, unknown
-  (``None``), never 0.
-
-Prices in the experiment file
------------------------------
-``prices:`` replaces or adds entries of the shipped tables, for this experiment only::
-
-    prices:
-      embedding:                 # US dollars per million input tokens
-        text-embedding-3-small: 0.02
-        my-local-endpoint: 0     # an OpenAI-compatible server of your own: free
-      llm:                       # US dollars per million input and output tokens
-        gpt-4o-mini: {input: 0.15, output: 0.60}
-        my-claude: {input: 1.0, output: 5.0, cached_input: 0.1, cache_write: 1.25}
-
-``cached_input`` and ``cache_write`` (prompt-cache reads and writes) are optional: without them
-the provider's usual ratios apply (:data:`chunkmark.prices.CACHE_MULTIPLIERS`).
-
-A model is looked up by its exact name, else by the longest name it starts with followed by
-``-`` (a dated snapshot takes its base model's price).
+  (``costs/llm_prices.yaml``, with cached-input and cache-write prices), each with the
+  experiment file's ``prices:`` overrides (:mod:`chunkmark.costs.overrides`). A model is looked
+  up by its exact name, else by the longest name it starts with followed by ``-`` (a dated
+  snapshot takes its base model's price). A model with no price makes its cost, and the total,
+  unknown (``None``), never 0.
 """
 
 from __future__ import annotations
@@ -87,9 +71,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
+from chunkmark.costs.budget import CostLimitError, usd
+from chunkmark.costs.llm_prices import price_of
+from chunkmark.costs.meter import MESSAGE_TOKENS
+from chunkmark.costs.overrides import OVERRIDES, PlanPrices, load_plan_prices
+from chunkmark.costs.prices import Price
+from chunkmark.costs.prompt_cache import PROMPT_CACHES
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.base import Embedder, FloatArray, Kind, l2_normalise
@@ -98,7 +88,6 @@ from chunkmark.embedders.cache import EmbeddingCache
 from chunkmark.errors import ChunkmarkError, ConfigError
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
 from chunkmark.experiments.config import ExperimentConfig
-from chunkmark.prices import LLMPriceEntry, llm_price
 from chunkmark.specs import Spec
 from chunkmark.stats import EmbedderStats
 from chunkmark.tokenizers import count_tokens
@@ -106,34 +95,14 @@ from chunkmark.tokenizers import count_tokens
 if TYPE_CHECKING:
     from chunkmark.chunkers.llm_semantic import LLMSplitter
     from chunkmark.llm.cache import LLMCache
-    from chunkmark.prices import Price
-    from chunkmark.report.prices import PriceTable as EmbeddingPrices
-    from chunkmark.synth.generate import PriceTable as LLMPrices
 
 ENCODING = "cl100k_base"
 LOOKUP_BATCH = 4096  # texts per embedding-cache lookup (bounds the vectors read at once)
 SHOWN_ANSWER_TOKENS = 200  # a correction quotes at most 200 characters of the answer
 REASON_TOKENS = 40  # and says why it cannot be used, in fewer tokens than this
-# Provider prompt caches: (the shortest prompt prefix cached, whether writes are counted).
-# OpenAI caches prompts from 1024 tokens and bills no writes; Anthropic's models cache from
-# 1024 tokens (some from 2048 or 4096: the estimate may count a read that does not happen);
-# the fake LLM caches any prompt (see chunkmark.llm.fake). Other providers: no caching assumed.
-PROMPT_CACHES: dict[str, tuple[int, bool]] = {
-    "openai": (1024, False),
-    "anthropic": (1024, True),
-    "fake": (0, True),
-}
 WRAPPERS = ("contextual", "propositions")  # chunkers whose requests are known before asking
-PRICE_LAYOUT = (
-    "Write it as 'prices: {embedding: {MODEL: 0.02}, llm: {MODEL: {input: 0.15, output: "
-    "0.60}}}' (US dollars per million tokens; 0 for a free endpoint)."
-)
 
 Source = Literal["chunked", "chunk store", "unknown"]
-
-
-class CostLimitError(ConfigError):
-    """The plan's estimated cost exceeds ``--max-cost``, or cannot be estimated at all."""
 
 
 # --- the plan ---------------------------------------------------------------------------------
@@ -253,75 +222,6 @@ class Plan(_Model):
     def to_dict(self) -> dict[str, Any]:
         """JSON-able, for the manifest and ``chunkmark plan --json``."""
         return {"n_cells": self.n_cells, **self.model_dump(mode="json")}
-
-
-# --- prices -----------------------------------------------------------------------------------
-
-
-class PriceOverrides(_Model):
-    """The experiment file's ``prices:`` (see the module documentation)."""
-
-    embedding: dict[str, float] = Field(default_factory=dict)
-    llm: dict[str, LLMPriceEntry] = Field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, value: dict[str, Any] | None) -> PriceOverrides:
-        """The overrides, checked: a wrong layout is a ConfigError naming the field."""
-        try:
-            parsed = cls.model_validate(value or {})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "prices"
-            raise ConfigError(
-                f"Invalid experiment setting 'prices' ({where}): {first['msg']}.", PRICE_LAYOUT
-            ) from None
-        negative = [name for name, usd in parsed.embedding.items() if usd < 0]
-        if negative:
-            raise ConfigError(
-                f"Invalid experiment setting 'prices' (embedding.{negative[0]}): a price must "
-                "be zero or more.",
-                PRICE_LAYOUT,
-            )
-        return parsed
-
-
-OVERRIDES = "the experiment file's prices"
-
-
-@dataclass(frozen=True)
-class _Prices:
-    embedding: EmbeddingPrices
-    llm: LLMPrices
-    embedding_overrides: frozenset[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "embedding": {"date": self.embedding.date, "sources": list(self.embedding.sources)},
-            "llm": {"date": self.llm.date},
-            "overrides": sorted(self.embedding_overrides),
-        }
-
-
-def load_plan_prices(overrides: dict[str, Any] | None) -> _Prices:
-    """The shipped embedding and LLM price tables with the experiment's ``prices:`` applied."""
-    from chunkmark.report.prices import PriceTable as EmbeddingTable
-    from chunkmark.report.prices import load_prices as load_embedding_prices
-    from chunkmark.synth.generate import PriceTable as LLMTable
-    from chunkmark.synth.generate import load_prices as load_llm_prices
-
-    extra = PriceOverrides.parse(overrides)
-    shipped = load_embedding_prices()
-    embedding = EmbeddingTable(
-        {**shipped.per_million, **extra.embedding},
-        shipped.local,
-        shipped.date,
-        shipped.sources + ((OVERRIDES,) if extra.embedding else ()),
-    )
-    llm = load_llm_prices()
-    added = {m: llm_price(m, p, OVERRIDES) for m, p in extra.llm.items()}
-    return _Prices(
-        embedding, LLMTable({**llm.prices, **added}, llm.date), frozenset(extra.embedding)
-    )
 
 
 # --- embedders: identity and tokens without loading a model -----------------------------------
@@ -490,7 +390,6 @@ def splitter_usage(text: str, splitter: LLMSplitter, replay: _Replay) -> _Usage:
     text: cached answers replayed, then the fewest and the most calls for the rest."""
     from chunkmark.chunkers import llm_semantic as ls
     from chunkmark.chunkers.recursive import recursive
-    from chunkmark.synth.generate import MESSAGE_TOKENS
 
     pieces = recursive(size=splitter.chunk_size, overlap=0, encoding=splitter.encoding)(text)
     texts = [text[p.start : p.end] for p in pieces]
@@ -645,7 +544,6 @@ Request = tuple[str, str, int]  # (system, user, max_tokens), as a wrapper's req
 def _framed_tokens(system: str, users: Sequence[str]) -> tuple[int, list[int]]:
     """``cl100k_base`` tokens of a system prompt, and of each user prompt plus the system
     prompt and the chat framing (what one request with it sends)."""
-    from chunkmark.synth.generate import MESSAGE_TOKENS
 
     system_tokens, *user_tokens = count_tokens([system, *users], ENCODING)
     return system_tokens, [system_tokens + MESSAGE_TOKENS + n for n in user_tokens]
@@ -737,7 +635,7 @@ def propositions_usage(chunker: Any, text: str, replay: _Replay) -> _Usage:
 @dataclass
 class _Planner:
     config: ExperimentConfig
-    prices: _Prices
+    prices: PlanPrices
     cache_dir: Path | None
     buckets: dict[str, _Bucket] = field(default_factory=dict)
     identities: dict[str, dict[str, Any] | None] = field(default_factory=dict)
@@ -910,8 +808,6 @@ class _Planner:
 
     def _known_llm(self, dataset: Dataset, c_spec: Spec, llm_spec: str, runs: int) -> None:
         from chunkmark.llm import LLMS
-        from chunkmark.prices import Price
-        from chunkmark.synth.generate import price_of
 
         context = _LLMContext(seed=self.config.seed)
         chunker, _ = CHUNKERS.build(c_spec, context=context)
@@ -1163,14 +1059,6 @@ def _sum(values: Sequence[float | None]) -> float | None:
 
 
 # --- the budget ------------------------------------------------------------------------------------
-
-
-def usd(value: float) -> str:
-    """Dollars for people: cents, or two significant digits below a cent ($0.00049)."""
-    if value <= 0 or value >= 0.01:
-        return f"${value:,.2f}"
-    digits = 1 - math.floor(math.log10(value))
-    return f"${value:.{digits}f}".rstrip("0")
 
 
 def check_budget(plan: Plan, max_cost: float | None) -> None:

@@ -30,12 +30,12 @@ Both are built from specs through :data:`EXTRACTORS`:
 
 Cost: :meth:`LLMExtractor.requests` lists the first request of each distinct text and
 :meth:`LLMExtractor.estimate` counts calls, tokens (``cl100k_base``, as the synth and plan
-estimates count) and US dollars (the LLM price table of ``chunkmark.synth``) without a request:
+estimates count) and US dollars (the LLM price table of ``chunkmark.costs``) without a request:
 answers the cache holds are replayed, the rest is bounded from below (one call per text) and
 above (every gleaning round asked, every answer ``max_tokens`` long). A :class:`Budget`
 (``max_calls`` requests, ``max_cost`` dollars) is enforced before each request that is not in
-the cache, with the synth generator's :class:`~chunkmark.synth.generate.CostMeter`; crossing it
-raises :class:`~chunkmark.synth.generate.BudgetReached` saying what was done. An error of the
+the cache, with a :class:`~chunkmark.costs.meter.CostMeter`; crossing it raises
+:class:`~chunkmark.costs.budget.BudgetReached` saying what was done. An error of the
 LLM client is raised as an :class:`~chunkmark.errors.LLMError` naming the chunk; answers
 received before it stay in the client's cache.
 """
@@ -71,9 +71,10 @@ from chunkmark.relations.records import (
 from chunkmark.specs import Registry
 
 if TYPE_CHECKING:
+    from chunkmark.costs.llm_prices import LLMPrices
+    from chunkmark.costs.meter import CostMeter
+    from chunkmark.costs.prices import Price
     from chunkmark.llm import LLM
-    from chunkmark.prices import Price
-    from chunkmark.synth.generate import CostMeter, PriceTable
 
 PromptVersion = Literal["v1"]
 Gleanings = Literal[0, 1, 2]
@@ -138,7 +139,7 @@ class Budget:
 
     max_calls: int | None = None
     max_cost: float | None = None
-    prices: PriceTable | None = None
+    prices: LLMPrices | None = None
 
     def __post_init__(self) -> None:
         if self.max_calls is not None and self.max_calls < 0:
@@ -291,11 +292,11 @@ class LLMExtractor:
 
         A text's calls, cache hits and tokens are on its first chunk's extraction; later chunks
         with the same text get the same records with those counts at 0, so summing over the
-        list gives the work done. Raises :class:`~chunkmark.synth.generate.BudgetReached` before
+        list gives the work done. Raises :class:`~chunkmark.costs.budget.BudgetReached` before
         a request that would cross the budget, and :class:`~chunkmark.errors.LLMError` (naming
         the chunk) when the client fails.
         """
-        from chunkmark.synth.generate import BudgetReached
+        from chunkmark.costs.budget import BudgetReached
 
         total = len(dict.fromkeys(c.text for c in chunks))
         done: dict[str, Extraction] = {}
@@ -376,7 +377,7 @@ class LLMExtractor:
 
     def _guard(self, user: str) -> AbstractContextManager[None]:
         """The budget check of one request: nothing when it is answered by the cache."""
-        from chunkmark.synth.generate import BudgetReached
+        from chunkmark.costs.budget import BudgetReached
 
         if self.budget is None or _cached_answer(self.llm, self.system, user, self.max_tokens):
             return nullcontext()
@@ -424,13 +425,13 @@ class LLMExtractor:
     # estimate -----------------------------------------------------------------------------------
 
     def estimate(
-        self, chunks: Sequence[ChunkInput], prices: PriceTable | None = None
+        self, chunks: Sequence[ChunkInput], prices: LLMPrices | None = None
     ) -> ExtractionEstimate:
         """Calls, tokens and dollars of extracting ``chunks``, without any request (see the
         module docs); the cache is only read. ``prices`` defaults to the shipped table."""
-        from chunkmark.synth.generate import load_prices, price_of
+        from chunkmark.costs.llm_prices import load_llm_prices, price_of
 
-        table = prices if prices is not None else load_prices()
+        table = prices if prices is not None else load_llm_prices()
         price = price_of(self.llm, table)
         totals = dict.fromkeys(
             ("cached", "calls", "calls_max", "input", "input_max", "output", "output_max"), 0
@@ -507,18 +508,20 @@ def _where(chunk: ChunkInput) -> str:
 
 def _meter(llm: LLM, budget: Budget) -> CostMeter:
     """The cost meter of a budget with ``max_cost``; an unknown price is an error."""
-    from chunkmark.synth.generate import CostMeter, load_prices, price_of, unknown_price
+    from chunkmark.costs.llm_prices import load_llm_prices, price_of, unknown_price
+    from chunkmark.costs.meter import CostMeter
+    from chunkmark.costs.price_files import PriceError
 
-    table = budget.prices if budget.prices is not None else load_prices()
+    table = budget.prices if budget.prices is not None else load_llm_prices()
     price = price_of(llm, table)
     if price is None:
-        raise unknown_price(llm, table)
+        raise unknown_price(llm, table, PriceError)
     return CostMeter(llm, price, budget.max_cost)
 
 
 def _prompt_tokens(system: str, user: str) -> int:
     """Prompt tokens of one request: ``cl100k_base`` tokens plus the chat framing."""
-    from chunkmark.synth.generate import MESSAGE_TOKENS
+    from chunkmark.costs.meter import MESSAGE_TOKENS
     from chunkmark.tokenizers import count_tokens
 
     return sum(count_tokens([system, user], ENCODING)) + MESSAGE_TOKENS

@@ -539,7 +539,8 @@ def _check_budget(
 ) -> None:
     """Refuse to start when the grid's embedding estimate plus the extraction's exceeds
     ``max_cost`` US dollars, or when a part's price is unknown."""
-    from chunkmark.experiments.plan import CostLimitError, plan_grid, usd
+    from chunkmark.costs.budget import CostLimitError, usd
+    from chunkmark.experiments.plan import plan_grid
 
     plan = plan_grid(config)
     found = _estimates(rs, config, extractor)

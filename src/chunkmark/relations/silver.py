@@ -472,16 +472,16 @@ def silver_extractor(
 def _check_price(context: ChunkerContext, llm: str, max_cost: float) -> None:
     """Refuse ``max_cost`` for a model without a known price (the client is built once: the
     context keeps it for the extractor)."""
-    from chunkmark.experiments.plan import usd
-    from chunkmark.synth.generate import load_prices, price_of
+    from chunkmark.costs.budget import usd
+    from chunkmark.costs.llm_prices import load_llm_prices, price_of
 
     client = context.llm(llm)
-    if price_of(client, load_prices()) is None:
+    if price_of(client, load_llm_prices()) is None:
         raise _unpriced(str(client.identity().get("model", client.name)), usd(max_cost))
 
 
 def _unpriced(model: str, limit: str) -> Exception:
-    from chunkmark.experiments.plan import CostLimitError
+    from chunkmark.costs.budget import CostLimitError
 
     return CostLimitError(
         f"No price is known for {model!r}, so --max-cost {limit} cannot be enforced.",
@@ -492,7 +492,7 @@ def _unpriced(model: str, limit: str) -> Exception:
 def check_cost(estimate: ExtractionEstimate, max_cost: float) -> None:
     """Refuse to start when the fewest requests still to send are estimated above
     ``max_cost`` US dollars (the extractor also stops before a request would cross it)."""
-    from chunkmark.experiments.plan import CostLimitError, usd
+    from chunkmark.costs.budget import CostLimitError, usd
 
     if estimate.usd is None:
         raise _unpriced(estimate.model, usd(max_cost))

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from chunkmark.costs.embedding_prices import EmbeddingPrices, load_embedding_prices
 from chunkmark.errors import ChunkmarkError
 from chunkmark.metrics import METRICS
 from chunkmark.report.errors import ReportError
-from chunkmark.report.prices import PriceTable, load_prices
 from chunkmark.report.settings import (
     DEFAULT_SCORING,
     Scoring,
@@ -198,7 +198,7 @@ class ReportData:
     cells: list[CellInfo]
     rows: list[LeaderRow]
     scores: dict[RowKey, Scores]
-    prices: PriceTable
+    prices: EmbeddingPrices
     failures: list[FailedCell] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     _rankings: dict[int, Ranking | None] = field(default_factory=dict, repr=False)
@@ -248,7 +248,13 @@ class ReportData:
         return self._chunks[cell]
 
 
-def load_runs(paths: Sequence[str | Path], prices: PriceTable | None = None) -> ReportData:
+def load_prices(path: str | Path | None = None) -> EmbeddingPrices:
+    """The embedding price table (:mod:`chunkmark.costs.embedding_prices`) with the entries of
+    ``path`` (``--prices FILE``); a bad file is a ReportError."""
+    return load_embedding_prices(path, ReportError)
+
+
+def load_runs(paths: Sequence[str | Path], prices: EmbeddingPrices | None = None) -> ReportData:
     """Read results folders into a :class:`ReportData` (a ReportError names a bad folder)."""
     if not paths:
         raise ReportError("No results folder was given.", _RUN_FIX)

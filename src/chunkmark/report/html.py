@@ -23,7 +23,7 @@ from typing import Any
 from chunkmark.datasets import Dataset
 from chunkmark.errors import MissingDependencyError
 from chunkmark.files import write_bytes_atomic
-from chunkmark.report.data import ReportData, load_runs
+from chunkmark.report.data import ReportData, load_prices, load_runs
 from chunkmark.report.inspector import build_inspector, load_report_dataset
 from chunkmark.report.payload import (
     cell_payload,
@@ -40,7 +40,6 @@ from chunkmark.report.payload import (
     scorings_payload,
     similarity,
 )
-from chunkmark.report.prices import load_prices
 from chunkmark.report.relations import relations_payload
 from chunkmark.report.settings import Scoring
 from chunkmark.report.stats import (

@@ -48,9 +48,8 @@ import os
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -58,8 +57,13 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from chunkmark.costs.budget import BudgetReached
+from chunkmark.costs.llm_prices import LLMPrices, load_llm_prices
+from chunkmark.costs.llm_prices import price_of as price_of
+from chunkmark.costs.llm_prices import unknown_price as _unknown_price
+from chunkmark.costs.meter import MESSAGE_TOKENS, CostMeter
 from chunkmark.datasets import (
     BUILTIN_NAMES,
     Dataset,
@@ -74,9 +78,6 @@ from chunkmark.errors import ChunkmarkError, LLMError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.llm import LLM, BaseLLM, EmptyAnswerError
 from chunkmark.llm.cache import cache_key
-from chunkmark.prices import LLMPriceEntry as _PriceEntry
-from chunkmark.prices import Price as Price
-from chunkmark.prices import find_price, llm_price, parse_price_file, read_price_file
 from chunkmark.spans import Span
 from chunkmark.stats import LLMStats
 from chunkmark.synth import excerpts as ex
@@ -90,10 +91,8 @@ MANIFEST_FORMAT = 1
 MAX_ATTEMPTS = 3
 ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
 ASKED_LIMIT = 40  # earlier questions of a document listed in a prompt (the latest ones)
-MESSAGE_TOKENS = 12  # what the chat framing adds to a request's prompt tokens (an estimate)
 QUESTION_TOKENS = 20  # a listed earlier question, in a dry run's estimate
 ENCODING = "cl100k_base"
-SHIPPED_PRICES = "the shipped prices.yaml"
 MIN_WINDOW_CHARS = 200
 
 STYLES = ("factoid", "multi", "paraphrased")
@@ -134,83 +133,18 @@ class SynthError(ChunkmarkError):
     output folder holding something else."""
 
 
-class BudgetReached(SynthError):
-    """The next request would cross the cost limit (the run stops cleanly before it)."""
-
-
 # --- prices -------------------------------------------------------------------------------
 
 
-class _PriceFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    date: str | None = None
-    currency: str = "USD"
-    per: int = Field(default=1_000_000, gt=0)
-    models: dict[str, _PriceEntry]
+def load_prices(path: str | Path | None = None) -> LLMPrices:
+    """The LLM price table (:mod:`chunkmark.costs.llm_prices`) with the entries of ``path``;
+    a bad file is a :class:`SynthError`."""
+    return load_llm_prices(path, SynthError)
 
 
-@dataclass(frozen=True)
-class PriceTable:
-    """Prices by model name (USD per 1M tokens); ``date`` is when the shipped ones were read."""
-
-    prices: Mapping[str, Price]
-    date: str | None = None
-
-    def find(self, model: str) -> Price | None:
-        """The price of ``model``: its own entry, else that of the longest name it starts with
-        followed by ``-`` (a dated snapshot), else None."""
-        return find_price(self.prices, model)
-
-
-def load_prices(path: str | Path | None = None) -> PriceTable:
-    """The shipped price table (``prices.yaml``), with the entries of ``path`` (YAML or JSON,
-    the same layout) replacing or adding to it."""
-    shipped = resources.files("chunkmark.synth").joinpath("prices.yaml").read_text("utf-8")
-    base = _parse_prices(shipped, SHIPPED_PRICES)
-    prices = dict(_to_prices(base, SHIPPED_PRICES))
-    if path is not None:
-        file = Path(path)
-        text = read_price_file(file, SynthError)
-        prices.update(_to_prices(_parse_prices(text, str(file)), str(file)))
-    return PriceTable(prices, base.date)
-
-
-_PRICE_LAYOUT = (
-    "Write 'models:' followed by one 'model-name: {input: 0.15, output: 0.60}' per model "
-    "(US dollars per million tokens; optionally cached_input and cache_write, the prices "
-    "of prompt-cache reads and writes)."
-)
-
-
-def _parse_prices(text: str, where: str) -> _PriceFile:
-    return parse_price_file(text, where, _PriceFile, _PRICE_LAYOUT, SynthError)
-
-
-def _to_prices(table: _PriceFile, source: str) -> dict[str, Price]:
-    scale = 1_000_000 / table.per
-    return {name: llm_price(name, entry, source, scale) for name, entry in table.models.items()}
-
-
-def price_of(llm: LLM, table: PriceTable) -> Price | None:
-    """The price of ``llm``'s model (0 for the scripted fake), or None when it is not known."""
-    identity = llm.identity()
-    if identity.get("provider") == "fake":
-        return Price(llm.name, 0.0, 0.0, "fake")
-    price = table.find(str(identity.get("model", llm.name)))
-    return None if price is None else price.for_provider(identity.get("provider"))
-
-
-def unknown_price(llm: LLM, table: PriceTable) -> SynthError:
+def unknown_price(llm: LLM, table: LLMPrices) -> SynthError:
     """The error for a model without a price, naming the fix."""
-    known = ", ".join(sorted(table.prices))
-    return SynthError(
-        f"No price is known for the model {llm.name!r}, so the cost cannot be estimated or "
-        "limited.",
-        "Give its price with --prices FILE (YAML: 'models: {"
-        f"{llm.name}: {{input: 0.15, output: 0.60}}}}', US dollars per million tokens; 0 for a "
-        f"free local model), or use a model with a known price ({known}).",
-    )
+    return _unknown_price(llm, table, SynthError)
 
 
 # --- the plan -----------------------------------------------------------------------------
@@ -627,49 +561,6 @@ class SlotOutcome:
     @property
     def accepted(self) -> bool:
         return bool(self.question)
-
-
-class CostMeter:
-    """Spending of one run: actual usage from the client's stats, plus the estimates of the
-    requests in flight; refuses a request whose estimate would cross ``limit``."""
-
-    def __init__(self, llm: LLM, price: Price | None, limit: float | None) -> None:
-        self.llm = llm
-        self.price = price
-        self.limit = limit
-        self._start = llm.stats()
-        self._reserved = 0.0
-        self._lock = threading.Lock()
-
-    def usage(self) -> LLMStats:
-        """The client's work since this meter was made."""
-        return self.llm.stats() - self._start
-
-    def spent(self) -> float | None:
-        """Dollars spent so far by this run (None without a price)."""
-        if self.price is None:
-            return None
-        return self.price.cost_of(self.usage())
-
-    @contextmanager
-    def request(self, estimate: float) -> Iterator[None]:
-        """Hold ``estimate`` dollars for one request; raise :class:`BudgetReached` if that
-        would cross the limit."""
-        with self._lock:
-            if self.limit is not None:
-                spent = self.spent() or 0.0
-                if spent + self._reserved + estimate > self.limit:
-                    raise BudgetReached(
-                        f"The next request (about ${estimate:.4f}) would take the spending of "
-                        f"this run (${spent:.4f}) past --max-cost ${self.limit:g}.",
-                        "Raise --max-cost and run the same command again to go on.",
-                    )
-            self._reserved += estimate
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._reserved -= estimate
 
 
 def request_tokens(prompt: Prompt, user: str | None = None) -> int:
@@ -1482,7 +1373,7 @@ def generate(
     json_schema: bool = True,
     concurrency: int = 1,
     max_cost: float | None = None,
-    prices: PriceTable | None = None,
+    prices: LLMPrices | None = None,
     progress: Progress | None = None,
 ) -> GenerationReport:
     """Generate ``questions`` questions with exact excerpts about the documents of ``corpus``
@@ -1561,7 +1452,7 @@ def estimate(
     layout: str = "jsonl",
     min_excerpt_chars: int = 20,
     json_schema: bool = True,
-    prices: PriceTable | None = None,
+    prices: LLMPrices | None = None,
 ) -> Estimate:
     """What generating would ask, without asking: one request per slot not yet written in
     ``out``, its prompt tokens (earlier questions of a document that are not written yet

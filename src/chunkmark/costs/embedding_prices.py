@@ -15,13 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from chunkmark.costs.price_files import PriceError, find_price, parse_price_file, read_price_file
 from chunkmark.errors import ChunkmarkError
-from chunkmark.prices import find_price, parse_price_file, read_price_file
-from chunkmark.report.errors import ReportError
 from chunkmark.specs import parse_spec
 
 SHIPPED = "the shipped embedding_prices.yaml"
-_LAYOUT = (
+LAYOUT = (
     "Write 'models:' followed by one 'model-name: 0.02' per model (US dollars per million "
     "tokens), and optionally 'local: [embedder, ...]' for embedders that cost nothing."
 )
@@ -38,7 +37,7 @@ class _PriceFile(BaseModel):
 
 
 @dataclass(frozen=True)
-class PriceTable:
+class EmbeddingPrices:
     """Dollars per million tokens by model name, the embedders that are free, and the date."""
 
     per_million: dict[str, float]
@@ -71,26 +70,28 @@ class PriceTable:
         }
 
 
-def load_prices(path: str | Path | None = None) -> PriceTable:
+def load_embedding_prices(
+    path: str | Path | None = None, error: type[ChunkmarkError] = PriceError
+) -> EmbeddingPrices:
     """The shipped price table, with the entries of ``path`` (YAML or JSON) replacing or adding
-    to it."""
-    shipped_text = resources.files("chunkmark.report").joinpath("embedding_prices.yaml")
-    shipped = _parse(shipped_text.read_text("utf-8"), SHIPPED)
+    to it; a bad file raises ``error``."""
+    shipped_text = resources.files("chunkmark.costs").joinpath("embedding_prices.yaml")
+    shipped = _parse(shipped_text.read_text("utf-8"), SHIPPED, error)
     prices = _per_million(shipped)
     local = set(shipped.local)
     sources = [SHIPPED]
     date = shipped.date
     if path is not None:
-        extra = _parse(read_price_file(Path(path), ReportError), str(path))
+        extra = _parse(read_price_file(Path(path), error), str(path), error)
         prices.update(_per_million(extra))
         local.update(extra.local)
         sources.append(str(path))
         date = extra.date or date
-    return PriceTable(prices, frozenset(local), date, tuple(sources))
+    return EmbeddingPrices(prices, frozenset(local), date, tuple(sources))
 
 
-def _parse(text: str, where: str) -> _PriceFile:
-    return parse_price_file(text, where, _PriceFile, _LAYOUT, ReportError)
+def _parse(text: str, where: str, error: type[ChunkmarkError]) -> _PriceFile:
+    return parse_price_file(text, where, _PriceFile, LAYOUT, error)
 
 
 def _per_million(table: _PriceFile) -> dict[str, float]:

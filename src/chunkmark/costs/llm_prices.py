@@ -1,0 +1,107 @@
+"""The LLM price table: the shipped ``llm_prices.yaml``, with a user's ``--prices FILE`` on top.
+
+Prices are US dollars per million tokens (input, output and, optionally, prompt-cache reads and
+writes), read on the date the file gives. A model is looked up by its exact name, else by the
+longest name it starts with followed by ``-``; an LLM client's price (:func:`price_of`) also
+takes its provider's prompt-cache ratios where the entry gives none. A model without a price
+has no cost estimate (None, never 0): :func:`unknown_price` is the error naming the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chunkmark.costs.price_files import PriceError, find_price, parse_price_file, read_price_file
+from chunkmark.costs.prices import LLMPriceEntry, Price, llm_price
+from chunkmark.errors import ChunkmarkError
+
+SHIPPED = "the shipped llm_prices.yaml"
+LAYOUT = (
+    "Write 'models:' followed by one 'model-name: {input: 0.15, output: 0.60}' per model "
+    "(US dollars per million tokens; optionally cached_input and cache_write, the prices "
+    "of prompt-cache reads and writes)."
+)
+
+E = TypeVar("E", bound=ChunkmarkError)
+
+
+class PricedLLM(Protocol):
+    """What a price lookup reads of an LLM client (any :class:`chunkmark.llm.LLM`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def identity(self) -> dict[str, Any]: ...
+
+
+class _PriceFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    date: str | None = None
+    currency: str = "USD"
+    per: int = Field(default=1_000_000, gt=0)
+    models: dict[str, LLMPriceEntry]
+
+
+@dataclass(frozen=True)
+class LLMPrices:
+    """Prices by model name (USD per 1M tokens); ``date`` is when the shipped ones were read."""
+
+    prices: Mapping[str, Price]
+    date: str | None = None
+
+    def find(self, model: str) -> Price | None:
+        """The price of ``model``: its own entry, else that of the longest name it starts with
+        followed by ``-`` (a dated snapshot), else None."""
+        return find_price(self.prices, model)
+
+
+def load_llm_prices(
+    path: str | Path | None = None, error: type[ChunkmarkError] = PriceError
+) -> LLMPrices:
+    """The shipped price table (``llm_prices.yaml``), with the entries of ``path`` (YAML or
+    JSON, the same layout) replacing or adding to it; a bad file raises ``error``."""
+    shipped = resources.files("chunkmark.costs").joinpath("llm_prices.yaml").read_text("utf-8")
+    base = _parse(shipped, SHIPPED, error)
+    prices = dict(_to_prices(base, SHIPPED))
+    if path is not None:
+        file = Path(path)
+        text = read_price_file(file, error)
+        prices.update(_to_prices(_parse(text, str(file), error), str(file)))
+    return LLMPrices(prices, base.date)
+
+
+def _parse(text: str, where: str, error: type[ChunkmarkError]) -> _PriceFile:
+    return parse_price_file(text, where, _PriceFile, LAYOUT, error)
+
+
+def _to_prices(table: _PriceFile, source: str) -> dict[str, Price]:
+    scale = 1_000_000 / table.per
+    return {name: llm_price(name, entry, source, scale) for name, entry in table.models.items()}
+
+
+def price_of(llm: PricedLLM, table: LLMPrices) -> Price | None:
+    """The price of ``llm``'s model (0 for the scripted fake), or None when it is not known."""
+    identity = llm.identity()
+    if identity.get("provider") == "fake":
+        return Price(llm.name, 0.0, 0.0, "fake")
+    price = table.find(str(identity.get("model", llm.name)))
+    return None if price is None else price.for_provider(identity.get("provider"))
+
+
+def unknown_price(llm: PricedLLM, table: LLMPrices, error: type[E]) -> E:
+    """The error (of type ``error``) for a model without a price, naming the fix."""
+    known = ", ".join(sorted(table.prices))
+    return error(
+        f"No price is known for the model {llm.name!r}, so the cost cannot be estimated or "
+        "limited.",
+        "Give its price with --prices FILE (YAML: 'models: {"
+        f"{llm.name}: {{input: 0.15, output: 0.60}}}}', US dollars per million tokens; 0 for a "
+        f"free local model), or use a model with a known price ({known}).",
+    )
