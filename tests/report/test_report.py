@@ -527,7 +527,7 @@ def test_the_command_writes_the_report_and_prints_the_recommendation(
     app.command("other")(lambda: None)  # two commands: typer keeps "report" as a subcommand
     out = tmp_path / "page.html"
     result = CliRunner().invoke(
-        app, ["report", str(run.out), "--out", str(out), "--permutations", "500", "--k", "1"]
+        app, ["report", str(run.out), "--out", str(out), "--permutations", "1000", "--k", "1"]
     )
     assert result.exit_code == 0, result.output
     assert out.is_file()

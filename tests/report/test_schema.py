@@ -438,7 +438,7 @@ def test_the_report_command_with_a_retrieval_setting(new: Any, tmp_path: Path) -
     register(app)
     app.command("other")(lambda: None)
     out = tmp_path / "page.html"
-    args = ["report", str(new.path), "--out", str(out), "--permutations", "200"]
+    args = ["report", str(new.path), "--out", str(out), "--permutations", "1000"]
     result = CliRunner().invoke(app, [*args, "--retrieval", "token_budget(tokens=200)"])
     assert result.exit_code == 0, result.output
     assert "alpha: best iou with token_budget(tokens=200)" in result.output
