@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 
 from chunkmark.embedders import EMBEDDERS, CachedEmbedder, EmbeddingCache
 from chunkmark.embedders.base import embeds_spans
-from chunkmark.embedders.sentence_transformers import (
-    SentenceTransformerEmbedder,
-    late_windows,
-)
+from chunkmark.embedders.late_chunking import late_windows
+from chunkmark.embedders.sentence_transformers import SentenceTransformerEmbedder
 from chunkmark.errors import EmbeddingError
 
 RIVER = "The river bank was flooded after three days of rain."

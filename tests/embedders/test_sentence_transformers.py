@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from chunkmark.embedders import EMBEDDERS, CachedEmbedder, EmbeddingCache
-from chunkmark.embedders import sentence_transformers as st_module
-from chunkmark.embedders.sentence_transformers import (
+from chunkmark.embedders import st_models as st_module
+from chunkmark.embedders.sentence_transformers import SentenceTransformerEmbedder
+from chunkmark.embedders.st_device import cpu_supports_bf16
+from chunkmark.embedders.st_models import (
     MINILM_HUB_ID,
     MINILM_SHA256,
-    SentenceTransformerEmbedder,
-    cpu_supports_bf16,
     folder_fingerprint,
     minilm_package_dir,
     resolve_model,

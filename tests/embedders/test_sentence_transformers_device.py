@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from chunkmark.embedders import EMBEDDERS
-from chunkmark.embedders import sentence_transformers as st_module
-from chunkmark.embedders.sentence_transformers import (
+from chunkmark.embedders import st_device as st_module
+from chunkmark.embedders.sentence_transformers import SentenceTransformerEmbedder
+from chunkmark.embedders.st_device import (
     ModelWidths,
-    SentenceTransformerEmbedder,
     activation_bytes,
     cpu_supports_bf16,
     default_batch_size,

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def minilm_folder() -> str:
     pytest.importorskip("sentence_transformers")
-    from chunkmark.embedders.sentence_transformers import minilm_package_dir
+    from chunkmark.embedders.st_models import minilm_package_dir
 
     folder = minilm_package_dir()
     if folder is None:
