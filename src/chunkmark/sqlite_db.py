@@ -155,6 +155,39 @@ class SQLiteStore:
                 raise
             conn.execute("COMMIT")
 
+    def disk_bytes(self) -> int:
+        """Bytes the database takes on disk: its file plus the ``-wal`` and ``-shm`` files."""
+        return sum(_size(Path(f"{self.path}{suffix}")) for suffix in ("", "-wal", "-shm"))
+
+    def stored_format(self) -> str:
+        """The format version written in the database's ``meta`` table."""
+        with self.connection() as conn:
+            (found,) = conn.execute(
+                "SELECT value FROM meta WHERE name = 'format_version'"
+            ).fetchone()
+        return str(found)
+
+    def compact(self) -> bool:
+        """Give freed pages back to the file system (``VACUUM``, then truncate the WAL file),
+        only if no other connection is writing right now: with a writer active it does
+        nothing and returns False, so a running writer is never kept waiting on it.
+
+        ``VACUUM`` is one write transaction (readers keep their snapshot, the row ids of the
+        caches' ``INTEGER PRIMARY KEY`` tables are kept); while it runs, a writer that starts
+        waits for it under the busy timeout."""
+        with self.connection() as conn:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                return False
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return True
+
     def close(self) -> None:
         """Close this process's connection (a later use reopens it); an inherited one is only
         dropped, never closed, since it belongs to the parent process."""
@@ -206,6 +239,13 @@ def canonical_identity(identity: dict[str, Any], *, what: str, error: type[Chunk
             f"{what} {identity!r} cannot be written as JSON: {exc}.",
             "Identities may hold only strings, numbers, booleans, None, lists and dicts.",
         ) from None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _capitalized(text: str) -> str:

@@ -89,6 +89,26 @@ def _identity_json(identity: dict[str, Any]) -> str:
     return canonical_identity(identity, what="Embedder identity", error=EmbeddingError)
 
 
+@dataclasses.dataclass(frozen=True)
+class IdentityUsage:
+    """One embedder identity in the cache: its vectors and their bytes (vector data only)."""
+
+    identity: dict[str, Any]
+    vectors: int
+    bytes: int
+
+    @property
+    def name(self) -> str:
+        """The model's name (``name`` in the identity), else the embedder's (``embedder``)."""
+        return identity_name(self.identity)
+
+
+def identity_name(identity: dict[str, Any]) -> str:
+    """The model an embedder identity is about: its ``name``, else its ``embedder`` (the fake
+    embedder has no model name), else ``"?"``."""
+    return str(identity.get("name") or identity.get("embedder") or "?")
+
+
 class EmbeddingCache(SQLiteStore):
     """Float32 vectors on disk, keyed by (identity, kind, text); safe across processes/threads."""
 
@@ -185,6 +205,38 @@ class EmbeddingCache(SQLiteStore):
                 "LEFT JOIN vectors v ON v.identity_id = i.id GROUP BY i.id ORDER BY i.id"
             ).fetchall()
         return [(json.loads(text), int(n)) for text, n in rows]
+
+    def usage(self) -> list[IdentityUsage]:
+        """Each embedder identity in the cache with its vectors and their bytes, in the order
+        they were first written (identities whose vectors were all deleted included)."""
+        with self.connection() as conn:
+            rows = conn.execute(
+                "SELECT i.identity, COUNT(v.id), COALESCE(SUM(LENGTH(v.vector)), 0) "
+                "FROM identities i LEFT JOIN vectors v ON v.identity_id = i.id "
+                "GROUP BY i.id ORDER BY i.id"
+            ).fetchall()
+        return [IdentityUsage(json.loads(text), int(n), int(size)) for text, n, size in rows]
+
+    def delete(self, match: Callable[[dict[str, Any]], bool] | None = None) -> int:
+        """Delete the vectors of every identity ``match`` accepts (all vectors with None), in
+        one write transaction: a concurrent writer waits for it (busy timeout) and its own
+        batches are kept whole. Returns how many vectors were deleted.
+
+        Identity rows are kept (a few bytes each): another process may hold an identity's row
+        id and go on writing under it, so deleting the row could leave vectors that no
+        identity names."""
+        with self.transaction() as conn:
+            if match is None:
+                return int(conn.execute("DELETE FROM vectors").rowcount)
+            rows = conn.execute("SELECT id, identity FROM identities").fetchall()
+            ids = [int(i) for i, text in rows if match(json.loads(text))]
+            deleted = 0
+            for start in range(0, len(ids), _QUERY_BATCH):
+                batch = ids[start : start + _QUERY_BATCH]
+                marks = ",".join("?" * len(batch))
+                cursor = conn.execute(f"DELETE FROM vectors WHERE identity_id IN ({marks})", batch)
+                deleted += int(cursor.rowcount)
+        return deleted
 
     def _identity_id(self, conn: sqlite3.Connection, identity: dict[str, Any]) -> int:
         text = _identity_json(identity)

@@ -9,8 +9,12 @@ with a long busy timeout, like the embedding cache, so parallel workers can shar
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
+import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +77,26 @@ def cache_key(
     return h.digest()
 
 
+@dataclasses.dataclass(frozen=True)
+class ClientUsage:
+    """One client identity in the cache: its answers, their bytes (UTF-8) and when the
+    oldest and newest were written (seconds since the epoch; None without answers)."""
+
+    identity: dict[str, Any]
+    answers: int
+    bytes: int
+    oldest: float | None
+    newest: float | None
+
+    @property
+    def provider(self) -> str:
+        return str(self.identity.get("provider") or "?")
+
+    @property
+    def model(self) -> str:
+        return str(self.identity.get("model") or "?")
+
+
 class LLMCache(SQLiteStore):
     """Answers keyed by :func:`cache_key`; one SQLite file, one connection per process."""
 
@@ -109,3 +133,62 @@ class LLMCache(SQLiteStore):
         with self.connection() as conn:
             (count,) = conn.execute("SELECT COUNT(*) FROM answers").fetchone()
         return int(count)
+
+    def usage(self) -> list[ClientUsage]:
+        """Each client identity in the cache with its answers, oldest first."""
+        with self.connection() as conn:
+            rows = conn.execute(
+                "SELECT identity, COUNT(*), SUM(LENGTH(CAST(answer AS BLOB))), "
+                "MIN(created), MAX(created) FROM answers GROUP BY identity ORDER BY MIN(created)"
+            ).fetchall()
+        return [
+            ClientUsage(json.loads(text), int(n), int(size or 0), oldest, newest)
+            for text, n, size, oldest, newest in rows
+        ]
+
+    def count(
+        self,
+        match: Callable[[dict[str, Any]], bool] | None = None,
+        *,
+        before: float | None = None,
+    ) -> int:
+        """How many answers :meth:`delete` with the same arguments would delete now."""
+        with self.connection() as conn:
+            return self._apply(conn, "SELECT COUNT(*)", match, before)
+
+    def delete(
+        self,
+        match: Callable[[dict[str, Any]], bool] | None = None,
+        *,
+        before: float | None = None,
+    ) -> int:
+        """Delete the answers of every client identity ``match`` accepts (all with None) that
+        were written before ``before`` (seconds since the epoch; any time with None), in one
+        write transaction. Returns how many answers were deleted."""
+        with self.transaction() as conn:
+            return self._apply(conn, "DELETE", match, before)
+
+    @staticmethod
+    def _apply(
+        conn: sqlite3.Connection,
+        verb: str,
+        match: Callable[[dict[str, Any]], bool] | None,
+        before: float | None,
+    ) -> int:
+        """Run ``verb`` (``SELECT COUNT(*)`` or ``DELETE``) on the chosen answers; the count."""
+        where, args = ("1", []) if before is None else ("created < ?", [before])
+        if match is None:
+            return _affected(conn.execute(f"{verb} FROM answers WHERE {where}", args), verb)
+        texts = [t for (t,) in conn.execute("SELECT DISTINCT identity FROM answers")]
+        total = 0
+        for text in texts:
+            if match(json.loads(text)):
+                cursor = conn.execute(
+                    f"{verb} FROM answers WHERE identity = ? AND {where}", [text, *args]
+                )
+                total += _affected(cursor, verb)
+        return total
+
+
+def _affected(cursor: sqlite3.Cursor, verb: str) -> int:
+    return int(cursor.rowcount if verb == "DELETE" else cursor.fetchone()[0])
