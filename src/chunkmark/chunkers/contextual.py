@@ -28,7 +28,9 @@ from one of three methods:
 A chunk with no context keeps what the wrapped chunker gave it. ``stats()`` counts the contexts
 added: ``context_chars`` and ``context_tokens`` (the embed texts' growth, in characters and
 ``encoding`` tokens: the extra embedding cost), ``llm_calls``, and the prompt prefix tokens
-that provider prompt caching can serve.
+that provider prompt caching can serve. With ``method='llm'`` the chunker is a
+:class:`~chunkmark.chunkers.estimate.RequestEstimator`: its requests (one per chunk of the
+wrapped chunker) are known before asking.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
+from chunkmark.chunkers.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.chunkers.markdown import Block, parse_blocks, sections
 from chunkmark.chunkers.sentences import sentence_spans, word_bounds
 from chunkmark.errors import SpecError
@@ -271,11 +274,14 @@ class LLMContexts:
         self.counts = _LLMCounts()
         self.first_error: str | None = None
 
-    def requests(self, text: str, chunks: Sequence[Chunk]) -> list[tuple[str, str, int]]:
-        """The (system, user, max_tokens) requests for ``text``'s chunks, without asking."""
+    def requests(self, text: str, chunks: Sequence[Chunk]) -> list[Request]:
+        """The requests for ``text``'s chunks, without asking."""
         system = fill(prompt_text(f"contextual_{self.prompt}_system"), document=text)
         user = prompt_text(f"contextual_{self.prompt}_user")
-        return [(system, fill(user, chunk=text[c.start : c.end]), self.max_tokens) for c in chunks]
+        return [
+            Request(system, fill(user, chunk=text[c.start : c.end]), self.max_tokens)
+            for c in chunks
+        ]
 
     def contexts(self, text: str, chunks: Sequence[Chunk]) -> list[str]:
         from chunkmark.llm import EmptyAnswerError
@@ -283,7 +289,7 @@ class LLMContexts:
         out: list[str] = []
         prefix_tokens: int | None = None
         sent_for_text = 0
-        for system, user, max_tokens in self.requests(text, chunks):
+        for system, user, max_tokens, _ in self.requests(text, chunks):
             before = self.llm.stats().requests
             self.counts.calls += 1
             try:
@@ -340,10 +346,13 @@ class _Counts:
 class ContextualChunker:
     """The wrapped chunker's spans, each embedded after a context (see the module docs)."""
 
-    def __init__(self, inner: ChunkerFn, situate: Situate, encoding: str) -> None:
+    def __init__(
+        self, inner: ChunkerFn, situate: Situate, encoding: str, inner_spec: str | None = None
+    ) -> None:
         self.inner = inner
         self.situate = situate
         self.encoding = encoding
+        self.inner_spec = inner_spec  # the wrapped chunker's spec, when built from one
         self._counts = _Counts()
 
     def __call__(self, text: str) -> list[Chunk]:
@@ -371,11 +380,32 @@ class ContextualChunker:
             self._counts.with_context += len(embeds)
         return out
 
-    def requests(self, text: str) -> list[tuple[str, str, int]]:
-        """The LLM requests chunking ``text`` would make (none for headings and neighbours)."""
+    def requests(self, text: str, chunks: Sequence[Chunk] | None = None) -> list[Request]:
+        """The LLM requests chunking ``text`` would make (none for headings and neighbours);
+        ``chunks`` are the wrapped chunker's, found by running it when not given."""
         if not isinstance(self.situate, LLMContexts):
             return []
-        return self.situate.requests(text, inner_chunks(self.inner, text))
+        if chunks is None:
+            chunks = inner_chunks(self.inner, text)
+        return self.situate.requests(text, chunks)
+
+    def estimate_llm(self) -> LLM | None:
+        """The LLM that writes the contexts; None for headings and neighbours (see
+        :mod:`chunkmark.chunkers.estimate`)."""
+        return self.situate.llm if isinstance(self.situate, LLMContexts) else None
+
+    def estimate_wraps(self) -> str | None:
+        """The wrapped chunker's spec: its chunks are what the LLM is asked about."""
+        return self.inner_spec
+
+    def estimate_requests(
+        self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
+    ) -> LLMUsage:
+        """One request per chunk, each asked once (an empty answer is not asked again),
+        answers in the cache replayed. The requests of one document share the system prompt
+        that holds it, offered to the provider's prompt cache: the first request sent writes
+        it, the later ones read it, where the provider caches a prompt that long."""
+        return count_requests(self.requests(text, chunks), asking, cache_system=True)
 
     def stats(self) -> ChunkerStats:
         """Counts of texts, chunks and contexts; ``context_chars``/``context_tokens`` are what
@@ -474,4 +504,4 @@ def contextual(
         situate = HeadingContexts()
     else:
         situate = NeighbourContexts(neighbour_tokens, encoding)
-    return ContextualChunker(inner, situate, encoding)
+    return ContextualChunker(inner, situate, encoding, chunker)

@@ -20,17 +20,22 @@
 5. ``max_length`` is a hard limit on every chunk, in every path, including ``fallback="none"``:
    a longer chunk is cut by the recursive splitter counting characters
    (``recursive(size=max_length, length='chars')``), and the parts lose any heading context.
+
+With an LLM, the chunker is a :class:`~chunkmark.chunkers.estimate.RequestEstimator`: its
+estimate is the LLM splitter's on every section of at least ``short_section`` characters.
 """
 
 from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
-from chunkmark.chunkers.llm_semantic import LLMSplitter
+from chunkmark.chunkers.estimate import Asking, LLMUsage
+from chunkmark.chunkers.llm_semantic import LLMSplitter, estimate_splits
 from chunkmark.chunkers.recursive import recursive
 from chunkmark.errors import LLMError
 from chunkmark.spans import Span
@@ -126,6 +131,29 @@ class DocumentationChunker:
                 continue
             out.extend(self._split(text, section))
         return out
+
+    def estimate_llm(self) -> LLM | None:
+        """The LLM that splits long sections; None without one (see
+        :mod:`chunkmark.chunkers.estimate`)."""
+        return None if self.splitter is None else self.splitter.llm
+
+    def estimate_wraps(self) -> None:
+        """It reads the text itself."""
+        return None
+
+    def estimate_requests(
+        self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
+    ) -> LLMUsage:
+        """The calls and tokens of chunking ``text``: the LLM splitter's on every section of at
+        least ``short_section`` characters (none without an LLM)."""
+        usage = LLMUsage()
+        if self.splitter is None:
+            return usage
+        for section in section_spans(text):
+            if section.end - section.start >= self.short_section:
+                body = text[section.start : section.end]
+                usage.add(estimate_splits(self.splitter, body, asking))
+        return usage
 
     def stats(self) -> ChunkerStats:
         """Counters: ``sections``, ``short_sections`` (kept whole), ``llm_sections`` (split by

@@ -20,18 +20,35 @@ window that already reaches the end of the text is the last one (asking again ab
 LLM has seen with nothing new after them would only force extra cuts). Answers come through the
 chunker context's LLM client, so they are cached and seeded; errors of the LLM client (missing
 key, endpoint down) are raised, not hidden.
+
+Before asking, :func:`estimate_splits` says what it would take (the chunker is a
+:class:`~chunkmark.chunkers.estimate.RequestEstimator`): cached answers replayed, then the
+fewest calls (windows that tile the pieces) and the most (a window from every piece, each asked
+twice).
 """
 
 from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from chunkmark.chunkers.base import CHUNKERS, ChunkerContext, ChunkerFn
+import numpy as np
+
+from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
+from chunkmark.chunkers.estimate import (
+    ENCODING,
+    REASON_TOKENS,
+    SHOWN_ANSWER_TOKENS,
+    Asking,
+    LLMUsage,
+    Replay,
+)
 from chunkmark.chunkers.recursive import recursive
+from chunkmark.costs.meter import MESSAGE_TOKENS
 from chunkmark.spans import Span
 from chunkmark.stats import ChunkerStats
 from chunkmark.tokenizers import count_tokens
@@ -129,9 +146,13 @@ class LLMSplitter:
         self._counts = _Counts()
         self._warned = False
 
+    def pieces(self, text: str) -> list[Span]:
+        """The text's small pieces (the recursive splitter's), before any LLM cut."""
+        return [Span(p.start, p.end) for p in self._pieces(text)]
+
     def groups(self, text: str) -> list[list[Span]]:
         """The text's pieces, grouped into chunks by the LLM's cuts (in order, none empty)."""
-        pieces = [Span(p.start, p.end) for p in self._pieces(text)]
+        pieces = self.pieces(text)
         self._counts.texts += 1
         self._counts.pieces += len(pieces)
         cuts = self.cuts(text, pieces)
@@ -235,6 +256,128 @@ def _correction_prompt(prompt: str, answer: str, reason: str, first: int, last: 
     )
 
 
+# --- the estimate: calls and tokens without asking ----------------------------------------------
+
+
+def estimate_splits(splitter: LLMSplitter, text: str, asking: Asking) -> LLMUsage:
+    """The calls and tokens of :meth:`LLMSplitter.groups` on ``text``, without asking.
+
+    The pieces and the first window are known; later windows start where the answers say.
+    Answers in the cache are replayed as the splitter reads them (a correction too); from the
+    first window not in the cache, the fewest calls are windows that tile the pieces, each
+    answered right at once, and the most a window from every piece up to the first window
+    reaching the end, each asked twice (the correction quotes the answer and the reason).
+    """
+    pieces = splitter.pieces(text)
+    texts = [text[p.start : p.end] for p in pieces]
+    tokens = count_tokens(texts, splitter.encoding)
+    n = len(texts)
+    system_tokens = count_tokens([SYSTEM_PROMPT], ENCODING)[0] + MESSAGE_TOKENS
+    correction = _correction_prompt("", "", "", n, n)  # its own words, besides the prompt
+    correction_tokens = count_tokens([correction], ENCODING)[0] + SHOWN_ANSWER_TOKENS
+    ends: dict[int, int] = {}
+
+    def window_end(start: int) -> int:
+        if start not in ends:
+            end, total = start, 0
+            while end < n and total <= splitter.window_tokens:
+                total += tokens[end]
+                end += 1
+            ends[start] = end
+        return ends[start]
+
+    def prompt_tokens(start: int, end: int) -> int:
+        user = _window_prompt(texts, start + 1, end)
+        return system_tokens + count_tokens([user], ENCODING)[0]
+
+    # For the many windows of the most-calls bound: each tagged piece counted once, plus the
+    # prompt's own words (with the widest piece numbers), instead of every window's prompt.
+    tagged = [f"<piece {i}>{t}</piece {i}>\n" for i, t in enumerate(texts, start=1)]
+    prefix = np.concatenate([[0], np.cumsum(count_tokens(tagged, ENCODING))])
+    empty_window, empty_piece = count_tokens(
+        [_window_prompt([""] * n, n, n), f"<piece {n}></piece {n}>"], ENCODING
+    )
+    words = system_tokens + empty_window - empty_piece
+
+    def prompt_bound(start: int, end: int) -> int:
+        return words + int(prefix[end] - prefix[start])
+
+    usage = LLMUsage()
+    start = 0
+    while start < n - UNASKED_TAIL:
+        end = window_end(start)
+        replayed = _replayed(asking.replay, texts, start, end)
+        if replayed is None:
+            rest = _Windows(n, window_end, prompt_tokens, prompt_bound, correction_tokens)
+            _estimate_rest(usage, start, rest)
+            return usage
+        asks, numbers = replayed
+        usage.cached += asks
+        if end == n:
+            break
+        start = end if numbers is None else numbers[-1]
+    return usage
+
+
+def _replayed(
+    replay: Replay, texts: list[str], start: int, end: int
+) -> tuple[int, list[int] | None] | None:
+    """(asks, cuts) for a window answered in the cache, as the splitter reads it; None when
+    an answer it needs is not there."""
+    first, last = start + 1, end
+    prompt = _window_prompt(texts, first, last)
+    answer = replay.answer(SYSTEM_PROMPT, prompt, ANSWER_TOKENS)
+    if answer is None:
+        return None
+    numbers, reason = parse_answer(answer, first, last)
+    if numbers is not None:
+        return 1, numbers
+    correction = _correction_prompt(prompt, answer, reason, first, last)
+    second = replay.answer(SYSTEM_PROMPT, correction, ANSWER_TOKENS)
+    if second is None:
+        return None
+    return 2, parse_answer(second, first, last)[0]
+
+
+@dataclass(frozen=True)
+class _Windows:
+    """A text's windows: ``end(start)``, a window's exact prompt tokens, a cheaper close bound of
+    them, and what a correction adds to a prompt."""
+
+    n: int
+    end: Callable[[int], int]
+    exact: Callable[[int, int], int]
+    bound: Callable[[int, int], int]
+    correction_tokens: int
+
+
+def _estimate_rest(usage: LLMUsage, start: int, w: _Windows) -> None:
+    """Fewest calls from ``start``: windows that tile the pieces, each answered right at once.
+    Most: a window from every start up to the first that reaches the end, each asked twice
+    (the correction repeats the prompt with the answer quoted and the reason). Every call may
+    answer up to ``max_tokens``."""
+    s = start
+    while s < w.n - UNASKED_TAIL:
+        e = w.end(s)
+        usage.calls += 1
+        usage.input_tokens += w.exact(s, e)
+        usage.output_tokens += ANSWER_TOKENS
+        if e == w.n:
+            break
+        s = e
+    for s in range(start, w.n - UNASKED_TAIL):
+        e = w.end(s)
+        once = w.bound(s, e)
+        usage.calls_max += 2
+        usage.input_tokens_max += 2 * once + w.correction_tokens + REASON_TOKENS
+        usage.output_tokens_max += 2 * ANSWER_TOKENS
+        if e == w.n:
+            break
+
+
+# --- the chunker ---------------------------------------------------------------------------------
+
+
 class LLMSemanticChunker:
     """Chunks are runs of consecutive pieces between the LLM's cuts (see the module docs)."""
 
@@ -243,6 +386,20 @@ class LLMSemanticChunker:
 
     def __call__(self, text: str) -> list[Span]:
         return [Span(g[0].start, g[-1].end) for g in self.splitter.groups(text)]
+
+    def estimate_llm(self) -> LLM:
+        """The LLM it asks (see :mod:`chunkmark.chunkers.estimate`)."""
+        return self.splitter.llm
+
+    def estimate_wraps(self) -> None:
+        """It reads the text itself."""
+        return None
+
+    def estimate_requests(
+        self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
+    ) -> LLMUsage:
+        """The calls and tokens of chunking ``text`` (:func:`estimate_splits`)."""
+        return estimate_splits(self.splitter, text, asking)
 
     def stats(self) -> ChunkerStats:
         """The splitter's counters; ``fallbacks`` are the windows left unsplit after two

@@ -25,6 +25,8 @@ Every placement (kept or dropped) is kept in :attr:`PropositionsChunker.placemen
 ``stats()`` counts propositions, aligned, dropped, ambiguous, the score distribution in bins of
 ten (``score_60_70`` holds scores from 60 up to 70; 100 is in ``score_90_100``), LLM calls and
 corrections. rapidfuzz is an optional dependency: ``pip install 'chunkmark[propositions]'``.
+The chunker is a :class:`~chunkmark.chunkers.estimate.RequestEstimator`: its first requests (one
+per chunk of the wrapped chunker) are known before asking, a correction at most one more each.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +51,14 @@ from chunkmark.chunkers.contextual import (
     inner_stats,
     merged_counters,
     prompt_text,
+)
+from chunkmark.chunkers.estimate import (
+    REASON_TOKENS,
+    SHOWN_ANSWER_TOKENS,
+    Asking,
+    LLMUsage,
+    Request,
+    framed_tokens,
 )
 from chunkmark.errors import MissingDependencyError
 from chunkmark.specs import Traits
@@ -223,8 +234,10 @@ class PropositionsChunker:
         min_score: float = MIN_SCORE,
         max_answer_tokens: int = ANSWER_TOKENS,
         prompt: str = "v1",
+        inner_spec: str | None = None,
     ) -> None:
         self.inner = inner
+        self.inner_spec = inner_spec  # the wrapped chunker's spec, when built from one
         self.llm = llm
         self.fuzz = fuzz
         self.min_score = min_score
@@ -267,13 +280,65 @@ class PropositionsChunker:
         c.ambiguous += int(a.ambiguous)
         return Chunk("", start, end, proposition)
 
-    def requests(self, text: str) -> list[tuple[str, str, int]]:
-        """The first request for each of ``text``'s chunks (corrections cannot be known)."""
+    def requests(self, text: str, chunks: Sequence[Chunk] | None = None) -> list[Request]:
+        """The first request for each of ``text``'s chunks (corrections cannot be known);
+        ``chunks`` are the wrapped chunker's, found by running it when not given."""
         system = prompt_text(f"propositions_{self.prompt}_system")
+        if chunks is None:
+            chunks = inner_chunks(self.inner, text)
         return [
-            (system, self._request(text[c.start : c.end]), self.max_answer_tokens)
-            for c in inner_chunks(self.inner, text)
+            Request(system, self._request(text[c.start : c.end]), self.max_answer_tokens, SCHEMA)
+            for c in chunks
         ]
+
+    def estimate_llm(self) -> LLM:
+        """The LLM it asks (see :mod:`chunkmark.chunkers.estimate`)."""
+        return self.llm
+
+    def estimate_wraps(self) -> str | None:
+        """The wrapped chunker's spec: its chunks are what the LLM rewrites."""
+        return self.inner_spec
+
+    def estimate_requests(
+        self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
+    ) -> LLMUsage:
+        """One request per chunk of the wrapped chunker, answers in the cache replayed (a
+        cached answer that cannot be read leads to the correction asked next, replayed too
+        when cached). Fewest calls: every answer usable; most: every chunk asked twice (the
+        correction quotes the request, at most 200 characters of the answer and the
+        reason)."""
+        usage = LLMUsage()
+        requests = self.requests(text, chunks)
+        if not requests:
+            return usage
+        template = prompt_text(f"propositions_{self.prompt}_correction")
+        asks: list[tuple[str, int, int]] = []  # (user prompt, max_tokens, times at the most)
+        for system, user, max_tokens, schema in requests:
+            answer = asking.replay.answer(system, user, max_tokens, schema)
+            if answer is None:
+                asks.append((user, max_tokens, 2))
+                continue
+            usage.cached += 1
+            found, reason = parse_propositions(answer)
+            if found is not None:
+                continue
+            shown = " ".join(answer.split())[:200] or "(nothing)"
+            correction = fill(template, request=user, answer=shown, reason=reason)
+            if asking.replay.answer(system, correction, max_tokens, schema) is not None:
+                usage.cached += 1
+            else:
+                asks.append((correction, max_tokens, 1))
+        if not asks:
+            return usage
+        words = fill(template, request="", answer="", reason="")
+        system_tokens, totals = framed_tokens(requests[0].system, [u for u, _, _ in asks] + [words])
+        # A correction repeats the request and adds its own words, the answer shown and the
+        # reason.
+        bare = totals.pop()
+        extra = bare - system_tokens + SHOWN_ANSWER_TOKENS + REASON_TOKENS
+        for (_, max_tokens, times), tokens in zip(asks, totals, strict=True):
+            usage.ask(tokens, max_tokens, times, extra if times > 1 else 0)
+        return usage
 
     def _request(self, source: str) -> str:
         return fill(prompt_text(f"propositions_{self.prompt}_user"), chunk=source)
@@ -384,4 +449,6 @@ def propositions(
     ctx = context if context is not None else ChunkerContext()
     inner = build_inner(chunker, ctx)
     client: LLM = ctx.llm(llm)
-    return PropositionsChunker(inner, client, fuzz, min_score, max_answer_tokens, prompt)
+    return PropositionsChunker(
+        inner, client, fuzz, min_score, max_answer_tokens, prompt, inner_spec=chunker
+    )
