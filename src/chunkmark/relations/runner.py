@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from chunkmark.embedders.base import Embedder, FloatArray, Kind
 from chunkmark.errors import ConfigError
 from chunkmark.experiments.config import ExperimentConfig
 from chunkmark.experiments.runner import EmbedProgress, Results, evaluate
@@ -60,7 +59,6 @@ from chunkmark.relations.model import (
     RelationSet,
     load_relation_set,
 )
-from chunkmark.stats import EmbedderStats
 
 Progress = Callable[[str], None]
 DEFAULT_EXTRACTOR = "cooccurrence"
@@ -471,66 +469,37 @@ def estimate_extraction(
     return _estimates(rs, with_relation_set(config, folder), extractor)
 
 
-class _NotCached(Exception):
-    """An estimate's chunker asked for a vector the embedding cache does not hold."""
-
-
-class _CacheOnly:
-    """The cell's embedder as an estimate sees it: its name and identity (the cache keys), and
-    no model and no request. Embedding anything means the cache lacked it."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
-
-    def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
-        raise _NotCached(f"{len(texts)} {kind} texts")
-
-    def stats(self) -> EmbedderStats:
-        return EmbedderStats()
-
-
 def _estimates(
     rs: RelationSet, config: ExperimentConfig, extractor: Extractor
 ) -> list[ChunkerEstimate]:
-    """Chunk with every chunker that can be run without a request: a chunker that embeds reads
-    its vectors from the embedding cache only (a dry run or a --max-cost check never embeds;
-    with texts not cached, its chunks are unknown until it runs)."""
-    from chunkmark.chunkers import CHUNKERS, ChunkerContext
+    """Chunk with every chunker that can be run without a request, the one way estimates
+    chunk (:func:`chunkmark.experiments.plan.estimate_chunks`): a chunker that embeds reads its
+    vectors from the embedding cache only (a dry run or a --max-cost check never embeds; with
+    texts not cached, its chunks are unknown until it runs); an LLM chunker's chunks are
+    unknown before it runs."""
+    from chunkmark.chunkers import CHUNKERS
     from chunkmark.embedders import EMBEDDERS
-    from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
-    from chunkmark.experiments.cell import chunk_dataset
+    from chunkmark.embedders.cache import EmbeddingCache
+    from chunkmark.experiments.plan import estimate_chunks
     from chunkmark.paths import resolve_cache_dir
 
     estimate = getattr(extractor, "estimate", None)
+    embedder = cache = None
+    if any(CHUNKERS.traits(spec).embeds for spec in config.chunkers):
+        embedder = EMBEDDERS.build(config.embedders[0])[0]
+        cache = None if config.no_cache else EmbeddingCache(resolve_cache_dir(config.cache_dir))
     out: list[ChunkerEstimate] = []
-    embedder = None
     for spec in config.chunkers:
-        traits = CHUNKERS.traits(spec)
-        if traits.calls_llm:
-            out.append(ChunkerEstimate(spec, 0, None, "its chunks are known only once it runs"))
+        found = estimate_chunks(rs.dataset, spec, embedder=embedder, cache=cache, seed=config.seed)
+        if found.chunks is None:
+            out.append(ChunkerEstimate(spec, 0, None, found.note))
             continue
-        if traits.embeds and embedder is None:
-            cache = None if config.no_cache else EmbeddingCache(resolve_cache_dir(config.cache_dir))
-            embedder = CachedEmbedder(_CacheOnly(EMBEDDERS.build(config.embedders[0])[0]), cache)
-        chunker, _ = CHUNKERS.build(spec, context=ChunkerContext(embedder=embedder))
-        try:
-            chunks = chunk_dataset(rs.dataset, chunker)
-        except _NotCached:
-            note = "it embeds texts the cache does not hold: its chunks are known once it runs"
-            out.append(ChunkerEstimate(spec, 0, None, note))
-            continue
+        chunks = found.chunks
         chunking = Chunking.of(
             [c.doc_id for c in chunks], [c.start for c in chunks], [c.end for c in chunks]
         )
-        found = None if estimate is None else estimate(chunk_inputs(rs, chunking))
-        out.append(ChunkerEstimate(spec, len(chunks), found))
+        result = None if estimate is None else estimate(chunk_inputs(rs, chunking))
+        out.append(ChunkerEstimate(spec, len(chunks), result))
     return out
 
 
