@@ -425,6 +425,7 @@ def _run_steps(root: Path, steps: list[_Step], *, yes: bool, vacuum: bool) -> No
     done = []
     for step in steps:
         done.append(f"{step.run():,} {step.noun}")
+        step.close()
     console.print(f"Removed {', '.join(done)} from {root}.")
     sqlite = [s.cache for s in steps if s.cache in ("embeddings", "llm")]
     if not sqlite:
@@ -436,7 +437,7 @@ def _run_steps(root: Path, steps: list[_Step], *, yes: bool, vacuum: bool) -> No
         store = EmbeddingCache(root) if name == "embeddings" else LLMCache(root)
         with store:
             shrunk = store.compact()
-        if shrunk:
+        if shrunk:  # measured once closed: the last connection to close folds the WAL in
             console.print(f"{name}: compacted to {_size(store.disk_bytes())}.")
         else:
             console.print(f"{name}: not compacted, another process is writing to it.")
