@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chunkmark.synth.generate import load_corpus
+from chunkmark.synth.corpus import load_corpus
 from cli.app_runner import error_line, invoke
 
 

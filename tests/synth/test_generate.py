@@ -25,22 +25,13 @@ from chunkmark.llm import FakeLLM, build_llm
 from chunkmark.llm.cache import cache_key
 from chunkmark.paths import CACHE_DIR_ENV
 from chunkmark.spans import Span
+from chunkmark.synth.answers import parse_json
 from chunkmark.synth.excerpts import collapses
-from chunkmark.synth.generate import (
-    EXACT_SCHEMA,
-    MAX_ATTEMPTS,
-    GenerationReport,
-    SynthError,
-    build_prompt,
-    document_windows,
-    estimate,
-    generate,
-    load_prices,
-    make_plan,
-    parse_json,
-    quotas,
-    tiles,
-)
+from chunkmark.synth.generate import estimate, generate
+from chunkmark.synth.options import MAX_ATTEMPTS, SynthError, load_prices
+from chunkmark.synth.plan import document_windows, make_plan, quotas, tiles
+from chunkmark.synth.prompt import EXACT_SCHEMA, build_prompt
+from chunkmark.synth.run import GenerationReport
 
 from .conftest import (
     FACT,

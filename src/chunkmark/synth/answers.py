@@ -1,0 +1,247 @@
+"""Checking one answer of the LLM: its JSON, the number of passages for the style, every
+excerpt placed exactly in the document (:mod:`chunkmark.synth.excerpts`), and the checks on the
+whole question (passages that collapse into one, a paraphrased question copying its passage,
+a repeat); and what became of a slot (:class:`SlotOutcome`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from chunkmark.datasets import Document
+from chunkmark.spans import Span
+from chunkmark.synth import excerpts as ex
+from chunkmark.synth.plan import Slot
+from chunkmark.synth.prompt import Prompt
+
+# How many passages a style's answer may cite.
+STYLE_PASSAGES = {"factoid": (1, 3), "multi": (2, 3), "paraphrased": (1, 3)}
+
+# Why answers were rejected (one reason per rejected answer, its first problem).
+MALFORMED = "malformed"
+EMPTY_ANSWER = "empty_answer"
+COLLAPSED = "collapsed"
+COPIED = "copied"
+DUPLICATE = "duplicate"
+REJECTIONS = (
+    MALFORMED,
+    EMPTY_ANSWER,
+    ex.EMPTY,
+    ex.TOO_SHORT,
+    ex.NOT_FOUND,
+    ex.BAD_RANGE,
+    COLLAPSED,
+    COPIED,
+    DUPLICATE,
+)
+
+
+class PassagesAnswer(BaseModel):
+    """The answer in the exact mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    passages: list[str]
+
+
+class PiecesAnswer(BaseModel):
+    """The answer in the approximate mode: ranges of 1-based piece numbers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    pieces: list[list[int]]
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """An accepted excerpt: its span, how it was placed, whether its text occurs elsewhere."""
+
+    span: Span
+    method: str
+    ambiguous: bool = False
+    pieces: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What an answer gave: a question and its excerpts, or the reason (one of
+    :data:`REJECTIONS`) and a sentence for the LLM saying what was wrong."""
+
+    question: str = ""
+    excerpts: tuple[Excerpt, ...] = ()
+    reason: str | None = None
+    detail: str = ""
+
+
+def reject(reason: str, detail: str) -> Verdict:
+    """A verdict rejecting an answer for ``reason``, with ``detail`` for the LLM."""
+    return Verdict(reason=reason, detail=detail)
+
+
+def parse_json(answer: str) -> Any:
+    """The JSON object in an answer: the whole answer, else inside a code fence, else from its
+    first ``{``. Raises ValueError when there is none."""
+    text = answer.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.rsplit("```", 1)[0]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("it holds no JSON object")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"it is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    return value
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "the answer"
+    return f"{where}: {error['msg']}"
+
+
+def judge(
+    answer: str,
+    doc: Document,
+    slot: Slot,
+    prompt: Prompt,
+    *,
+    mode: str,
+    asked: Sequence[str] = (),
+    min_chars: int = 20,
+    normalised: ex.NormalisedText | None = None,
+) -> Verdict:
+    """Check one answer: its JSON, the number of passages for the style, every excerpt, and
+    the checks on the whole question (collapsed, copied, repeated)."""
+    model = PassagesAnswer if mode == "exact" else PiecesAnswer
+    try:
+        parsed = model.model_validate(parse_json(answer))
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError too
+        detail = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        return reject(MALFORMED, f"it is not the JSON object asked for ({detail})")
+    question = " ".join(parsed.question.split())
+    if not question:
+        return reject(MALFORMED, "the question is empty")
+    cited = parsed.passages if isinstance(parsed, PassagesAnswer) else parsed.pieces
+    low, high = STYLE_PASSAGES[slot.style]
+    if not low <= len(cited) <= high:
+        wanted = f"{low}" if low == high else f"{low} to {high}"
+        return reject(
+            MALFORMED,
+            f"a {slot.style} question needs {wanted} passages, the answer gave {len(cited)}",
+        )
+    if isinstance(parsed, PassagesAnswer):
+        placed = _place_passages(parsed.passages, doc, slot, min_chars, normalised)
+    else:
+        placed = _place_pieces(parsed.pieces, doc, prompt.pieces, min_chars)
+    if placed.reason is not None:
+        return placed
+    return _check_question(question, placed.excerpts, doc, slot, asked)
+
+
+def _place_passages(
+    passages: Sequence[str],
+    doc: Document,
+    slot: Slot,
+    min_chars: int,
+    normalised: ex.NormalisedText | None,
+) -> Verdict:
+    """The passages' excerpts (a verdict without a question yet), or the first problem."""
+    found: list[Excerpt] = []
+    for number, passage in enumerate(passages, start=1):
+        match = ex.locate(
+            doc.text, passage, slot.window, min_chars=min_chars, normalised=normalised
+        )
+        if match.span is None or match.method is None:
+            return reject(str(match.problem), _passage_problem(number, passage, match, min_chars))
+        found.append(Excerpt(match.span, match.method, match.ambiguous))
+    return Verdict(excerpts=tuple(found))
+
+
+def _passage_problem(number: int, passage: str, match: ex.ExcerptMatch, min_chars: int) -> str:
+    shown = " ".join(passage.split())[:120]
+    if match.problem == ex.EMPTY:
+        return f"passage {number} is empty"
+    if match.problem == ex.TOO_SHORT:
+        return f"passage {number} ({shown!r}) is shorter than {min_chars} characters"
+    return f"passage {number} ({shown!r}) is not in the text; copy passages character for character"
+
+
+def _place_pieces(
+    ranges: Sequence[Sequence[int]], doc: Document, pieces: Sequence[Span], min_chars: int
+) -> Verdict:
+    """The cited ranges' excerpts (a verdict without a question yet), or the first problem."""
+    found: list[Excerpt] = []
+    for number, cited in enumerate(ranges, start=1):
+        if len(cited) not in (1, 2):
+            return reject(
+                MALFORMED, f"range {number} has {len(cited)} numbers; write [first, last]"
+            )
+        first, last = cited[0], cited[-1]
+        match = ex.span_of_range(doc.text, pieces, first, last, min_chars=min_chars)
+        if match.span is None:
+            problem = str(match.problem)
+            detail = (
+                f"range {number} [{first}, {last}] is not a range of pieces 1 to {len(pieces)}"
+                if problem == ex.BAD_RANGE
+                else f"range {number} [{first}, {last}] holds too little text"
+            )
+            return reject(problem, detail)
+        found.append(Excerpt(match.span, ex.PIECES, pieces=(first, last)))
+    return Verdict(excerpts=tuple(found))
+
+
+def _check_question(
+    question: str, found: tuple[Excerpt, ...], doc: Document, slot: Slot, asked: Sequence[str]
+) -> Verdict:
+    """The checks on the whole question: collapsed passages, copied words, a repeat."""
+    spans = [e.span for e in found]
+    if len(spans) > 1 and ex.collapses(doc.text, spans):
+        return reject(
+            COLLAPSED,
+            "the passages overlap or follow each other, so they are one passage; give separate "
+            "passages from different places, or one passage",
+        )
+    if slot.style == "paraphrased":
+        for number, e in enumerate(found, start=1):
+            run = ex.copied_run(question, doc.text[e.span.start : e.span.end])
+            if run is not None:
+                return reject(
+                    COPIED,
+                    f"the question repeats the words {run!r} of passage {number}; reword it",
+                )
+    if _question_key(question) in {_question_key(q) for q in asked}:
+        return reject(DUPLICATE, "this question was already asked; ask a different one")
+    return Verdict(question, found)
+
+
+def _question_key(question: str) -> str:
+    return " ".join(ex.words(question))
+
+
+@dataclass(frozen=True)
+class SlotOutcome:
+    """What became of one slot: its accepted question (``question`` empty when the window was
+    skipped), the excerpts, the answers it took and why the rejected ones were rejected."""
+
+    slot: Slot
+    question: str
+    excerpts: tuple[Excerpt, ...]
+    attempts: int
+    rejected: Mapping[str, int]
+    last_problem: str = ""
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.question)

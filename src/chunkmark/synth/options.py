@@ -1,0 +1,129 @@
+"""The options of question generation (``chunkmark synth generate``): what shapes the questions
+(a rerun must use the same to resume) and how the run goes, checked before anything is read;
+the styles and examples as the command line gives them; the LLM price table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from chunkmark.costs.llm_prices import LLMPrices, load_llm_prices
+from chunkmark.costs.llm_prices import unknown_price as _unknown_price
+from chunkmark.errors import ChunkmarkError
+from chunkmark.llm import LLM
+
+MAX_ATTEMPTS = 3  # answers asked for one slot before its window is skipped
+MIN_WINDOW_CHARS = 200
+
+STYLES = ("factoid", "multi", "paraphrased")
+MODES = ("exact", "approximate")
+LAYOUTS = ("jsonl", "chroma")
+
+
+class SynthError(ChunkmarkError):
+    """Question generation cannot start or go on: a bad option, a price that is not known, an
+    output folder holding something else."""
+
+
+def load_prices(path: str | Path | None = None) -> LLMPrices:
+    """The LLM price table (:mod:`chunkmark.costs.llm_prices`) with the entries of ``path``;
+    a bad file is a :class:`SynthError`."""
+    return load_llm_prices(path, SynthError)
+
+
+def unknown_price(llm: LLM, table: LLMPrices) -> SynthError:
+    """The error for a model without a price, naming the fix."""
+    return _unknown_price(llm, table, SynthError)
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """The options of one generation: everything that shapes the questions written (``questions``
+    to ``json_schema``; a rerun must use the same to resume), then how the run goes:
+    ``concurrency`` (requests in flight, across documents), ``max_cost`` (US dollars; the run
+    stops cleanly before the first request whose estimate would cross it) and ``prices`` (the
+    price table; the shipped one when None)."""
+
+    questions: int = 50
+    seed: int = 0
+    window_chars: int = 4000
+    mode: str = "exact"
+    styles: tuple[str, ...] = ("factoid",)
+    examples: tuple[str, ...] = ()
+    layout: str = "jsonl"
+    min_excerpt_chars: int = 20
+    json_schema: bool = True
+    concurrency: int = 1
+    max_cost: float | None = None
+    prices: LLMPrices | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "styles", tuple(self.styles))
+        object.__setattr__(self, "examples", tuple(self.examples))
+
+    @classmethod
+    def given(cls, options: GenerationOptions | None, changes: dict[str, Any]) -> GenerationOptions:
+        """``options`` (the defaults when None) with the fields named in ``changes`` replaced;
+        a name that is not a field is a TypeError, as for a function's keyword."""
+        unknown = sorted(set(changes) - {f.name for f in fields(cls)})
+        if unknown:
+            raise TypeError(f"unexpected keyword argument {unknown[0]!r}")
+        return replace(options if options is not None else cls(), **changes)
+
+    def check(self) -> None:
+        """Raise :class:`SynthError` for a value out of range."""
+        if self.questions < 1:
+            raise SynthError(
+                f"--questions must be at least 1, got {self.questions}.", "Ask for 1 or more."
+            )
+        if self.window_chars < MIN_WINDOW_CHARS:
+            raise SynthError(
+                f"--window-chars must be at least {MIN_WINDOW_CHARS}, got {self.window_chars}.",
+                "Windows of a few thousand characters work best (the default is 4000).",
+            )
+        if self.mode not in MODES:
+            raise SynthError(
+                f"Unknown excerpt mode {self.mode!r}.", f"Use one of: {', '.join(MODES)}."
+            )
+        if self.layout not in LAYOUTS:
+            raise SynthError(
+                f"Unknown layout {self.layout!r}.", f"Use one of: {', '.join(LAYOUTS)}."
+            )
+        unknown = [s for s in self.styles if s not in STYLES]
+        if unknown or not self.styles:
+            raise SynthError(
+                f"Unknown question style {unknown[0]!r}."
+                if unknown
+                else "No question style given.",
+                f"Use one or more of: {', '.join(STYLES)}.",
+            )
+        if self.min_excerpt_chars < 1:
+            raise SynthError("min_excerpt_chars must be at least 1.", "Pass a positive number.")
+        if self.concurrency < 1:
+            raise SynthError(
+                f"--concurrency must be at least 1, got {self.concurrency}.", "Pass 1 or more."
+            )
+
+
+def parse_styles(values: Sequence[str]) -> tuple[str, ...]:
+    """Styles from repeated options and/or comma lists, in order, each once."""
+    styles = [s.strip() for v in values for s in v.split(",") if s.strip()]
+    return tuple(dict.fromkeys(styles))
+
+
+def read_examples(path: str | Path) -> tuple[str, ...]:
+    """Example questions, one per line (blank lines skipped)."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SynthError(
+            f"Cannot read the examples file {file}: {exc}.",
+            "Pass a UTF-8 text file with one example question per line.",
+        ) from None
+    examples = tuple(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    if not examples:
+        raise SynthError(f"The examples file {file} holds no question.", "Write one per line.")
+    return examples

@@ -1,0 +1,122 @@
+"""The plan of a generation: every question is a *slot* (a document, a window of it and a style),
+drawn from the seed alone.
+
+Documents get slots in proportion to their length (largest remainders; each within one of its
+exact share); a document's windows are spread over it (stratified picks among evenly spaced
+tiles, snapped to word boundaries) and none is used twice until all of that document's tiles
+are used. Styles are dealt out evenly and shuffled.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from chunkmark.datasets import Document
+from chunkmark.spans import Span
+from chunkmark.synth import excerpts as ex
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One planned question: the ``index``-th of the plan, about ``window`` of ``doc_id``."""
+
+    index: int
+    doc_id: str
+    start: int
+    end: int
+    style: str
+
+    @property
+    def window(self) -> Span:
+        return Span(self.start, self.end)
+
+
+def quotas(lengths: Sequence[int], questions: int, rng: random.Random) -> list[int]:
+    """Questions per document in proportion to its length, by largest remainders: each gets
+    the floor of its exact share, and the questions left go to the largest remainders (ties in
+    a seeded order). Every quota is within one question of the exact share."""
+    total = sum(lengths)
+    if total <= 0:
+        return [0 for _ in lengths]
+    base = [questions * n // total for n in lengths]
+    remainders = [questions * n % total for n in lengths]
+    tiebreak = list(range(len(lengths)))
+    rng.shuffle(tiebreak)
+    order = sorted(range(len(lengths)), key=lambda i: (-remainders[i], tiebreak[i]))
+    for i in order[: questions - sum(base)]:
+        base[i] += 1
+    return base
+
+
+def tiles(length: int, window: int) -> list[Span]:
+    """Evenly spaced windows of ``window`` characters that cover ``[0, length)``: the fewest
+    that do, the first at 0 and the last ending at ``length`` (one window for a short text)."""
+    if length <= window:
+        return [Span(0, length)]
+    count = math.ceil(length / window)
+    step = (length - window) / (count - 1)
+    return [Span(round(t * step), round(t * step) + window) for t in range(count)]
+
+
+def _stratified(count: int, picks: int, rng: random.Random) -> list[int]:
+    """``picks`` indices of ``range(count)`` (``picks <= count``), one drawn from each of
+    ``picks`` consecutive groups of nearly equal size: spread over the whole range."""
+    bounds = [j * count // picks for j in range(picks + 1)]
+    return [rng.randrange(bounds[j], bounds[j + 1]) for j in range(picks)]
+
+
+def document_windows(text: str, quota: int, window: int, rng: random.Random) -> list[Span]:
+    """``quota`` windows of ``text``: each pass over the document's tiles picks spread-out tiles,
+    and a tile is used again only after every tile was used (later passes shift a reused tile
+    by a random offset of up to half a window, so the text around its edges is seen too)."""
+    spans = tiles(len(text), window)
+    out: list[Span] = []
+    passes = 0
+    while len(out) < quota:
+        need = min(quota - len(out), len(spans))
+        for t in sorted(_stratified(len(spans), need, rng)):
+            span = spans[t]
+            if passes and len(text) > window:
+                shift = rng.randint(-(window // 2), window // 2)
+                start = min(max(0, span.start + shift), len(text) - window)
+                span = Span(start, start + window)
+            out.append(ex.snap_window(text, span.start, span.end))
+        passes += 1
+    return out
+
+
+def deal_styles(styles: Sequence[str], count: int, rng: random.Random) -> list[str]:
+    """``count`` styles dealt evenly from ``styles`` (in turn), then shuffled."""
+    dealt = [styles[i % len(styles)] for i in range(count)]
+    rng.shuffle(dealt)
+    return dealt
+
+
+def make_plan(
+    documents: Sequence[Document],
+    questions: int,
+    *,
+    seed: int,
+    window_chars: int,
+    styles: Sequence[str],
+) -> list[Slot]:
+    """The whole sequence of slots, from the seed alone (see the module docs).
+
+    Documents' slots are interleaved by their position within each document (the j-th of k
+    slots sits at (j + 1/2) / k), so every stretch of the plan covers the corpus evenly.
+    """
+    rng = random.Random(f"chunkmark-synth-plan:{seed}")
+    counts = quotas([len(d.text) for d in documents], questions, rng)
+    placed: list[tuple[float, int, Span, str]] = []
+    for order, (doc, k) in enumerate(zip(documents, counts, strict=True)):
+        for j, window in enumerate(document_windows(doc.text, k, window_chars, rng)):
+            placed.append(((j + 0.5) / k, order, window, doc.id))
+    placed.sort(key=lambda item: (item[0], item[1]))
+    dealt = deal_styles(styles, len(placed), rng)
+    return [
+        Slot(i, doc_id, window.start, window.end, dealt[i])
+        for i, (_, _, window, doc_id) in enumerate(placed)
+    ]

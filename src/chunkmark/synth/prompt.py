@@ -1,0 +1,146 @@
+"""The request for one slot (:func:`build_prompt`): the window, the style's instructions, optional
+example questions and the questions already accepted for the same document, from the prompt
+files shipped in ``prompts/``; the request asked again after an unusable answer; its prompt
+tokens and whether the LLM's cache already holds its answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from string import Template
+from typing import Any
+
+from chunkmark.costs.meter import MESSAGE_TOKENS
+from chunkmark.datasets import Document
+from chunkmark.llm import LLM, BaseLLM
+from chunkmark.llm.cache import cache_key
+from chunkmark.spans import Span
+from chunkmark.synth import excerpts as ex
+from chunkmark.synth.plan import Slot
+from chunkmark.tokenizers import count_tokens
+
+PROMPT_VERSION = "1"
+ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
+ASKED_LIMIT = 40  # earlier questions of a document listed in a prompt (the latest ones)
+ENCODING = "cl100k_base"
+_SHOWN_ANSWER = 1500  # characters of a rejected answer quoted back to the LLM
+
+
+@cache
+def prompt_text(name: str) -> str:
+    """The text of the prompt file ``prompts/<name>.txt`` shipped in the package."""
+    path = resources.files("chunkmark.synth").joinpath("prompts").joinpath(f"{name}.txt")
+    return path.read_text(encoding="utf-8").strip("\n")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request: system and user messages, the answer's JSON schema, and (approximate
+    mode) the window's pieces."""
+
+    system: str
+    user: str
+    schema: dict[str, Any]
+    pieces: tuple[Span, ...] = ()
+
+
+EXACT_SCHEMA: dict[str, Any] = {
+    "title": "question_with_passages",
+    "type": "object",
+    "properties": {
+        "question": {"type": "string"},
+        "passages": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["question", "passages"],
+    "additionalProperties": False,
+}
+PIECES_SCHEMA: dict[str, Any] = {
+    "title": "question_with_pieces",
+    "type": "object",
+    "properties": {
+        "question": {"type": "string"},
+        "pieces": {
+            "type": "array",
+            "items": {"type": "array", "items": {"type": "integer"}},
+        },
+    },
+    "required": ["question", "pieces"],
+    "additionalProperties": False,
+}
+
+
+def build_prompt(
+    doc: Document,
+    slot: Slot,
+    *,
+    mode: str,
+    asked: Sequence[str] = (),
+    examples: Sequence[str] = (),
+    min_chars: int = 20,
+) -> Prompt:
+    """The request for ``slot``: the window (numbered pieces in the approximate mode), the
+    style's instructions, the examples, and the latest :data:`ASKED_LIMIT` questions already
+    asked about the document."""
+    values = {
+        "document": doc.id,
+        "start": str(slot.start),
+        "end": str(slot.end),
+        "length": str(len(doc.text)),
+        "style": prompt_text(f"style_{slot.style}"),
+        "examples": _section("examples", examples, len(examples)),
+        "asked": _section("asked", asked, ASKED_LIMIT),
+        "min_chars": str(min_chars),
+    }
+    system = prompt_text("system")
+    if mode == "exact":
+        values["text"] = doc.text[slot.start : slot.end]
+        user = Template(prompt_text("exact")).substitute(values)
+        return Prompt(system, user, EXACT_SCHEMA)
+    pieces = tuple(ex.cut_pieces(doc.text, slot.window))
+    values["text"] = ex.number_pieces(doc.text, pieces)
+    values["pieces"] = str(len(pieces))
+    user = Template(prompt_text("approximate")).substitute(values)
+    return Prompt(system, user, PIECES_SCHEMA, pieces)
+
+
+def _section(name: str, items: Sequence[str], limit: int) -> str:
+    """A prompt section listing ``items`` (the last ``limit``), or "" when there are none."""
+    shown = list(items)[-limit:] if limit else []
+    if not shown:
+        return ""
+    listed = "\n".join(f"- {item}" for item in shown)
+    return "\n" + Template(prompt_text(name)).substitute({name: listed}) + "\n"
+
+
+def correction_prompt(prompt: str, answer: str, reason: str) -> str:
+    """The prompt asked again after an unusable answer: the answer and what was wrong."""
+    shown = answer.strip()
+    if len(shown) > _SHOWN_ANSWER:
+        shown = shown[:_SHOWN_ANSWER] + " [...]"
+    values = {"prompt": prompt, "answer": shown or "(nothing)", "reason": reason}
+    return Template(prompt_text("correction")).substitute(values)
+
+
+def request_tokens(prompt: Prompt, user: str | None = None) -> int:
+    """The prompt tokens of one request, counted with cl100k_base (an estimate for models with
+    another tokenizer), plus the chat framing."""
+    system_tokens, user_tokens = count_tokens([prompt.system, user or prompt.user], ENCODING)
+    return system_tokens + user_tokens + MESSAGE_TOKENS
+
+
+def is_cached(llm: LLM, system: str, user: str, schema: dict[str, Any] | None) -> bool:
+    """Whether ``llm`` holds the answer to this request in its cache (then it costs nothing)."""
+    if not isinstance(llm, BaseLLM) or llm.cache is None:
+        return False
+    key = cache_key(
+        llm.identity(),
+        system,
+        user,
+        max_tokens=ANSWER_TOKENS,
+        temperature=llm.temperature,
+        seed=llm.seed,
+        json_schema=schema,
+    )
+    return llm.cache.get(key) is not None

@@ -1,0 +1,474 @@
+"""One run of :func:`chunkmark.synth.generate.generate`: the output folder checked and its
+manifest written, the slots worked through (concurrently across documents, in order within one,
+each at most :data:`~chunkmark.synth.options.MAX_ATTEMPTS` answers), accepted questions written
+in plan order, and the report."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chunkmark.costs.budget import BudgetReached
+from chunkmark.costs.meter import CostMeter
+from chunkmark.datasets import Document
+from chunkmark.errors import LLMError
+from chunkmark.files import write_bytes_atomic
+from chunkmark.llm import LLM, EmptyAnswerError
+from chunkmark.stats import LLMStats
+from chunkmark.synth import excerpts as ex
+from chunkmark.synth.answers import EMPTY_ANSWER, REJECTIONS, SlotOutcome, judge, reject
+from chunkmark.synth.corpus import corpus_fingerprint
+from chunkmark.synth.options import MAX_ATTEMPTS, GenerationOptions, SynthError
+from chunkmark.synth.output import MANIFEST, Output, Written, written_of
+from chunkmark.synth.plan import Slot, make_plan
+from chunkmark.synth.prompt import (
+    ANSWER_TOKENS,
+    PROMPT_VERSION,
+    Prompt,
+    build_prompt,
+    correction_prompt,
+    is_cached,
+    request_tokens,
+)
+from chunkmark.version import __version__
+
+GENERATOR = "chunkmark synth generate"
+MANIFEST_FORMAT = 1
+
+Progress = Callable[[SlotOutcome], None]
+
+
+@dataclass
+class GenerationReport:
+    """What a run did: the questions in the folder (``accepted``, of them ``resumed`` found
+    from an earlier run), counts by stage, why fewer than asked were written, the LLM's work
+    and the cost of this run."""
+
+    out: Path
+    requested: int
+    accepted: int
+    resumed: int
+    counts: dict[str, int]
+    documents: list[dict[str, Any]]
+    stopped: str | None = None
+    llm: LLMStats = field(default_factory=LLMStats)
+    cost_usd: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped is None
+
+    def shortfall(self) -> list[str]:
+        """Why fewer questions than asked were written, one reason a line (empty if none)."""
+        missing = self.requested - self.accepted
+        if missing <= 0:
+            return []
+        lines = [f"{missing} of {self.requested} questions were not written:"]
+        skipped = self.counts.get("windows_skipped", 0)
+        if skipped:
+            why = ", ".join(
+                f"{reason} {self.counts[reason]}"
+                for reason in REJECTIONS
+                if self.counts.get(reason)
+            )
+            lines.append(
+                f"  {skipped} windows skipped after {MAX_ATTEMPTS} unusable answers "
+                f"(rejected answers by reason: {why})"
+            )
+        pending = self.counts.get("not_attempted", 0)
+        if pending:
+            lines.append(f"  {pending} not attempted: {self.stopped or 'stopped'}")
+        return lines
+
+
+class Generation:
+    """One run of :func:`~chunkmark.synth.generate.generate` (see its module docs); use that
+    function."""
+
+    def __init__(
+        self,
+        documents: Sequence[Document],
+        sources: Sequence[Any],
+        llm: LLM,
+        out: Path,
+        options: GenerationOptions,
+        *,
+        meter: CostMeter,
+        progress: Progress | None = None,
+    ) -> None:
+        self.documents = list(documents)
+        self.by_id = {d.id: d for d in documents}
+        self.sources = list(sources)
+        self.llm = llm
+        self.out = out
+        self.options = options
+        self.concurrency = max(1, options.concurrency)
+        self.meter = meter
+        self.progress = progress
+        self.plan = make_plan(
+            self.documents,
+            options.questions,
+            seed=options.seed,
+            window_chars=options.window_chars,
+            styles=options.styles,
+        )
+        self.output = Output(out, options.layout, self.documents)
+        self.written: dict[int, Written] = {}
+        self.outcomes: dict[int, SlotOutcome] = {}
+        self.stop_event = threading.Event()
+        self.stopped: str | None = None
+        self.error: LLMError | None = None
+        self._normalised: dict[str, ex.NormalisedText] = {}
+        self._lock = threading.Lock()
+        self._width = max(4, len(str(options.questions - 1)))
+
+    # settings and the manifest
+
+    def settings(self) -> dict[str, Any]:
+        """What must match for a rerun to continue this folder."""
+        o = self.options
+        return {
+            "llm": self.llm.identity(),
+            "prompt_version": PROMPT_VERSION,
+            "seed": o.seed,
+            "questions": o.questions,
+            "window_chars": o.window_chars,
+            "mode": o.mode,
+            "styles": list(o.styles),
+            "examples": list(o.examples),
+            "min_excerpt_chars": o.min_excerpt_chars,
+            "json_schema": o.json_schema,
+            "max_attempts": MAX_ATTEMPTS,
+            "layout": o.layout,
+            "corpus": {
+                "documents": len(self.documents),
+                "characters": sum(len(d.text) for d in self.documents),
+                "fingerprint": corpus_fingerprint(self.documents),
+            },
+        }
+
+    def open(self) -> None:
+        """Check the output folder (new, or one this same run started), write the documents if
+        needed and read the questions already written."""
+        settings = json.loads(json.dumps(self.settings()))
+        path = self.out / MANIFEST
+        if path.is_file():
+            self._check_manifest(path, settings)
+        elif self.out.exists() and (not self.out.is_dir() or any(self.out.iterdir())):
+            raise SynthError(
+                f"{self.out} already exists and holds no manifest of a question generation.",
+                "Pass a new or empty folder to --out.",
+            )
+        self.out.mkdir(parents=True, exist_ok=True)
+        if not path.is_file():
+            self.write_manifest()  # first, so that a folder this run started is known as such
+        self.written = self.output.prepare()
+        if any(slot >= len(self.plan) for slot in self.written):
+            raise SynthError(
+                f"{self.output.questions} holds questions of slots beyond this plan.",
+                "Write to a new --out folder.",
+            )
+        self.write_manifest()
+
+    def _check_manifest(self, path: Path, settings: dict[str, Any]) -> None:
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = None
+        if not isinstance(old, dict) or old.get("generator") != GENERATOR:
+            raise SynthError(
+                f"{path} is not the manifest of a question generation.",
+                "Pass a new or empty folder to --out.",
+            )
+        previous = old.get("settings", {})
+        changed = sorted(
+            k for k in set(previous) | set(settings) if previous.get(k) != settings.get(k)
+        )
+        if changed:
+            raise SynthError(
+                f"{self.out} holds questions generated with other settings "
+                f"({', '.join(changed)} differ), so this run cannot continue it.",
+                "Run the same command as before to continue it (same corpus, LLM, --questions, "
+                "--seed, --window-chars, --excerpts, --style, --examples, --layout), or pass a "
+                "new folder to --out.",
+            )
+
+    def write_manifest(self) -> None:
+        """Write ``manifest.json`` (atomically) as things stand."""
+        manifest = {
+            "generator": GENERATOR,
+            "format": MANIFEST_FORMAT,
+            "chunkmark_version": __version__,
+            "status": "complete" if self.finished() else "incomplete",
+            "stopped": self.stopped,
+            "settings": self.settings(),
+            "sources": self.sources,
+            "counts": self.counts(),
+            "documents": self.document_rows(),
+            "plan": [self._plan_entry(slot) for slot in self.plan],
+        }
+        text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+        write_bytes_atomic(self.out / MANIFEST, text.encode("utf-8"))
+
+    def _plan_entry(self, slot: Slot) -> dict[str, Any]:
+        return {
+            "slot": slot.index,
+            "doc_id": slot.doc_id,
+            "window": [slot.start, slot.end],
+            "style": slot.style,
+            "status": self._status(slot.index),
+        }
+
+    def _status(self, index: int) -> str:
+        if index in self.written:
+            return "accepted"
+        if index in self.outcomes:
+            return "skipped"
+        return "pending"
+
+    def finished(self) -> bool:
+        return all(self._status(s.index) != "pending" for s in self.plan)
+
+    def counts(self) -> dict[str, int]:
+        """The counts of every stage over the whole plan (written and skipped slots)."""
+        c: Counter[str] = Counter()
+        for w in self.written.values():
+            c["answers"] += w.attempts
+            c.update(w.rejected)
+            c["normalised"] += w.methods.count(ex.NORMALISED)
+            c["ambiguous"] += sum(w.ambiguous)
+        for o in self.outcomes.values():
+            if not o.accepted:
+                c["answers"] += o.attempts
+                c.update(o.rejected)
+        done = len(self.written) + sum(1 for o in self.outcomes.values() if not o.accepted)
+        counts = {
+            "requested": self.options.questions,
+            "planned": len(self.plan),
+            "answers": c["answers"],
+            **{reason: c[reason] for reason in REJECTIONS},
+            "normalised": c["normalised"],
+            "ambiguous": c["ambiguous"],
+            "accepted": len(self.written),
+            "windows_skipped": done - len(self.written),
+            "not_attempted": len(self.plan) - done,
+        }
+        return counts
+
+    def document_rows(self) -> list[dict[str, Any]]:
+        """Per document: characters, exact share of the questions, quota (slots planned; within
+        one of the share), accepted and skipped."""
+        total = sum(len(d.text) for d in self.documents)
+        rows: dict[str, dict[str, Any]] = {
+            d.id: {
+                "id": d.id,
+                "characters": len(d.text),
+                "share": round(self.options.questions * len(d.text) / total, 3),
+                "quota": 0,
+                "accepted": 0,
+                "skipped": 0,
+            }
+            for d in self.documents
+        }
+        for slot in self.plan:
+            row = rows[slot.doc_id]
+            row["quota"] += 1
+            status = self._status(slot.index)
+            if status in ("accepted", "skipped"):
+                row[status] += 1
+        return list(rows.values())
+
+    # running the slots
+
+    def asked_before(self, slot: Slot) -> list[str]:
+        """The questions accepted for earlier slots of the same document, in plan order
+        (written, or finished and waiting for their turn to be written)."""
+        asked = []
+        for s in self.plan[: slot.index]:
+            if s.doc_id != slot.doc_id:
+                continue
+            if s.index in self.written:
+                asked.append(self.written[s.index].question)
+            elif s.index in self.outcomes and self.outcomes[s.index].accepted:
+                asked.append(self.outcomes[s.index].question)
+        return asked
+
+    def run(self) -> None:
+        """Work through the slots not yet written: concurrently across documents, in order
+        within one, writing accepted questions in plan order."""
+        todo = [s for s in self.plan if s.index not in self.written]
+        pending = list(todo)
+        busy: set[str] = set()
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        running: dict[Future[SlotOutcome], Slot] = {}
+        try:
+            while (pending and not self.stop_event.is_set()) or running:
+                self._submit(pool, pending, running, busy)
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: running[f].index):
+                    slot = running.pop(future)
+                    busy.discard(slot.doc_id)
+                    outcome = self._result(future)
+                    if outcome is not None:
+                        self._record(outcome)
+                self._flush(todo, in_order=True)
+        except BaseException:
+            self.stop_event.set()  # Ctrl-C: start nothing more, wait for nothing
+            raise
+        finally:
+            pool.shutdown(wait=not self.stop_event.is_set(), cancel_futures=True)
+            self._flush(todo, in_order=False)
+
+    def _submit(
+        self,
+        pool: ThreadPoolExecutor,
+        pending: list[Slot],
+        running: dict[Future[SlotOutcome], Slot],
+        busy: set[str],
+    ) -> None:
+        """Start the next slots in plan order whose document has no slot running."""
+        blocked: set[str] = set()
+        for slot in list(pending):
+            if self.stop_event.is_set() or len(running) >= self.concurrency:
+                return
+            if slot.doc_id in busy or slot.doc_id in blocked:
+                blocked.add(slot.doc_id)
+                continue
+            pending.remove(slot)
+            busy.add(slot.doc_id)
+            asked = self.asked_before(slot)
+            running[pool.submit(self.work, slot, asked)] = slot
+
+    def _result(self, future: Future[SlotOutcome]) -> SlotOutcome | None:
+        """The slot's outcome, or None (the slot stays pending) when the run stops."""
+        try:
+            return future.result()
+        except _Stopping:
+            pass
+        except BudgetReached as exc:
+            self._stop(exc.problem)
+        except LLMError as exc:
+            self._stop(str(exc))
+            if self.error is None:
+                self.error = exc
+        return None
+
+    def _stop(self, reason: str) -> None:
+        if self.stopped is None:
+            self.stopped = reason
+        self.stop_event.set()
+
+    def _record(self, outcome: SlotOutcome) -> None:
+        self.outcomes[outcome.slot.index] = outcome
+        if self.progress is not None:
+            self.progress(outcome)
+
+    def _flush(self, todo: Sequence[Slot], *, in_order: bool) -> None:
+        """Write the accepted outcomes not yet written: the ones that continue the plan order
+        (``in_order``), or every finished one (when the run stops)."""
+        for slot in todo:
+            if slot.index in self.written:
+                continue
+            outcome = self.outcomes.get(slot.index)
+            if outcome is None:
+                if in_order:
+                    return
+                continue
+            if outcome.accepted:
+                qid = f"q{slot.index:0{self._width}d}"
+                line = self.output.line(outcome, qid, self.options.mode)
+                self.output.append(line)
+                self.written[slot.index] = written_of(outcome, line)
+
+    def work(self, slot: Slot, asked: Sequence[str]) -> SlotOutcome:
+        """Ask for one slot's question, at most :data:`MAX_ATTEMPTS` times."""
+        doc = self.by_id[slot.doc_id]
+        o = self.options
+        prompt = build_prompt(
+            doc, slot, mode=o.mode, asked=asked, examples=o.examples, min_chars=o.min_excerpt_chars
+        )
+        schema = prompt.schema if o.json_schema else None
+        user = prompt.user
+        rejected: Counter[str] = Counter()
+        detail = ""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            answer = self._ask(prompt, user, schema)
+            if answer is None:
+                verdict = reject(EMPTY_ANSWER, "the answer was empty")
+                answer = ""
+            else:
+                verdict = judge(
+                    answer,
+                    doc,
+                    slot,
+                    prompt,
+                    mode=o.mode,
+                    asked=asked,
+                    min_chars=o.min_excerpt_chars,
+                    normalised=self._normalised_text(doc),
+                )
+            if verdict.reason is None:
+                return SlotOutcome(slot, verdict.question, verdict.excerpts, attempt, rejected)
+            rejected[verdict.reason] += 1
+            detail = verdict.detail
+            user = correction_prompt(prompt.user, answer, verdict.detail)
+        return SlotOutcome(slot, "", (), MAX_ATTEMPTS, rejected, detail)
+
+    def _ask(self, prompt: Prompt, user: str, schema: dict[str, Any] | None) -> str | None:
+        """One request (None for an empty answer), within the budget; stops early when the
+        run is stopping."""
+        if self.stop_event.is_set():
+            raise _Stopping()
+        estimate = 0.0
+        if self.meter.limit is not None and not is_cached(self.llm, prompt.system, user, schema):
+            price = self.meter.price
+            tokens = request_tokens(prompt, user)
+            estimate = price.cost(tokens, ANSWER_TOKENS) if price is not None else 0.0
+        with self.meter.request(estimate):
+            try:
+                return self.llm.complete(
+                    prompt.system, user, max_tokens=ANSWER_TOKENS, json_schema=schema
+                )
+            except EmptyAnswerError:
+                return None
+
+    def _normalised_text(self, doc: Document) -> ex.NormalisedText:
+        with self._lock:
+            found = self._normalised.get(doc.id)
+            if found is None:
+                found = ex.NormalisedText(doc.text)
+                self._normalised[doc.id] = found
+        return found
+
+    def finish(self) -> None:
+        """Put the questions in plan order (when a stopped run left them otherwise) and write
+        the manifest."""
+        if self.finished():
+            self.output.sort(self.written)
+        self.write_manifest()
+
+    def report(self, resumed: int) -> GenerationReport:
+        return GenerationReport(
+            out=self.out,
+            requested=self.options.questions,
+            accepted=len(self.written),
+            resumed=resumed,
+            counts=self.counts(),
+            documents=self.document_rows(),
+            stopped=self.stopped,
+            llm=self.meter.usage(),
+            cost_usd=self.meter.spent(),
+        )
+
+
+class _Stopping(SynthError):
+    """Raised in a worker that finds the run stopping before its request."""
+
+    def __init__(self) -> None:
+        super().__init__("The run is stopping.")
