@@ -2,7 +2,7 @@
 
 Cuts each document of a corpus (read as ``synth generate`` reads it) into the windows
 ``synth generate`` plans from: the evenly spaced tiles of ``--window-chars`` characters that
-cover it, each moved onto word boundaries (chunkmark.synth.generate.tiles and
+cover it, each moved onto word boundaries (chunkmark.synth.plan.tiles and
 excerpts.snap_window), and prints per document and over all how many windows there are and
 their fewest, 5th percentile, median, 95th percentile and most ``cl100k_base`` tokens; then the
 same for the windows of the actual plan for each ``--questions`` (default seed), which reuses
@@ -40,7 +40,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from chunkmark.synth import excerpts as ex
-    from chunkmark.synth.generate import build_prompt, load_corpus, make_plan, tiles
+    from chunkmark.synth.corpus import load_corpus
+    from chunkmark.synth.plan import make_plan, tiles
+    from chunkmark.synth.prompt import build_prompt
     from chunkmark.tokenizers import count_tokens
 
     documents, _ = load_corpus(args.data)  # as synth generate reads its corpus argument
