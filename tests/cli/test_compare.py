@@ -43,7 +43,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_json_equals_the_library_on_the_same_questions(run_dir: Path) -> None:
-    done = cli(str(run_dir), "--a", SMALL, "--b", LARGE, "--embedder", "fake()", "--json")
+    done = cli(str(run_dir), "--a", SMALL, "--b", LARGE, "--pick-embedder", "fake()", "--json")
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     cols = pq.read_table(run_dir / "results.parquet").to_pydict()
@@ -66,7 +66,9 @@ def test_json_equals_the_library_on_the_same_questions(run_dir: Path) -> None:
 
 
 def test_a_cell_against_itself_is_a_tie(run_dir: Path) -> None:
-    done = cli(str(run_dir), "--a", SMALL, "--b", SMALL, "--embedder", "fake()", "--k", "1")
+    done = cli(
+        str(run_dir), "--a", SMALL, "--b", SMALL, "--pick-embedder", "fake()", "--pick-k", "1"
+    )
     assert done.returncode == 0, done.stderr
     assert "no detectable difference" in done.stdout and "p = 1" in done.stdout
 
@@ -74,9 +76,11 @@ def test_a_cell_against_itself_is_a_tie(run_dir: Path) -> None:
 def test_ambiguous_or_unknown_cells_are_one_line_errors(run_dir: Path) -> None:
     done = cli(str(run_dir), "--a", SMALL, "--b", LARGE)
     assert done.returncode == 2
-    assert "matches 2 cells" in done.stderr and "--embedder" in done.stderr
+    assert "matches 2 cells" in done.stderr and "--pick-embedder" in done.stderr
     assert "Traceback" not in done.stderr
-    done = cli(str(run_dir), "--a", "recursive(size=100)", "--b", LARGE, "--embedder", "fake()")
+    done = cli(
+        str(run_dir), "--a", "recursive(size=100)", "--b", LARGE, "--pick-embedder", "fake()"
+    )
     assert done.returncode == 2 and "names no cell" in done.stderr
     done = cli(str(run_dir), "--a", SMALL, "--b", LARGE, "--metric", "nope")
     assert done.returncode == 2 and "Unknown metric 'nope'" in done.stderr
@@ -132,9 +136,9 @@ def test_a_retrieval_setting_and_scoring_are_compared(
     small, large = str(CHUNKERS.resolve(SMALL)), str(CHUNKERS.resolve(LARGE))
     cases = [
         ([], ("top_k(k=5)", "default")),
-        (["--k", "1"], ("top_k(k=1)", "default")),
-        (["--retrieval", "bm25(k=5)"], (BM25, "default")),
-        (["--retrieval", "bm25(k=5)", "--unit", "tokens"], (BM25, "tokens")),
+        (["--pick-k", "1"], ("top_k(k=1)", "default")),
+        (["--pick-retrieval", "bm25(k=5)"], (BM25, "default")),
+        (["--pick-retrieval", "bm25(k=5)", "--pick-unit", "tokens"], (BM25, "tokens")),
     ]
     for extra, (retrieval, scoring) in cases:
         done = cli(str(run), "--a", SMALL, "--b", LARGE, "--json", *extra)
@@ -147,11 +151,11 @@ def test_a_retrieval_setting_and_scoring_are_compared(
         )
         assert got["difference"] == pytest.approx(want.difference, abs=1e-15)
         assert got["p_permutation"] == want.p_permutation
-    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--retrieval", "top_k(k=7)")
+    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--pick-retrieval", "top_k(k=7)")
     assert done.returncode == 2 and "top_k(k=7) is not in the runs" in done.stderr
-    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--denominator", "union")
+    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--pick-denominator", "union")
     assert done.returncode == 2 and "no rows scored with" in done.stderr
-    assert "--denominator" in done.stderr
+    assert "--pick-denominator" in done.stderr
 
 
 def test_results_without_the_new_columns_are_top_k(tmp_path: Path) -> None:
@@ -172,7 +176,7 @@ def test_results_without_the_new_columns_are_top_k(tmp_path: Path) -> None:
         for i in range(5)
     ]
     pq.write_table(pa.Table.from_pylist(rows), run / "results.parquet")
-    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--k", "min", "--json")
+    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--pick-k", "min", "--json")
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout)
     assert got["retrieval"] == "top_k(k='min')" and got["k"] == "min"
@@ -215,7 +219,15 @@ def test_a_nan_value_means_cannot_tell(tmp_path: Path) -> None:
 
 def test_too_few_permutations_are_refused(run_dir: Path) -> None:
     done = cli(
-        str(run_dir), "--a", SMALL, "--b", LARGE, "--embedder", "fake()", "--permutations", "999"
+        str(run_dir),
+        "--a",
+        SMALL,
+        "--b",
+        LARGE,
+        "--pick-embedder",
+        "fake()",
+        "--permutations",
+        "999",
     )
     assert done.returncode == 2
     assert "999 sign flips are too few" in done.stderr and "at least 1,000" in done.stderr

@@ -116,7 +116,7 @@ def test_diagnose_reads_an_experiment_file(tmp_path: Path) -> None:
         "datasets: [demo]\nchunkers: ['fixed_tokens(size=[40, 80])']\nembedders: ['fake()']\n",
         encoding="utf-8",
     )
-    result = run("chunkers", "diagnose", "--config", str(config), "--json")
+    result = run("chunkers", "diagnose", str(config), "--json")
     assert result.exit_code == 0, result.output
     assert [r["label"] for r in json.loads(result.stdout)] == [
         "fixed_tokens(size=40)",

@@ -129,11 +129,11 @@ def test_unknown_chunker_spec(tmp_path: Path) -> None:
 
 
 def test_bare_group_shows_its_help(tmp_path: Path) -> None:
-    done = cli("datasets", cwd=tmp_path)
+    done = cli("synth", cwd=tmp_path)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     shown = done.stdout + done.stderr
-    assert "validate" in shown and "download" in shown
+    assert "generate" in shown and "filter" in shown
 
 
 # --- unusable results folders -----------------------------------------------------------
@@ -258,7 +258,7 @@ def raise_in_chunkers_command(monkeypatch: pytest.MonkeyPatch, exc: BaseExceptio
     def broken(*_args: object) -> None:
         raise exc
 
-    monkeypatch.setattr("chunkmark.cli.chunkers._registry_table", broken)
+    monkeypatch.setattr("chunkmark.cli.listing._table", broken)
 
 
 def test_unexpected_error_is_one_line_and_a_log(

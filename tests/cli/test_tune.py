@@ -81,7 +81,7 @@ def test_tune_json_parses_and_matches_tune_json(tmp_path: Path) -> None:
 
 def test_a_retrieval_setting_not_in_the_grid_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"not one of the experiment's: top_k\(k=1\)"):
-        invoke(tmp_path, "--retrieval", "top_k(k=7)")
+        invoke(tmp_path, "--pick-retrieval", "top_k(k=7)")
     assert not (tmp_path / "out" / "cells").exists()
 
 
@@ -91,7 +91,7 @@ def test_the_chunkmark_app_reports_a_bad_setting_in_one_line(tmp_path: Path) -> 
         return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
     exp = write_experiment(tmp_path)
-    done = cli("tune", str(exp), "--trials", "2", "--retrieval", "top_k(k=7)", "--no-cache")
+    done = cli("tune", str(exp), "--trials", "2", "--pick-retrieval", "top_k(k=7)", "--no-cache")
     assert done.returncode == 2
     assert done.stderr.startswith("error: The retrieval setting 'top_k(k=7)' is not one of")
     assert "Traceback" not in done.stderr

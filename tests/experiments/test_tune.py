@@ -158,7 +158,7 @@ def test_a_space_with_nothing_to_search_is_refused(chunkers: list[str], message:
         ({"recall_floor": 1.5}, "between 0 and 1"),
         ({"max_cost": -1.0}, "zero or more"),
         ({"retrieval": "top_k(k=7)"}, "not one of the experiment's: top_k\\(k=1\\)"),
-        ({"retrieval": "top_k(k="}, "Invalid --retrieval"),
+        ({"retrieval": "top_k(k="}, "Invalid --pick-retrieval"),
     ],
 )
 def test_bad_settings_are_one_clear_error_before_any_cell(

@@ -115,6 +115,7 @@ def run_args(folder: Path, out: Path, *extra: str) -> list[str]:
     return [
         "relations",
         "run",
+        "--dataset",
         str(folder),
         "-c",
         SENTENCES,

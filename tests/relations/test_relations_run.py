@@ -197,7 +197,7 @@ def test_experiment_file_gives_the_grid_and_its_datasets_are_replaced(tmp_path: 
         encoding="utf-8",
     )
     out = tmp_path / "out"
-    done = cli("relations", "run", str(folder), str(config), "--out", str(out), "-q")
+    done = cli("relations", "run", str(config), "-d", str(folder), "--out", str(out), "-q")
     assert done.exit_code == 0, done.output
     (row,) = _rows(out)
     assert row["dataset"] == "tiny" and row["k"] == "2"
@@ -234,7 +234,7 @@ def test_estimates_of_a_chunker_that_embeds_send_no_request(
     with serve_embeddings() as server:
         embedder = f"openai(model='text-embedding-3-small', base_url='{server.url}')"
         args = [
-            *("relations", "run", str(folder), "-c", "kamradt(breakpoint_percentile=50)"),
+            *("relations", "run", "-d", str(folder), "-c", "kamradt(breakpoint_percentile=50)"),
             *("-e", embedder, "--k", "1", "--no-report", "--cache-dir", str(tmp_path / "cache")),
             *("--extractor", "llm(llm='fake()')"),
         ]

@@ -387,6 +387,7 @@ def test_relations_run_accepts_the_silver_set(tmp_path: Path) -> None:
     prepare_silver(write_source(tmp_path), out, extractor(tmp_path / "cache"))
     result = run(
         "run",
+        "--dataset",
         str(out),
         "-c",
         "sentences(n=1)",

@@ -146,10 +146,10 @@ def test_the_section_shows_relations_csv_and_summary_numbers(gold_run: Path) -> 
 
 
 def test_the_report_command_rebuilds_the_section(gold_run: Path, tmp_path: Path) -> None:
-    out = tmp_path / "again.html"
+    out = tmp_path / "again"
     done = cli("report", str(gold_run), "--out", str(out), "--permutations", "1000")
     assert done.exit_code == 0, done.output
-    again = page_data(out.read_text(encoding="utf-8"))["relations"]
+    again = page_data((out / "report.html").read_text(encoding="utf-8"))["relations"]
     first = page_data((gold_run / "report.html").read_text(encoding="utf-8"))["relations"]
     assert again == first
 

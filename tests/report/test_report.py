@@ -525,12 +525,12 @@ def test_the_command_writes_the_report_and_prints_the_recommendation(
     app = typer.Typer()
     register(app)
     app.command("other")(lambda: None)  # two commands: typer keeps "report" as a subcommand
-    out = tmp_path / "page.html"
+    out = tmp_path / "pages"
     result = CliRunner().invoke(
-        app, ["report", str(run.out), "--out", str(out), "--permutations", "1000", "--k", "1"]
+        app, ["report", str(run.out), "--out", str(out), "--permutations", "1000", "--pick-k", "1"]
     )
     assert result.exit_code == 0, result.output
-    assert out.is_file()
+    assert (out / "report.html").is_file()
     assert "best iou with top_k(k=1)" in result.output and "report written to" in result.output
     assert "retrieval top_k(k=1); scoring excerpts=position" in result.output
     bad = CliRunner().invoke(app, ["report", str(run.out), "--metric", "nope"])

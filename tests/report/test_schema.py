@@ -437,19 +437,19 @@ def test_the_report_command_with_a_retrieval_setting(new: Any, tmp_path: Path) -
     app = typer.Typer()
     register(app)
     app.command("other")(lambda: None)
-    out = tmp_path / "page.html"
+    out = tmp_path / "pages"
     args = ["report", str(new.path), "--out", str(out), "--permutations", "1000"]
-    result = CliRunner().invoke(app, [*args, "--retrieval", "token_budget(tokens=200)"])
+    result = CliRunner().invoke(app, [*args, "--pick-retrieval", "token_budget(tokens=200)"])
     assert result.exit_code == 0, result.output
     assert "alpha: best iou with token_budget(tokens=200)" in result.output
     assert "beta: best iou with token_budget(tokens=200)" in result.output
     assert "failed: alpha:" in result.output and "EmbeddingError" in result.output
-    assert page_data(out)["meta"]["options"]["retrieval"] == BUDGET
+    assert page_data(out / "report.html")["meta"]["options"]["retrieval"] == BUDGET
     listing = CliRunner().invoke(
-        app, ["report", str(new.path), "--format", "csv", "--retrieval", "bm25(k=5)"]
+        app, ["report", str(new.path), "--format", "csv", "--pick-retrieval", "bm25(k=5)"]
     )
     assert listing.exit_code == 0, listing.output
     rows = list(csv.DictReader(io.StringIO(listing.stdout)))
     assert len(rows) == 4 and {r["retrieval"] for r in rows} == {BM25}
-    bad = CliRunner().invoke(app, ["report", str(new.path), "--format", "csv", "--k", "7"])
+    bad = CliRunner().invoke(app, ["report", str(new.path), "--format", "csv", "--pick-k", "7"])
     assert isinstance(bad.exception, ChunkmarkError) and "k=7" in str(bad.exception)

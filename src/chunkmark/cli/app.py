@@ -35,7 +35,16 @@ INTERRUPTED_EXIT = 130
 PANELS: dict[str, tuple[str, ...]] = {
     "Evaluate": ("run", "plan", "tune", "compare", "report"),
     "Data": ("datasets", "synth", "relations"),
-    "Components": ("chunkers", "embedders", "retrieval", "metrics", "chunk"),
+    "Components": (
+        "chunkers",
+        "embedders",
+        "retrieval",
+        "llms",
+        "extractors",
+        "metrics",
+        "chunk",
+    ),
+    "Maintenance": ("cache",),
 }
 _ORDER = [name for names in PANELS.values() for name in names]
 
@@ -128,10 +137,11 @@ def _register_commands() -> None:
         return
     _registered = True
     from chunkmark.cli import (
+        cache,
         chunkers,
         compare,
         datasets,
-        metrics,
+        listing,
         plan,
         relations,
         relations_run,
@@ -142,7 +152,7 @@ def _register_commands() -> None:
     )
 
     chunkers.register(app)
-    metrics.register(app)
+    listing.register(app)
     datasets.register(app)
     synth.register(app)
     run.register(app)
@@ -151,6 +161,7 @@ def _register_commands() -> None:
     compare.register(app)
     report.register(app)
     relations_run.add_commands(relations.register(app))
+    cache.register(app)
     panel = {name: title for title, names in PANELS.items() for name in names}
     for command in app.registered_commands:
         command.rich_help_panel = panel[str(command.name)]

@@ -1,10 +1,8 @@
-"""``chunkmark chunkers`` / ``chunkmark embedders`` (list components), ``chunkmark chunkers
-diagnose`` (what chunk boundaries do to excerpts and topics) and ``chunkmark chunk`` (chunk one
-file)."""
+"""``chunkmark chunkers`` (the chunker listing), ``chunkmark chunkers diagnose`` (what chunk
+boundaries do to excerpts and topics) and ``chunkmark chunk`` (chunk one file)."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import time
 from dataclasses import dataclass
@@ -26,66 +24,30 @@ from chunkmark.chunkers.diagnostics import (
     boundary_agreement,
     diagnose,
 )
-from chunkmark.cli import options
+from chunkmark.cli import listing, options
 from chunkmark.errors import DatasetError, SpecError
-from chunkmark.specs import Entry, Registry
 from chunkmark.tokenizers import count_tokens
 
 _PREVIEW_CHARS = 60
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``chunkers`` group (listing; ``diagnose``), and the ``embedders``, ``retrieval``
-    and ``chunk`` commands to the app."""
+    """Add the ``chunkers`` group (a listing; ``diagnose``) and the ``chunk`` command to the
+    app."""
     group = typer.Typer(invoke_without_command=True, add_completion=False)
     group.callback()(chunkers_group)
     group.command("diagnose", help=DIAGNOSE_HELP)(diagnose_command)
     app.add_typer(group, name="chunkers")
-    app.command("embedders")(list_embedders)
-    app.command("retrieval")(list_retrieval)
     app.command("chunk")(chunk_file)
 
 
-def chunkers_group(ctx: typer.Context) -> None:
+def chunkers_group(ctx: typer.Context, as_json: options.Json = False) -> None:
     """List the registered chunkers, their parameters and what they do.
 
     `chunkmark chunkers diagnose` measures what their boundaries do to excerpts and topics.
     """
     if ctx.invoked_subcommand is None:
-        list_chunkers()
-
-
-def list_chunkers() -> None:
-    """List the registered chunkers, their parameters and what they do."""
-    Console().print(_registry_table("Chunkers", CHUNKERS))
-
-
-def list_embedders() -> None:
-    """List the registered embedders, their parameters and what they do."""
-    from chunkmark.embedders import EMBEDDERS
-
-    Console().print(_registry_table("Embedders", EMBEDDERS))
-
-
-def list_retrieval() -> None:
-    """List the retrieval settings (run's --retrieval) and the rankers they read."""
-    from chunkmark.retrieval import RETRIEVAL, RETRIEVERS
-
-    console = Console()
-    console.print(_registry_table("Retrieval settings", RETRIEVAL))
-    console.print(_registry_table("Rankers (what the settings read)", RETRIEVERS))
-
-
-def _registry_table(title: str, registry: Registry[Any]) -> Table:
-    table = Table(title=title, show_lines=True)
-    table.add_column("name", style="bold")
-    table.add_column("parameters")
-    table.add_column("summary")
-    for entry in registry:
-        labels = entry.traits.labels()
-        summary = f"{entry.summary} [{', '.join(labels)}]" if labels else entry.summary
-        table.add_row(entry.name, Text(_describe_parameters(entry)), Text(summary))
-    return table
+        listing.show(listing.chunkers(), as_json)
 
 
 def chunk_file(
@@ -99,9 +61,7 @@ def chunk_file(
             show_default=False,
         ),
     ],
-    as_json: Annotated[
-        bool, typer.Option("--json", help='Print only a JSON list of {"start", "end"}.')
-    ] = False,
+    as_json: options.Json = False,
     embedder: Annotated[
         str,
         typer.Option(
@@ -110,16 +70,12 @@ def chunk_file(
             help="Embedder spec for chunkers that embed (semantic chunkers); others ignore it.",
         ),
     ] = "sentence_transformers",
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="Cache folder for embeddings and LLM answers "
-            "[default: $CHUNKMARK_CACHE_DIR or the user cache folder].",
-            show_default=False,
-        ),
-    ] = None,
+    cache_dir: options.CacheDir = None,
 ) -> None:
-    """Chunk one file and show its chunks (character offsets into the file's text)."""
+    """Chunk one file and show its chunks (character offsets into the file's text).
+
+    With --json, only a JSON list of {"start", "end"}.
+    """
     from chunkmark.embedders import EMBEDDERS
     from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
 
@@ -176,24 +132,6 @@ def _preview(text: str) -> str:
     return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
 
 
-def _describe_parameters(entry: Entry[Any]) -> str:
-    lines = []
-    for p in entry.parameters():
-        line = p.name
-        if p.annotation is not inspect.Parameter.empty:
-            line += f": {_type_name(p.annotation)}"
-        if p.default is not inspect.Parameter.empty:
-            line += f" = {p.default!r}"
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def _type_name(annotation: Any) -> str:
-    if isinstance(annotation, type) and not getattr(annotation, "__args__", None):
-        return annotation.__name__
-    return str(annotation).replace("typing.", "")
-
-
 # --- chunkmark chunkers diagnose ----------------------------------------------------------------
 
 DIAGNOSE_HELP = """Show what each chunker's boundaries do, without a model or retrieval.
@@ -231,17 +169,17 @@ class DiagnosisRow:
 
 
 def diagnose_command(
-    dataset: options.Datasets = None,
-    chunker: options.Chunkers = None,
-    config: Annotated[
+    config_file: Annotated[
         Path | None,
-        typer.Option(
-            "--config",
+        typer.Argument(
+            metavar="[EXPERIMENT]",
             help="Experiment YAML: its datasets, chunkers and first embedder (options given "
             "here win).",
             show_default=False,
         ),
     ] = None,
+    dataset: options.Datasets = None,
+    chunker: options.Chunkers = None,
     embedder: Annotated[
         str | None,
         typer.Option(
@@ -269,12 +207,19 @@ def diagnose_command(
     ] = DEFAULT_UNIT,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the rows as a JSON list instead of tables.")
-    ] = False,
+    as_json: options.Json = False,
+    old_config: Annotated[Path | None, options.old_spelling("--config")] = None,
 ) -> None:
     from chunkmark.datasets import load_dataset
     from chunkmark.datasets.stitch import read_boundaries
+
+    config = options.renamed(
+        "chunkers diagnose",
+        "the first argument: chunkmark chunkers diagnose EXPERIMENT",
+        config_file,
+        "--config",
+        old_config,
+    )
 
     if tolerance < 0 or unit < 1:
         raise SpecError(

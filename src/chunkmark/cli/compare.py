@@ -37,48 +37,99 @@ def compare(
         str,
         typer.Option(
             "--a",
-            help="Cell A: a chunker or an embedder spec (with --chunker/--embedder to pin "
-            "the other part when several cells match).",
+            help="Cell A: a chunker or an embedder spec (with --pick-chunker/--pick-embedder "
+            "to pin the other part when several cells match).",
             show_default=False,
         ),
     ],
     b: Annotated[str, typer.Option("--b", help="Cell B, the same way.", show_default=False)],
     metric: Annotated[str, typer.Option(help="The metric compared.")] = "iou",
-    retrieval: Annotated[
+    retrieval: options.PickRetrieval = None,
+    k: options.PickK = None,
+    excerpts: Annotated[
         str | None,
         typer.Option(
-            help="The retrieval setting compared, a spec of the runs' settings ('top_k(k=10)', "
-            "'bm25(k=5)', 'token_budget(tokens=1024)'). [default: top_k(k=5), else the first "
-            "top_k setting]",
+            "--pick-excerpts",
+            help="The scoring compared: excerpts matched by position or text. [default: position]",
             show_default=False,
         ),
     ] = None,
-    k: options.PickK = None,
-    excerpts: Annotated[
-        str, typer.Option(help="The scoring compared: excerpts matched by position or text.")
-    ] = "position",
     unit: Annotated[
-        str, typer.Option(help="The scoring compared: counted in chars or tokens.")
-    ] = "chars",
+        str | None,
+        typer.Option(
+            "--pick-unit",
+            help="The scoring compared: counted in chars or tokens. [default: chars]",
+            show_default=False,
+        ),
+    ] = None,
     denominator: Annotated[
-        str, typer.Option(help="The scoring compared: precision over the sum or union.")
-    ] = "sum",
+        str | None,
+        typer.Option(
+            "--pick-denominator",
+            help="The scoring compared: precision over the sum or union. [default: sum]",
+            show_default=False,
+        ),
+    ] = None,
     chunker: Annotated[
-        str | None, typer.Option(help="Pin the chunker of both cells (comparing embedders).")
+        str | None,
+        typer.Option(
+            "--pick-chunker",
+            help="Pin the chunker of both cells (comparing embedders).",
+            show_default=False,
+        ),
     ] = None,
     embedder: Annotated[
-        str | None, typer.Option(help="Pin the embedder of both cells (comparing chunkers).")
+        str | None,
+        typer.Option(
+            "--pick-embedder",
+            help="Pin the embedder of both cells (comparing chunkers).",
+            show_default=False,
+        ),
     ] = None,
     dataset: Annotated[
-        str | None, typer.Option(help="The dataset, when the runs hold several.")
+        str | None,
+        typer.Option(
+            "--pick-dataset", help="The dataset, when the runs hold several.", show_default=False
+        ),
     ] = None,
     permutations: options.Permutations = 10_000,
     alpha: Annotated[float, typer.Option(help="Significance level of the verdict.")] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    as_json: options.Json = False,
+    old_retrieval: Annotated[str | None, options.old_spelling("--retrieval")] = None,
+    old_k: Annotated[str | None, options.old_spelling("--k")] = None,
+    old_excerpts: Annotated[str | None, options.old_spelling("--excerpts")] = None,
+    old_unit: Annotated[str | None, options.old_spelling("--unit")] = None,
+    old_denominator: Annotated[str | None, options.old_spelling("--denominator")] = None,
+    old_chunker: Annotated[str | None, options.old_spelling("--chunker")] = None,
+    old_embedder: Annotated[str | None, options.old_spelling("--embedder")] = None,
+    old_dataset: Annotated[str | None, options.old_spelling("--dataset")] = None,
 ) -> None:
     """Is cell A better than cell B? The paired difference over the same questions, its 95%
-    interval, the randomisation test's p-value (t-test and Wilcoxon beside it) and a verdict."""
+    interval, the randomisation test's p-value (t-test and Wilcoxon beside it) and a verdict.
+
+    The --pick-... options choose which rows of the runs are compared; they never add to a
+    grid (that is what run's --chunker, --embedder, --retrieval and --k do).
+    """
+    picked = {
+        flag: options.renamed("compare", f"--pick-{flag}", new, f"--{flag}", old)
+        for flag, new, old in (
+            ("retrieval", retrieval, old_retrieval),
+            ("k", k, old_k),
+            ("excerpts", excerpts, old_excerpts),
+            ("unit", unit, old_unit),
+            ("denominator", denominator, old_denominator),
+            ("chunker", chunker, old_chunker),
+            ("embedder", embedder, old_embedder),
+            ("dataset", dataset, old_dataset),
+        )
+    }
+    retrieval, k, chunker, embedder, dataset = (
+        picked[f] for f in ("retrieval", "k", "chunker", "embedder", "dataset")
+    )
+    excerpts = picked["excerpts"] or "position"
+    unit = picked["unit"] or "chars"
+    denominator = picked["denominator"] or "sum"
     if metric not in METRICS:
         raise ConfigError(
             f"Unknown metric {metric!r}.", f"Use one of: {', '.join(METRICS.names())}."
@@ -94,7 +145,8 @@ def compare(
     datasets = sorted({r[0] for r in rows["cells"]})
     if dataset is None and len(datasets) > 1:
         raise ConfigError(
-            f"The runs hold several datasets: {', '.join(datasets)}.", "Pick one with --dataset."
+            f"The runs hold several datasets: {', '.join(datasets)}.",
+            "Pick one with --pick-dataset.",
         )
     chosen_dataset = dataset or datasets[0]
     cell_a = _select(rows, a, chosen_dataset, chunker, embedder, "--a")
@@ -169,7 +221,7 @@ def _pick_scoring(rows: dict[str, Any], wanted: Scoring) -> Scoring:
     if wanted not in present:
         raise ConfigError(
             f"The runs hold no rows scored with {wanted.label}.",
-            "Use --excerpts, --unit and --denominator for one of: "
+            "Use --pick-excerpts, --pick-unit and --pick-denominator for one of: "
             + "; ".join(s.label for s in present)
             + ".",
         )
@@ -221,7 +273,7 @@ def _select(
         )
     raise ConfigError(
         f"{flag} {spec!r} matches {len(matches)} cells: {listing}.",
-        "Pin the other part with --chunker or --embedder.",
+        "Pin the other part with --pick-chunker or --pick-embedder.",
     )
 
 

@@ -1,9 +1,10 @@
-"""``chunkmark datasets``: validate, download, list, show, import and stitch datasets."""
+"""``chunkmark datasets``: list the built-in datasets; validate, download, show, import and stitch
+datasets."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -11,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from chunkmark.cli import listing, options
 from chunkmark.datasets import Dataset, Problem, find_problems, load_dataset
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.demo import DEMO_NAME
@@ -36,11 +38,8 @@ PathArg = Annotated[
 
 def register(app: typer.Typer) -> None:
     """Add the ``datasets`` command group to ``app``."""
-    group = typer.Typer(
-        help="Validate, download, list, inspect, import and stitch datasets.",
-        no_args_is_help=True,
-        add_completion=False,
-    )
+    group = typer.Typer(invoke_without_command=True, add_completion=False)
+    group.callback()(datasets_group)
     group.command("validate")(validate)
     group.command("download")(download)
     group.command("list")(list_datasets)
@@ -90,23 +89,53 @@ def download(
     )
 
 
-def list_datasets() -> None:
-    """List the built-in datasets and whether each is available."""
-    table = Table("name", "description", "status")
+def datasets_group(ctx: typer.Context, as_json: options.Json = False) -> None:
+    """List the built-in datasets and whether each is available.
+
+    Its commands validate, download, show, import and stitch datasets.
+    """
+    if ctx.invoked_subcommand is None:
+        listing.show([datasets_listing()], as_json)
+
+
+def list_datasets(as_json: options.Json = False) -> None:
+    """List the built-in datasets and whether each is available (as `chunkmark datasets`)."""
+    listing.show([datasets_listing()], as_json)
+
+
+def datasets_listing() -> listing.Listing:
+    """The built-in datasets: name, description, status (and folder, once downloaded)."""
     demo = load_dataset(DEMO_NAME)
-    description = (
-        f"{len(demo.documents)} short markdown documents, {len(demo.questions)} questions."
-    )
-    table.add_row(DEMO_NAME, description, "built in")
+    rows: list[listing.Row] = [
+        {
+            "kind": "dataset",
+            "name": DEMO_NAME,
+            "description": f"{len(demo.documents)} short markdown documents, "
+            f"{len(demo.questions)} questions.",
+            "status": "built in",
+            "folder": None,
+        }
+    ]
     for name, remote in downloads.DOWNLOADABLE.items():
+        ready = downloads.is_downloaded(name)
         folder = downloads.dataset_dir(name)
-        status = (
-            f"downloaded: {folder}"
-            if downloads.is_downloaded(name)
-            else f"not downloaded (chunkmark datasets download {name})"
+        rows.append(
+            {
+                "kind": "dataset",
+                "name": name,
+                "description": remote.description,
+                "status": f"downloaded: {folder}"
+                if ready
+                else f"not downloaded (chunkmark datasets download {name})",
+                "folder": str(folder) if ready else None,
+            }
         )
-        table.add_row(name, remote.description, status)
-    Console().print(table)
+    columns: list[tuple[str, Callable[[listing.Row], str]]] = [
+        ("name", lambda row: row["name"]),
+        ("description", lambda row: row["description"]),
+        ("status", lambda row: row["status"]),
+    ]
+    return listing.Listing("Datasets", rows, columns)
 
 
 def show(path: PathArg) -> None:

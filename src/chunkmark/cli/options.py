@@ -1,10 +1,21 @@
-"""Options shared by the commands that read an experiment (``run``, ``plan``, ``tune``), and how
-their values override the experiment file."""
+"""Every option more than one command takes, declared once here (one spelling, one help text),
+and how the grid options override the experiment file.
+
+The grammar the commands follow:
+
+- the experiment file is the first positional argument, EXPERIMENT (``run``, ``plan``, ``tune``,
+  ``chunkers diagnose``, ``relations run``);
+- ``-d/-c/-e/-r/--k`` add to a grid; the options that *select* rows of finished runs
+  (``compare``, ``report``, ``tune``) are spelled ``--pick-...``;
+- ``--out`` is always a folder;
+- ``--max-cost``, ``--cache-dir``/``--no-cache``, ``--json``, ``-q/--quiet``, ``--prices`` and
+  ``--permutations`` mean the same thing wherever they appear.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -17,9 +28,12 @@ from chunkmark.experiments.config import (
     parse_k,
 )
 
+T = TypeVar("T")
+
+EXPERIMENT_HELP = "Experiment YAML (keys: datasets, chunkers, embedders, retrieval, ...)."
 ConfigFile = Annotated[
     Path | None,
-    typer.Argument(help="Experiment YAML (keys: datasets, chunkers, embedders, retrieval, ...)."),
+    typer.Argument(metavar="[EXPERIMENT]", help=EXPERIMENT_HELP, show_default=False),
 ]
 Datasets = Annotated[
     list[str] | None,
@@ -61,16 +75,46 @@ Retrieval = Annotated[
         "'hybrid(fusion=\"rrf\", k=5)' (see `chunkmark retrieval`). [default: top_k at every --k]",
     ),
 ]
-PickK = Annotated[
-    str | None,
-    typer.Option(help="Short for --retrieval 'top_k(k=K)' (a number or min).", show_default=False),
-]
 CacheDir = Annotated[
     Path | None,
-    typer.Option(help="Cache folder. [default: $CHUNKMARK_CACHE_DIR or the user cache dir]"),
+    typer.Option(
+        "--cache-dir",
+        help="Cache folder (embeddings, chunks, LLM answers). [default: $CHUNKMARK_CACHE_DIR or "
+        "the user cache folder]",
+        show_default=False,
+    ),
 ]
 NoCache = Annotated[
-    bool, typer.Option("--no-cache", help="Do not read or write the embedding cache.")
+    bool,
+    typer.Option(
+        "--no-cache", help="Neither read nor write the caches (embeddings, chunks, LLM answers)."
+    ),
+]
+MaxCost = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        min=0,
+        help="Spending limit in US dollars: where the whole cost is estimated first (plan, run, "
+        "relations), exit with status 2 when the estimate exceeds it; paid work (a request, a "
+        "trial) that would take the cost past it is not started. See `chunkmark plan`.",
+        show_default=False,
+    ),
+]
+Json = Annotated[
+    bool, typer.Option("--json", help="Print JSON on stdout instead of tables and text.")
+]
+Quiet = Annotated[
+    bool, typer.Option("--quiet", "-q", help="Print only the results, no progress lines.")
+]
+Prices = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="Price file (YAML or JSON, US dollars per 1M tokens) whose entries replace or add "
+        "to the shipped price table the command reads (docs/plan.md).",
+        show_default=False,
+    ),
 ]
 
 
@@ -93,6 +137,54 @@ Permutations = Annotated[
     ),
 ]
 NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/report.html.")]
+
+# --- selecting rows of finished runs (compare, report, tune): never a grid flag -----------------
+
+PickRetrieval = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-retrieval",
+        help="The retrieval setting read, a spec of the runs' settings: 'top_k(k=10)', "
+        "'token_budget(tokens=1024)', 'bm25(k=5)' (parameters left out take their defaults). "
+        "[default: top_k(k=5), else the first top_k setting]",
+        show_default=False,
+    ),
+]
+PickK = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-k",
+        help="Short for --pick-retrieval 'top_k(k=K)' (a number or min).",
+        show_default=False,
+    ),
+]
+
+
+def old_spelling(flag: str) -> Any:
+    """A deprecated spelling of an option, hidden from help; :func:`renamed` reads it."""
+    return typer.Option(flag, hidden=True, show_default=False)
+
+
+def renamed(command: str, new_flag: str, new: T, old_flag: str, old: T | None) -> T:
+    """The value of ``new_flag``, or of its deprecated spelling ``old_flag`` with a one-line note
+    on stderr; both given is an error unless they agree."""
+    if old is None:
+        return new
+    if new is not None and new != old:
+        raise ConfigError(
+            f"{old_flag} and {new_flag} were both given to `chunkmark {command}`.",
+            f"Give only {new_flag}: {old_flag} is its deprecated spelling.",
+        )
+    typer.echo(deprecation_note(command, old_flag, new_flag), err=True)
+    return old
+
+
+def deprecation_note(command: str, old: str, new: str) -> str:
+    """The one line printed when a deprecated spelling is used."""
+    return (
+        f"note: `chunkmark {command} {old}` is deprecated and stops working in the next "
+        f"release; use {new}."
+    )
 
 
 def help_text(text: str | None) -> str:

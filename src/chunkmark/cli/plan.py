@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console, RenderableType
@@ -23,7 +23,7 @@ distinct texts and tokens it would embed, how many the embedding cache already h
 dollars for the rest; per LLM-calling chunker its calls, tokens and dollars (fewest to most).
 Sends no request, loads no model, writes nothing. Prices come from the shipped tables and the
 experiment file's `prices:` (see docs/plan.md). With --max-cost, exits with status 2 when the
-estimate exceeds it or cannot be made.
+estimate exceeds it or cannot be made. --json prints the plan as the manifest records it.
 """
 
 
@@ -40,13 +40,8 @@ def plan(
     retrieval: options.Retrieval = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(help="Fail (status 2) when the estimated cost in US dollars exceeds this."),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the plan as JSON (what the manifest records).")
-    ] = False,
+    max_cost: options.MaxCost = None,
+    as_json: options.Json = False,
 ) -> None:
     from chunkmark.experiments.plan import check_budget, plan_grid
 

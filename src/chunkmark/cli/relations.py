@@ -115,16 +115,7 @@ def prepare(
             "write nothing.",
         ),
     ] = False,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(
-            "--max-cost",
-            min=0,
-            help="With --silver: refuse to start when the estimate in US dollars exceeds this, "
-            "and stop before a request would cross it.",
-            show_default=False,
-        ),
-    ] = None,
+    max_cost: options.MaxCost = None,
     max_calls: Annotated[
         int | None,
         typer.Option(
@@ -135,10 +126,7 @@ def prepare(
         ),
     ] = None,
     cache_dir: options.CacheDir = None,
-    no_cache: Annotated[
-        bool,
-        typer.Option("--no-cache", help="With --silver: do not read or write the LLM cache."),
-    ] = False,
+    no_cache: options.NoCache = False,
 ) -> None:
     """Build a relation set: corpus files, entities, relations and one question per relation,
     every mention and support span checked against the text.
@@ -151,7 +139,8 @@ def prepare(
     distinct excerpt of the questions once (answers are cached, so a rerun asks nothing), the
     names it writes that occur in the document become entities, and its relationship records
     between them become relations supported by their excerpts (support 'silver'), one
-    templated question each.
+    templated question each. --max-cost, --cache-dir and --no-cache apply to a silver set only:
+    --max-cost refuses to start above the estimate and stops before a request would cross it.
     """
     if silver is not None:
         _refuse_redocred_options(redocred, rel_info, docs)

@@ -3,7 +3,6 @@ metrics`` (their definitions)."""
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -14,14 +13,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from chunkmark.cli import options
+from chunkmark.cli import listing, options
+from chunkmark.errors import ConfigError
 
 RUN_HELP = """Run the grid on a relation set's dataset (as `chunkmark run` does: summary.csv,
 results.parquet, manifest.json, resumable with the same --out), then extract entity pairs from
 every distinct chunking and score relation metrics per cell and retrieval setting.
 
-RELATION_SET_DIR is a folder written by `chunkmark relations prepare`. Give the grid with
---chunker/--embedder/--k, or an EXPERIMENT.yaml (its datasets are replaced by the relation
+--dataset RELATION_SET is a folder written by `chunkmark relations prepare`. Give the grid with
+--chunker/--embedder/--k, or an EXPERIMENT file (its datasets are replaced by the relation
 set). --extractor 'cooccurrence' (the default) is the oracle: every gold pair whose names both
 occur in the chunk; "llm(llm='openai(model=\\"gpt-4o-mini\\")', gleanings=1)" asks an LLM.
 
@@ -41,18 +41,16 @@ def add_commands(group: typer.Typer) -> None:
 
 
 def run(
+    config_file: options.ConfigFile = None,
     relation_set: Annotated[
-        Path,
-        typer.Argument(
-            metavar="RELATION_SET_DIR",
-            help="Relation-set folder (from `chunkmark relations prepare`).",
-        ),
-    ],
-    config_file: Annotated[
         Path | None,
-        typer.Argument(
-            metavar="[EXPERIMENT.yaml]",
-            help="Experiment YAML (chunkers, embedders, retrieval, ...).",
+        typer.Option(
+            "--dataset",
+            "-d",
+            metavar="RELATION_SET",
+            help="The relation-set folder (from `chunkmark relations prepare`); it replaces "
+            "the experiment's datasets.",
+            show_default=False,
         ),
     ] = None,
     chunker: options.Chunkers = None,
@@ -62,7 +60,8 @@ def run(
     extractor: Annotated[
         str,
         typer.Option(
-            help="Extractor spec: 'cooccurrence' (the oracle) or 'llm(llm=..., gleanings=...)'."
+            help="Extractor spec: 'cooccurrence' (the oracle) or 'llm(llm=..., gleanings=...)' "
+            "(see `chunkmark extractors`)."
         ),
     ] = "cooccurrence",
     out: Annotated[
@@ -76,32 +75,23 @@ def run(
             "ask and embed nothing.",
         ),
     ] = False,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(
-            help="Refuse to start when the estimated cost (embedding plus extraction) in US "
-            "dollars exceeds this; the extractor also stops before crossing it."
-        ),
-    ] = None,
+    max_cost: options.MaxCost = None,
     max_calls: Annotated[
         int | None,
         typer.Option(help="Stop before the extractor sends more than this many LLM requests."),
     ] = None,
     cache_dir: options.CacheDir = None,
-    no_cache: Annotated[
-        bool,
-        typer.Option("--no-cache", help="Do not read or write the embedding and LLM caches."),
-    ] = False,
+    no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
     seed: Annotated[
         int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
     ] = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Only print the results table.")
-    ] = False,
+    quiet: options.Quiet = False,
+    old_second: Annotated[Path | None, typer.Argument(hidden=True, show_default=False)] = None,
 ) -> None:
     from chunkmark.relations.runner import ExtractorSetup, estimate_extraction, run_relations
 
+    config_file, relation_set = _experiment_and_set(config_file, relation_set, old_second)
     config = options.experiment(
         config_file,
         no_cache,
@@ -160,6 +150,34 @@ def run(
         for line in failure_lines(grid.failures):
             console.print(line)
         raise typer.Exit(FAILED_EXIT)
+
+
+def _experiment_and_set(
+    experiment: Path | None, relation_set: Path | None, second: Path | None
+) -> tuple[Path | None, Path]:
+    """The experiment file and the relation set, from ``[EXPERIMENT] --dataset SET`` or the
+    deprecated ``SET [EXPERIMENT]`` (with a note)."""
+    if relation_set is None and experiment is not None and experiment.is_dir():
+        typer.echo(
+            "note: `chunkmark relations run RELATION_SET [EXPERIMENT]` is deprecated and stops "
+            "working in the next release; use chunkmark relations run [EXPERIMENT] "
+            "--dataset RELATION_SET.",
+            err=True,
+        )
+        return second, experiment
+    if second is not None:
+        raise ConfigError(
+            f"`chunkmark relations run` takes one argument, the experiment file; {second} "
+            "is one too many.",
+            "Give the relation set with --dataset: chunkmark relations run [EXPERIMENT] "
+            "--dataset RELATION_SET.",
+        )
+    if relation_set is None:
+        raise ConfigError(
+            "`chunkmark relations run` needs the relation set.",
+            "Add --dataset RELATION_SET (a folder written by `chunkmark relations prepare`).",
+        )
+    return experiment, relation_set
 
 
 def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
@@ -247,34 +265,9 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
     return table
 
 
-def list_relation_metrics(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as JSON.")] = False,
-) -> None:
+def list_relation_metrics(as_json: options.Json = False) -> None:
     """List the relation metrics of `chunkmark relations run`: column, unit, definition."""
-    from chunkmark.relations.metrics import RELATION_METRICS
-
-    if as_json:
-        rows = [
-            {
-                "name": m.name,
-                "label": m.label,
-                "unit": m.unit,
-                "family": m.family,
-                "interval": m.interval,
-                "needs_extractor": m.extractor,
-                "columns": m.columns(),
-                "description": m.description,
-            }
-            for m in RELATION_METRICS.values()
-        ]
-        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-        return
-    table = Table(title="Relation metrics (relations.csv; intervals over the unit)")
-    for name in ("name", "label", "unit", "description"):
-        table.add_column(name, style="bold" if name == "name" else None)
-    for m in RELATION_METRICS.values():
-        table.add_row(m.name, m.label, m.unit or "-", Text(m.description))
-    Console().print(table)
+    listing.show(listing.relation_metrics(), as_json)
 
 
 def _num(value: Any) -> float:

@@ -13,9 +13,14 @@ from chunkmark.cli import options
 if TYPE_CHECKING:
     from chunkmark.report import Report
 
-REPORT_HELP = """Write one HTML file (it opens from disk, offline): a recommendation computed from
-the numbers, a sortable leaderboard, interactive plots, paired comparisons and an inspector of
-chunks, excerpts and rankings. A run also writes it as OUT/report.html.
+REPORT_HELP = """Write OUT/report.html, one HTML file (it opens from disk, offline): a
+recommendation computed from the numbers, a sortable leaderboard, interactive plots, paired
+comparisons and an inspector of chunks, excerpts and rankings. A run also writes it as
+OUT/report.html.
+
+The --pick-... options choose which rows of the runs the recommendation reads; they never add
+to a grid (that is what run's --retrieval and --k do). --prices adds to the embedding price
+table behind the cost columns.
 """
 
 
@@ -28,33 +33,20 @@ def report(
     runs: Annotated[
         list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path(
-        "report.html"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Folder to write report.html into (created if missing)."),
+    ] = Path("."),
     metric: Annotated[
         str, typer.Option(help="The metric the recommendation and comparisons use.")
     ] = "iou",
-    retrieval: Annotated[
-        str | None,
-        typer.Option(
-            help="The retrieval setting they use, a spec of the runs' settings: "
-            "'top_k(k=10)', 'token_budget(tokens=1024)', 'bm25(k=5)' (parameters left out "
-            "take their defaults). [default: top_k(k=5), else the first top_k setting]",
-            show_default=False,
-        ),
-    ] = None,
+    retrieval: options.PickRetrieval = None,
     k: options.PickK = None,
     token_budget: Annotated[
         float,
         typer.Option(help="Tokens retrieved per question for 'best recall within a budget'."),
     ] = 1000.0,
-    prices: Annotated[
-        Path | None,
-        typer.Option(
-            help="Embedding prices (YAML or JSON: 'models: {name: dollars per 1M tokens}'), "
-            "replacing or adding to the shipped table."
-        ),
-    ] = None,
+    prices: options.Prices = None,
     alpha: Annotated[float, typer.Option(help="Significance level of the tests.")] = 0.05,
     permutations: options.Permutations = 10_000,
     bootstrap: Annotated[
@@ -67,7 +59,7 @@ def report(
         typer.Option(
             "--format",
             help="html (the report), or the leaderboard as markdown, latex or csv on stdout "
-            "(with --retrieval or --k, only that setting).",
+            "(with --pick-retrieval or --pick-k, only that setting).",
         ),
     ] = "html",
     mlflow: Annotated[
@@ -77,15 +69,21 @@ def report(
             "tracking URI (needs the mlflow extra).",
         ),
     ] = None,
+    old_retrieval: Annotated[str | None, options.old_spelling("--retrieval")] = None,
+    old_k: Annotated[str | None, options.old_spelling("--k")] = None,
 ) -> None:
     """Build the HTML report and print what it recommends."""
     from chunkmark.report import ReportOptions, build_report
 
+    retrieval = options.renamed(
+        "report", "--pick-retrieval", retrieval, "--retrieval", old_retrieval
+    )
+    k = options.renamed("report", "--pick-k", k, "--k", old_k)
     if fmt != "html":
         _export(runs, fmt, retrieval, k, prices, mlflow)
         return
 
-    options = ReportOptions(
+    settings = ReportOptions(
         metric=metric,
         retrieval=retrieval,
         k=k,
@@ -97,7 +95,7 @@ def report(
         seed=seed,
         title=title,
     )
-    result = build_report(runs, out, options)
+    result = build_report(runs, report_path(out), settings)
     console = Console(stderr=True)
     _print_recommendations(result, console)
     if mlflow is not None:
@@ -105,6 +103,20 @@ def report(
 
         ids = log_to_mlflow(result.data, result.path, mlflow)
         console.print(f"logged {len(ids)} cells to MLflow at {mlflow}", markup=False)
+
+
+def report_path(out: Path) -> Path:
+    """The page ``--out`` names: OUT/report.html; an ``.html`` path (the old meaning of --out)
+    is still the file itself, with a note."""
+    if out.suffix.lower() in (".html", ".htm") and not out.is_dir():
+        typer.echo(
+            f"note: `chunkmark report --out {out}` naming the page is deprecated and stops "
+            f"working in the next release; --out is a folder: --out {out.parent} writes "
+            f"{out.parent / 'report.html'}.",
+            err=True,
+        )
+        return out
+    return out / "report.html"
 
 
 def _print_recommendations(result: Report, console: Console) -> None:

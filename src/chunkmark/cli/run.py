@@ -73,12 +73,7 @@ def run(
             help="Scoring: 'sum' of retrieved chunk lengths (the reference's) or their 'union'; repeatable. [default: sum]"
         ),
     ] = None,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(
-            help="Refuse to start when the estimated cost in US dollars exceeds this (see `chunkmark plan`)."
-        ),
-    ] = None,
+    max_cost: options.MaxCost = None,
     out: Annotated[
         Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
     ] = None,
@@ -100,10 +95,7 @@ def run(
             help="With --executor ray: the cluster for ray.init ('auto': the one on this machine; 'ray://HOST:10001': a remote one). [default: a local Ray started for this run]"
         ),
     ] = None,
-    quiet: Annotated[
-        bool,
-        typer.Option("--quiet", "-q", help="Only print the results table and the recommendation."),
-    ] = False,
+    quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.experiments.runner import evaluate
 

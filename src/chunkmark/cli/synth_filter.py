@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from chunkmark.cli import options
+
 if TYPE_CHECKING:
     from chunkmark.embedders.cache import CachedEmbedder
     from chunkmark.synth.filter import FilterResult
@@ -23,16 +25,6 @@ DatasetArg = Annotated[
         help="A dataset folder (Chroma or JSONL layout) or a built-in name: demo, chroma-general.",
         show_default=False,
     ),
-]
-CacheDirOption = Annotated[
-    Path | None,
-    typer.Option(
-        help="Embedding cache folder (default: $CHUNKMARK_CACHE_DIR, else the user cache folder).",
-        show_default=False,
-    ),
-]
-NoCacheOption = Annotated[
-    bool, typer.Option("--no-cache", help="Do not read or write the embedding cache.")
 ]
 
 FILTER_HELP = """Drop weak and repeated questions, as Chroma's method does; keep every score.
@@ -132,8 +124,8 @@ def filter_command(
     copied_words: Annotated[
         int, typer.Option(help="The run of words --drop-copied looks for.")
     ] = 8,
-    cache_dir: CacheDirOption = None,
-    no_cache: NoCacheOption = False,
+    cache_dir: options.CacheDir = None,
+    no_cache: options.NoCache = False,
 ) -> None:
     from chunkmark.datasets import load_dataset
     from chunkmark.synth.filter import (
@@ -228,7 +220,7 @@ def removal_table(result: FilterResult) -> Table:
 
 def inspect_command(
     dataset: DatasetArg,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: options.Json = False,
     chunker: Annotated[
         str,
         typer.Option(
@@ -243,8 +235,8 @@ def inspect_command(
         bool, typer.Option("--no-embed", help="Skip the nearest question pairs (no embedding).")
     ] = False,
     pairs: Annotated[int, typer.Option(min=1, help="How many nearest pairs to show.")] = 10,
-    cache_dir: CacheDirOption = None,
-    no_cache: NoCacheOption = False,
+    cache_dir: options.CacheDir = None,
+    no_cache: options.NoCache = False,
 ) -> None:
     from chunkmark.chunkers import ChunkerContext
     from chunkmark.datasets import load_dataset

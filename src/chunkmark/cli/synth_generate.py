@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from chunkmark.cli import options
+
 if TYPE_CHECKING:
     from chunkmark.costs.llm_prices import LLMPrices as PriceTable
     from chunkmark.costs.prices import Price
@@ -30,6 +32,8 @@ GENERATE_HELP = "\n\n".join(
         "was wrong, at most 3 times, then the window is skipped and counted.",
         "Writes a dataset to OUT (documents first, then each accepted question as it comes) and "
         "OUT/manifest.json (LLM, prompt version, seed, options, plan, counts of every stage). "
+        "--max-cost stops cleanly before the request that would take this run's cost past it; "
+        "--prices adds to the LLM price table. "
         "Running the same command again continues where it stopped; answers already received "
         "come from the LLM cache, so nothing is paid twice. See docs/synth.md.",
     ]
@@ -109,22 +113,8 @@ def generate_command(
     concurrency: Annotated[
         int, typer.Option(help="Requests in flight at once (across documents).")
     ] = 1,
-    max_cost: Annotated[
-        float | None,
-        typer.Option(
-            help="Stop cleanly before the request that would take this run's cost past this "
-            "many US dollars.",
-            show_default=False,
-        ),
-    ] = None,
-    prices: Annotated[
-        Path | None,
-        typer.Option(
-            help="YAML or JSON price table (USD per 1M tokens) replacing or adding to the "
-            "shipped one.",
-            show_default=False,
-        ),
-    ] = None,
+    max_cost: options.MaxCost = None,
+    prices: options.Prices = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -141,19 +131,9 @@ def generate_command(
             help="Ask for structured JSON output where the provider has it (OpenAI).",
         ),
     ] = True,
-    cache_dir: Annotated[
-        Path | None,
-        typer.Option(
-            help="LLM answer cache folder [default: $CHUNKMARK_CACHE_DIR or the user cache "
-            "folder].",
-            show_default=False,
-        ),
-    ] = None,
-    no_cache: Annotated[
-        bool,
-        typer.Option("--no-cache", help="Do not read or write the LLM answer cache."),
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only print the summary.")] = False,
+    cache_dir: options.CacheDir = None,
+    no_cache: options.NoCache = False,
+    quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.errors import LLMError
     from chunkmark.llm import build_llm

@@ -16,15 +16,18 @@ from chunkmark.cli import options
 if TYPE_CHECKING:
     from chunkmark.experiments.tune import TuneResult
 
+DEFAULT_RETRIEVAL = "top_k(k=5)"  # chunkmark.experiments.tune's, imported late: the CLI starts fast
+
 TUNE_HELP = """Search chunker parameters for the best retrieval, one cell per trial.
 
 Give ranges or lists in the experiment's chunker specs, e.g.
 'fixed_tokens(size=range(100, 1000, 50), overlap=range(0, 0.5))'; Optuna's TPE sampler
-(seeded) picks a setting per trial. The objective is --metric at --retrieval (mean over
+(seeded) picks a setting per trial. The objective is --metric at --pick-retrieval (mean over
 questions, then datasets); a trial whose recall there is below --recall-floor is infeasible
 and ranked below every feasible one. Every trial is an ordinary cell in OUT/cells/, so a rerun
 with the same --seed and --out replays the trials without recomputing. Writes the usual
-results.parquet, summary.csv, manifest.json and report, plus OUT/tune.json (the trial history).
+results.parquet, summary.csv, manifest.json and report, plus OUT/tune.json (the trial history;
+--json prints it).
 Needs the tune extra: pip install 'chunkmark[tune]'.
 """
 
@@ -37,24 +40,32 @@ def register(app: typer.Typer) -> None:
 def tune(
     config_file: Annotated[
         Path,
-        typer.Argument(help="Experiment YAML whose chunkers hold range(...) or lists."),
+        typer.Argument(
+            metavar="EXPERIMENT",
+            help="Experiment YAML whose chunkers hold range(...) or lists.",
+            show_default=False,
+        ),
     ],
     trials: Annotated[int, typer.Option(help="Number of trials.", show_default=False)],
     metric: Annotated[str, typer.Option(help="The metric maximised.")] = "iou",
     retrieval: Annotated[
-        str, typer.Option(help="The retrieval setting scored (one of the experiment's).")
-    ] = "top_k(k=5)",
-    recall_floor: Annotated[
-        float,
-        typer.Option(help="Least recall (0 to 1) of a feasible trial at --retrieval; 0: none."),
-    ] = 0.5,
-    seed: Annotated[int, typer.Option(help="Seed of the sampler.")] = 0,
-    max_cost: Annotated[
-        float | None,
+        str | None,
         typer.Option(
-            help="Stop before a trial would take the estimated cost past this many US dollars."
+            "--pick-retrieval",
+            help="The retrieval setting whose score is the objective (one of the experiment's). "
+            f"[default: {DEFAULT_RETRIEVAL}]",
+            show_default=False,
         ),
     ] = None,
+    old_retrieval: Annotated[str | None, options.old_spelling("--retrieval")] = None,
+    recall_floor: Annotated[
+        float,
+        typer.Option(
+            help="Least recall (0 to 1) of a feasible trial at --pick-retrieval; 0: none."
+        ),
+    ] = 0.5,
+    seed: Annotated[int, typer.Option(help="Seed of the sampler.")] = 0,
+    max_cost: options.MaxCost = None,
     out: Annotated[
         Path | None, typer.Option(help="Results folder. [default: results/tune-DATE-TIME]")
     ] = None,
@@ -62,14 +73,12 @@ def tune(
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print tune.json's content instead of tables.")
-    ] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="Only print the best setting and the trials.")
-    ] = False,
+    as_json: options.Json = False,
+    quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.experiments.tune import tune as run_tune
+
+    setting = options.renamed("tune", "--pick-retrieval", retrieval, "--retrieval", old_retrieval)
 
     overrides: dict[str, Any] = {}
     if out is not None:
@@ -87,7 +96,7 @@ def tune(
         config_file,
         trials,
         metric=metric,
-        retrieval=retrieval,
+        retrieval=setting or DEFAULT_RETRIEVAL,
         recall_floor=recall_floor,
         seed=seed,
         max_cost=max_cost,

@@ -731,12 +731,12 @@ def _check_retrieval(text: str, config: ExperimentConfig) -> str:
     try:
         specs = expand_specs([text], RETRIEVAL)
     except SpecError as exc:
-        raise ConfigError(f"Invalid --retrieval {text!r}: {exc.problem}", exc.fix) from None
+        raise ConfigError(f"Invalid --pick-retrieval {text!r}: {exc.problem}", exc.fix) from None
     if len(specs) != 1 or specs[0] not in settings:
         raise ConfigError(
             f"The retrieval setting {text!r} is not one of the experiment's: "
             f"{', '.join(settings)}.",
-            "Pick one of those with --retrieval, or add it to the experiment's retrieval (or k).",
+            "Pick one of those with --pick-retrieval, or add it to the experiment's retrieval (or k).",
         )
     return specs[0]
 

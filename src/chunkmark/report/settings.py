@@ -5,7 +5,7 @@ A row of ``results.parquet`` and ``summary.csv`` says how the chunks were retrie
 ``token_budget(tokens=1024)`` or ``bm25(k=5, method='lucene', k1=1.5, b=0.75)``) and how the
 question was scored (``excerpts``, ``unit``, ``denominator``). Folders written before those
 columns existed are read as ``top_k(k=<k>)`` with the default scoring. This module orders and
-shortens settings for display and finds the one a user asks for (``--retrieval``, ``--k``).
+shortens settings for display and finds the one a user asks for (``--pick-retrieval``, ``--pick-k``).
 """
 
 from __future__ import annotations
@@ -252,8 +252,8 @@ def choose_retrieval(
             ks = [s for s in ordered(available) if name_of(s) == "top_k"]
             raise error(
                 f"k={k} ({wanted}) is not in the runs.",
-                f"Use --retrieval with one of: {', '.join(ordered(available))}"
-                + (f"; or --k for one of: {', '.join(ks)}." if ks else "."),
+                f"Use --pick-retrieval with one of: {', '.join(ordered(available))}"
+                + (f"; or --pick-k for one of: {', '.join(ks)}." if ks else "."),
             )
         return wanted
     if top_k("5") in available:
