@@ -326,3 +326,9 @@ def test_relations_run_takes_the_old_positional_set_with_a_note(tmp_path: Path) 
     missing = invoke("relations", "run", *grid)
     assert "needs the relation set" in str(missing.exception)
     assert "--dataset RELATION_SET" in str(missing.exception)
+
+
+def test_option_help_shows_its_written_default() -> None:
+    shown = " ".join(invoke("compare", "--help").stdout.split())
+    assert "excerpts matched by position or text. [default: position]" in shown
+    assert "[default: top_k(k=5), else the first top_k setting]" in shown

@@ -64,14 +64,19 @@ class _Commands(TyperGroup):
 
 def _reflow(command: Any) -> None:
     """Each paragraph of every help text below ``command`` on one line (see
-    :func:`chunkmark.cli.options.help_text`), so the terminal wraps it, not the source."""
+    :func:`chunkmark.cli.options.help_text`), so the terminal wraps it, not the source; an
+    option's help is escaped, so that rich prints its ``[default: ...]`` instead of reading it
+    as a style."""
+    from rich.markup import escape
+
     from chunkmark.cli.options import help_text
 
     if isinstance(command.help, str):
         command.help = help_text(command.help)
     for param in command.params:
-        if isinstance(getattr(param, "help", None), str):
-            param.help = help_text(param.help)
+        if isinstance(getattr(param, "help", None), str) and not getattr(param, "_reflowed", 0):
+            param.help = escape(help_text(param.help))
+            param._reflowed = True
     for sub in getattr(command, "commands", {}).values():
         _reflow(sub)
 
