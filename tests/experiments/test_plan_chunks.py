@@ -17,7 +17,7 @@ from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
 from chunkmark.experiments.plan import estimate_chunks
-from chunkmark.experiments.plan.chunks import CALLS_LLM, EMBEDS, NOT_CACHED
+from chunkmark.experiments.plan_chunks import CALLS_LLM, EMBEDS, NOT_CACHED
 
 SEMANTIC = "kamradt(breakpoint_percentile=50)"
 CLOSED_PORT = "http://127.0.0.1:9/v1"  # nothing listens: a request would fail

@@ -473,14 +473,14 @@ def _estimates(
     rs: RelationSet, config: ExperimentConfig, extractor: Extractor
 ) -> list[ChunkerEstimate]:
     """Chunk with every chunker that can be run without a request, the one way estimates
-    chunk (:func:`chunkmark.experiments.plan.estimate_chunks`): a chunker that embeds reads its
+    chunk (:func:`chunkmark.experiments.plan_chunks.estimate_chunks`): a chunker that embeds reads its
     vectors from the embedding cache only (a dry run or a --max-cost check never embeds; with
     texts not cached, its chunks are unknown until it runs); an LLM chunker's chunks are
     unknown before it runs."""
     from chunkmark.chunkers import CHUNKERS
     from chunkmark.embedders import EMBEDDERS
     from chunkmark.embedders.cache import EmbeddingCache
-    from chunkmark.experiments.plan import estimate_chunks
+    from chunkmark.experiments.plan_chunks import estimate_chunks
     from chunkmark.paths import resolve_cache_dir
 
     estimate = getattr(extractor, "estimate", None)

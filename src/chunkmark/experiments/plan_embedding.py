@@ -18,7 +18,7 @@ from chunkmark.embedders.base import Embedder, FloatArray, Kind, l2_normalise
 from chunkmark.embedders.cache import DB_NAME as EMBEDDING_DB
 from chunkmark.embedders.cache import EmbeddingCache
 from chunkmark.errors import ChunkmarkError, ConfigError
-from chunkmark.experiments.plan.model import EmbedderPlan
+from chunkmark.experiments.plan_model import EmbedderPlan
 from chunkmark.specs import Spec
 from chunkmark.stats import EmbedderStats
 from chunkmark.tokenizers import count_tokens

@@ -24,7 +24,7 @@ from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
 from chunkmark.embedders.base import Embedder, FloatArray, Kind
 from chunkmark.errors import ConfigError
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
-from chunkmark.experiments.plan.model import Source
+from chunkmark.experiments.plan_model import Source
 from chunkmark.specs import Spec
 from chunkmark.stats import EmbedderStats
 

@@ -1,5 +1,69 @@
-"""The planner: every (dataset, chunker, embedder) cell of a grid, what each embedder would
-embed, and each LLM chunker's calls, found without a request or a model load."""
+"""The plan of an experiment grid: what a run would chunk, embed and ask, and what it would cost.
+
+:func:`plan_grid` reads a config and answers before anything is spent: no request is sent, no
+model is loaded, nothing is written (the chunk store, the embedding cache and the LLM answer
+cache are only read, and only when their files exist). :func:`check_budget` turns the plan into
+the ``--max-cost`` guard the runner applies before its first request. See ``docs/plan.md``.
+
+This module holds the planner (:func:`plan_grid`) and the budget (:func:`check_budget`); beside
+it, ``plan_model`` (the records), ``plan_chunks`` (:func:`estimate_chunks`, the one way an
+estimate chunks), ``plan_embedding`` (what each embedder would embed and pay) and ``plan_llm``
+(each LLM chunker asked what it would ask).
+
+How it counts
+-------------
+- **Cells**: datasets x chunkers x embedders (the config's expanded, canonical specs); every
+  cell is scored at each retrieval setting and scoring option from one ranking.
+- **Chunk texts.** A chunker that neither embeds nor calls an LLM is read from the chunk store
+  or run on the documents (cheap, no model). A semantic chunker (trait ``embeds``) is read from
+  the store when the cell's embedder identity can be had without loading a model; otherwise its
+  chunks are unknown until it runs, and so are those of a chunker that calls an LLM. An unknown
+  cell is estimated at its dataset's document tokens (``cl100k_base``): chunks that do not
+  overlap cover at most the documents, so this is about an upper bound.
+- **What semantic chunkers embed while chunking** (sentences or pieces with their neighbours)
+  does not depend on the vectors: it is recorded by running the chunker with a stand-in
+  embedder that returns hashed vectors, call by call, and counted for the embedder that will
+  embed it (the cell's, or the one its ``embedder=`` names).
+- **Per embedder**, the distinct texts it would embed, as ``document`` (chunk texts and chunking
+  texts) and ``query`` (questions). With the cache, a text shared by several chunkers, cells or
+  datasets counts once (the cache embeds each distinct text once); with ``no_cache`` every
+  embedding call counts its own distinct texts. Tokens are *model tokens* for embedders with
+  ``prepare()`` (OpenAI-compatible: prompt, ``cl100k_base``, truncation, exactly what is sent),
+  else ``cl100k_base`` tokens (an estimate; local models cost 0 anyway). Texts the embedding
+  cache holds under their text key are *cached* and excluded from the cost; a new text that
+  only shares a model input (after truncation) with a cached one is not recognised, so the
+  count is an upper bound there.
+- **LLM chunkers**: the planner names none. A chunker registered with ``calls_llm=True`` that
+  is a :class:`~chunkmark.chunkers.estimate.RequestEstimator` says, document by document and
+  without asking, the calls and tokens chunking would take (each knows its own prompts):
+  ``llm_semantic`` and ``documentation(llm=...)`` their windows at the fewest and the most,
+  ``contextual(method='llm')`` and ``propositions`` one request per chunk of the wrapped
+  chunker. Cached answers are replayed (exactly what a run would read back); the rest are
+  counted at the fewest calls (``calls``) and the most (``calls_max``). Input tokens are
+  ``cl100k_base`` tokens of the system and user prompts plus the chat framing; output tokens
+  are each call's ``max_tokens``. Without a cache (``no_cache``) the chunker runs again for
+  every embedder's cell and nothing is replayed. A wrapper's chunks come from
+  :func:`estimate_chunks`, the one way an estimate chunks (shared with the relations dry run);
+  a wrapper around a chunker that itself calls an LLM or embeds is *unknown*, and so is a
+  chunker that calls an LLM and is no ``RequestEstimator``: its cost cannot be estimated. One
+  that, as set, asks no LLM (``documentation(llm=None)``) is chunked.
+- **Provider prompt caching** (``contextual`` asks with ``cache_system=True``; the system prompt
+  holds the whole document): of each document's requests sent, the first writes the system
+  prompt to the provider's cache and every later one reads it, when the provider caches
+  prompts that long (:data:`~chunkmark.costs.prompt_cache.PROMPT_CACHES`: OpenAI and Anthropic
+  from 1024 tokens, the fake LLM always; OpenAI bills no writes, so none are counted for it;
+  other providers: no caching assumed). ``cached_input_tokens`` and ``cache_write_tokens``
+  (part of ``input_tokens``) are priced at the table's cached-input and cache-write prices in
+  ``usd``; ``usd_max`` assumes no cache read at all and every request writing
+  (``cache_write_tokens_max``).
+- **Dollars**: tokens to embed x the embedding price table (``costs/embedding_prices.yaml``;
+  embedders listed as local cost 0), and LLM tokens x the LLM price table
+  (``costs/llm_prices.yaml``, with cached-input and cache-write prices), each with the
+  experiment file's ``prices:`` overrides (:mod:`chunkmark.costs.overrides`). A model is looked
+  up by its exact name, else by the longest name it starts with followed by ``-`` (a dated
+  snapshot takes its base model's price). A model with no price makes its cost, and the total,
+  unknown (``None``), never 0.
+"""
 
 from __future__ import annotations
 
@@ -11,22 +75,25 @@ from typing import TYPE_CHECKING, Any
 
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.chunkers.estimate import ENCODING
+from chunkmark.costs.budget import CostLimitError, usd
 from chunkmark.costs.overrides import PlanPrices, load_plan_prices
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.errors import ConfigError
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
-from chunkmark.experiments.plan.chunks import CALLS_LLM, estimate_chunks
-from chunkmark.experiments.plan.embedding import (
+from chunkmark.experiments.plan_chunks import CALLS_LLM, ChunkEstimate, estimate_chunks
+from chunkmark.experiments.plan_embedding import (
     Bucket,
     RecordingEmbedder,
+    TokenCounter,
     embedder_plan,
     identity_without_loading,
     record_chunking,
+    token_counter,
 )
-from chunkmark.experiments.plan.llm import LLMPlanning, plan_llm_chunker
-from chunkmark.experiments.plan.model import (
+from chunkmark.experiments.plan_llm import LLMPlanning, plan_llm_chunker
+from chunkmark.experiments.plan_model import (
     CellPlan,
     DatasetPlan,
     EmbedderPlan,
@@ -39,6 +106,24 @@ from chunkmark.tokenizers import count_tokens
 
 if TYPE_CHECKING:
     from chunkmark.llm.cache import LLMCache
+
+__all__ = [
+    "ENCODING",
+    "CellPlan",
+    "ChunkEstimate",
+    "DatasetPlan",
+    "EmbedderPlan",
+    "LLMChunkerPlan",
+    "Plan",
+    "RecordingEmbedder",
+    "Source",
+    "TokenCounter",
+    "check_budget",
+    "estimate_chunks",
+    "identity_without_loading",
+    "plan_grid",
+    "token_counter",
+]
 
 
 @dataclass
@@ -247,3 +332,47 @@ def _sum(values: Sequence[float | None]) -> float | None:
     if any(v is None for v in values):
         return None
     return math.fsum(v for v in values if v is not None)
+
+
+# --- the budget ------------------------------------------------------------------------------
+
+
+def check_budget(plan: Plan, max_cost: float | None) -> None:
+    """Raise :class:`CostLimitError` when the plan's estimate exceeds ``max_cost`` US dollars,
+    or when the cost is unknown; nothing to check when ``max_cost`` is None."""
+    if max_cost is None:
+        return
+    if plan.total_usd is None:
+        missing = "; ".join(plan.unknown) or "a part of the grid"
+        raise CostLimitError(
+            f"The cost of this grid cannot be estimated ({missing} is unknown), so "
+            f"--max-cost {usd(max_cost)} cannot be enforced.",
+            "Give the missing prices under 'prices:' in the experiment file, e.g. "
+            "'prices: {embedding: {MODEL: 0.02}, llm: {MODEL: {input: 0.15, output: 0.60}}}' "
+            "(US dollars per million tokens; 0 for a free endpoint), or run without --max-cost.",
+        )
+    if plan.total_usd <= max_cost:
+        return
+    raise CostLimitError(
+        f"Estimated cost {usd(plan.total_usd)} exceeds --max-cost {usd(max_cost)} "
+        f"({_spending(plan)}).",
+        "Raise --max-cost, or plan a smaller grid (fewer datasets, chunkers or paid "
+        "embedders; a cheaper model); texts already in the cache cost nothing "
+        "(see `chunkmark plan`).",
+    )
+
+
+def _spending(plan: Plan) -> str:
+    """What costs money, in a few words: tokens per paid embedder, calls per paid LLM."""
+    parts = [
+        f"{e.tokens_to_embed:,} tokens to embed with {e.model or e.spec} at "
+        f"{usd(e.usd_per_million or 0)}/M"
+        for e in plan.embedding
+        if e.usd
+    ]
+    parts += [
+        f"{p.calls:,} LLM calls to {p.model} for {CHUNKERS.short(p.chunker)}"
+        for p in plan.llm_chunkers
+        if p.usd
+    ]
+    return "; ".join(parts) or "nothing is paid"

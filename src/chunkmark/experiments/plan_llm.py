@@ -24,9 +24,9 @@ from chunkmark.costs.prices import Price
 from chunkmark.costs.prompt_cache import PROMPT_CACHES
 from chunkmark.embedders.base import Embedder
 from chunkmark.experiments.chunk_store import ChunkStore
-from chunkmark.experiments.plan.chunks import estimate_chunks
-from chunkmark.experiments.plan.embedding import RecordingEmbedder
-from chunkmark.experiments.plan.model import LLMChunkerPlan
+from chunkmark.experiments.plan_chunks import estimate_chunks
+from chunkmark.experiments.plan_embedding import RecordingEmbedder
+from chunkmark.experiments.plan_model import LLMChunkerPlan
 from chunkmark.specs import Spec
 
 if TYPE_CHECKING:
