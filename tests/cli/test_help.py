@@ -1,4 +1,4 @@
-"""``chunkmark --help``: commands in three panels, in order, and every help paragraph wrapped by
+"""``chunkmark --help``: commands in four panels, in order, and every help paragraph wrapped by
 the terminal, never broken mid-sentence by the source's line breaks."""
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ def panel_titles(text: str) -> list[str]:
 def test_commands_are_grouped_in_panels_in_order() -> None:
     result = invoke("--help", columns=120)
     assert result.exit_code == 0, result.output
-    assert panel_titles(result.stdout) == ["Options", "Evaluate", "Data", "Components"]
+    assert panel_titles(result.stdout) == [
+        "Options",
+        "Evaluate",
+        "Data",
+        "Components",
+        "Maintenance",
+    ]
     listed = re.findall(r"^│ (\w+) ", result.stdout, flags=re.MULTILINE)
     assert listed == [name for names in PANELS.values() for name in names]
 

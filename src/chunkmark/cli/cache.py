@@ -87,9 +87,7 @@ def register(app: typer.Typer) -> None:
 
 def info(
     cache_dir: options.CacheDir = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the numbers as one JSON object.")
-    ] = False,
+    as_json: options.Json = False,
 ) -> None:
     """Each cache's path, size on disk (WAL files included), format and entries, per model."""
     root = _cache_root(cache_dir)

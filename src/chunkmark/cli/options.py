@@ -132,6 +132,7 @@ def _enough_permutations(value: int) -> int:
 Permutations = Annotated[
     int,
     typer.Option(
+        "--permutations",
         help="Sign flips of each randomisation test (at least 1,000).",
         callback=_enough_permutations,
     ),
