@@ -411,3 +411,30 @@ def names_listed(table: str) -> list[str]:
     """The first column of a listing table (rich's box drawing)."""
     rows = [line.split("│") for line in table.splitlines() if line.startswith("│")]
     return [row[1].strip() for row in rows if row[1].strip()]
+
+
+def test_a_plugin_chunkers_stored_chunks_are_keyed_on_its_version(site: Path) -> None:
+    import hashlib
+
+    from chunkmark.experiments.chunk_store import STORE_FORMAT, chunk_key
+    from chunkmark.version import __version__
+
+    install(
+        site,
+        "chunkmark-plug",
+        {"plug": "plug_halves"},
+        plug_halves=HALVES.format(name="plug_halves"),
+    )
+    CHUNKERS.entry("plug_halves")
+    key = chunk_key("plug_halves()", "fp", None)
+    assert key.about["plugin"] == "chunkmark-plug 0.1"
+    # A built-in's key is what it was before plugins: the hash of the five parts alone.
+    parts = [STORE_FORMAT, __version__, "fixed_tokens(size=9)", "fp", None]
+    payload = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+    builtin = chunk_key("fixed_tokens(size=9)", "fp", None)
+    assert str(builtin) == hashlib.sha256(payload.encode()).hexdigest()[:32]
+    assert "plugin" not in builtin.about
+    # The same spec from another version of the plugin is another key.
+    plain = [STORE_FORMAT, __version__, "plug_halves()", "fp", None]
+    unversioned = json.dumps(plain, sort_keys=True, separators=(",", ":"))
+    assert str(key) != hashlib.sha256(unversioned.encode()).hexdigest()[:32]

@@ -52,11 +52,11 @@ def chunk_key(
     """The store key of one chunker's output on one dataset."""
     from chunkmark.version import __version__
 
-    payload = json.dumps(
-        [STORE_FORMAT, __version__, chunker_spec, dataset_fingerprint, embedder],
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    parts: list[Any] = [STORE_FORMAT, __version__, chunker_spec, dataset_fingerprint, embedder]
+    plugin = _plugin_of(chunker_spec)
+    if plugin is not None:  # built-ins keep their keys; a plugin's upgrade chunks again
+        parts.append(plugin)
+    payload = json.dumps(parts, sort_keys=True, separators=(",", ":"))
     key = ChunkKey(hashlib.sha256(payload.encode()).hexdigest()[:32])
     key.about = {
         "format": STORE_FORMAT,
@@ -65,7 +65,25 @@ def chunk_key(
         "dataset": dataset_fingerprint,
         "embedder": embedder,
     }
+    if plugin is not None:
+        key.about["plugin"] = plugin
     return key
+
+
+def _plugin_of(chunker_spec: str) -> str | None:
+    """``package version`` of the plugin whose chunker ``chunker_spec`` names, or None for
+    chunkmark's own chunkers: the chunkmark version in the key does not cover a plugin's code."""
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.errors import SpecError
+    from chunkmark.specs import parse_spec
+
+    try:
+        entry = CHUNKERS.entry(parse_spec(chunker_spec)[0])
+    except SpecError:
+        return None
+    if entry.plugin is None:
+        return None
+    return f"{entry.plugin.origin} {entry.plugin.version or ''}".strip()
 
 
 @dataclasses.dataclass(frozen=True)
