@@ -14,7 +14,9 @@ new results folder (warm), and prints:
   baseline, or the real reference with ``--reference``);
 - every cell's metrics next to the reference's (k=5, percent), per precision, with the core
   tolerances checked (chunks equal; recall within 1.0 point; precision, IoU and precision Omega
-  within 0.1 point).
+  within 0.1 point). The reference's numbers are read from a recorded run of the reference
+  implementation, ``benchmarks/reference/general8.json`` (``benchmarks/recorded.py`` says how
+  it is made), never typed in.
 
     .venv/bin/python benchmarks/engine.py [--data ../shared/datasets/chroma_general]
         [--precisions fp32,bf16] [--cells 8] [--batch-size N] [--device auto|cpu|cuda|cuda:N]
@@ -40,18 +42,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import recorded  # benchmarks/recorded.py: the recorded reference runs
+
 ROOT = Path(__file__).resolve().parent.parent
-# chunker -> the reference's (chunks, recall, precision, precision Ω, IoU) at k=5, percent
-REFERENCE = {
-    "fixed_tokens(size=800, overlap=400)": (819, 80.0, 1.27, 4.7, 1.27),
-    "fixed_tokens(size=400, overlap=200)": (1639, 86.2, 2.61, 8.4, 2.61),
-    "fixed_tokens(size=400, overlap=0)": (824, 73.3, 2.31, 12.5, 2.31),
-    "fixed_tokens(size=200, overlap=0)": (1644, 78.0, 4.60, 21.0, 4.58),
-    "recursive(size=800, overlap=400)": (704, 74.6, 1.37, 6.7, 1.37),
-    "recursive(size=400, overlap=200)": (1412, 79.6, 3.07, 13.9, 3.06),
-    "recursive(size=400, overlap=0)": (1187, 74.0, 3.16, 17.7, 3.16),
-    "recursive(size=200, overlap=0)": (2386, 75.6, 6.19, 29.9, 6.16),
-}
+# The eight cells of Chroma's report that chunkmark is compared on (benchmarks/reference/general8.json
+# holds the reference's numbers for each, under these labels).
+GENERAL8 = (
+    "fixed_tokens(size=800, overlap=400)",
+    "fixed_tokens(size=400, overlap=200)",
+    "fixed_tokens(size=400, overlap=0)",
+    "fixed_tokens(size=200, overlap=0)",
+    "recursive(size=800, overlap=400)",
+    "recursive(size=400, overlap=200)",
+    "recursive(size=400, overlap=0)",
+    "recursive(size=200, overlap=0)",
+)
 TOLERANCE = {"recall": 1.0, "precision": 0.1, "precision_omega": 0.1, "iou": 0.1}
 EMBED_PHASES = ("embed_documents", "embed_queries")
 
@@ -186,7 +192,7 @@ def report_metrics(runs: dict[str, Manifest]) -> None:
     header = f"{'chunker':<38}{'chunks':>22}" + "".join(f"{m:>30}" for m in metrics)
     print(header)
     outside = 0
-    for chunker, ref in REFERENCE.items():
+    for chunker, ref in recorded.table("general8").items():
         if not all(chunker in r for r in rows.values()):
             continue
         cells = [" / ".join([str(ref[0])] + [str(r[chunker]["n_chunks"]) for r in rows.values()])]
@@ -221,7 +227,7 @@ def main() -> None:
     )
     parser.add_argument("--data", type=Path, default=default_data)
     parser.add_argument(
-        "--cells", type=int, default=len(REFERENCE), help="how many of the eight cells"
+        "--cells", type=int, default=len(GENERAL8), help="how many of the eight cells"
     )
     parser.add_argument("--precisions", default="fp32", help="comma-separated: fp32,fp16,bf16")
     parser.add_argument("--batch-size", type=int, default=None)
@@ -229,7 +235,7 @@ def main() -> None:
         "--device", default=None, help="auto (the embedder's default), cpu, cuda, cuda:N or mps"
     )
     args = parser.parse_args()
-    chunkers = list(REFERENCE)[: args.cells]
+    chunkers = list(GENERAL8)[: args.cells]
 
     runs: dict[str, Manifest] = {}
     for precision in args.precisions.split(","):

