@@ -396,3 +396,26 @@ def text_of(spec: str | Spec) -> str:
 
 def _fix_for(command: str) -> str:
     return f"See `chunkmark {command}` for the parameters and their types."
+
+
+def class_factory(cls: Callable[..., T], *, exclude: tuple[str, ...] = ()) -> Callable[..., T]:
+    """A factory for :meth:`Registry.register` read off a class: its ``__init__`` parameters
+    (minus ``exclude``, which must have defaults: hooks such as a test's ``sleep``) become the
+    spec parameters, in their order, with their types and defaults, and its docstring is the
+    factory's. A component whose class is its declaration registers as
+    ``EMBEDDERS.register("fake")(class_factory(FakeEmbedder))``: its parameters are written once.
+    """
+    declared = [p for p in _signature(cls).parameters.values() if p.name not in exclude]
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in declared):
+        raise ValueError(f"{cls!r}: a class declaring spec parameters cannot take *args/**kwargs")
+    params = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in declared]
+
+    def factory(**values: ParamValue) -> T:
+        return cls(**values)
+
+    factory.__signature__ = inspect.Signature(params, return_annotation=cls)  # type: ignore[attr-defined]
+    factory.__name__ = factory.__qualname__ = getattr(cls, "__name__", "factory")
+    factory.__module__ = getattr(cls, "__module__", __name__)
+    factory.__doc__ = inspect.getdoc(cls)
+    factory.__wrapped_class__ = cls  # type: ignore[attr-defined]
+    return factory

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
+from chunkmark.specs import class_factory
 from chunkmark.stats import EmbedderStats
 
 _WORD = re.compile(r"\w+")
@@ -25,7 +26,13 @@ _EMPTY_FEATURE = "\x00empty"
 
 
 class FakeEmbedder:
-    """Hashed word and trigram features; counts its calls so tests can see cache hits."""
+    """Deterministic hashed word/trigram vectors for tests and dry runs (no model needed).
+
+    Texts sharing words are closer than unrelated texts. ``seed`` selects the hashing.
+    ``max_words`` makes it read only each text's first words, as a model truncates its input.
+    It counts its calls so tests can see cache hits. Its ``__init__`` parameters are the spec
+    parameters of ``fake(...)``.
+    """
 
     def __init__(self, dimension: int = 64, seed: int = 0, max_words: int | None = None) -> None:
         if dimension < 1:
@@ -111,11 +118,4 @@ def _features(text: str) -> list[tuple[str, float]]:
     return features
 
 
-@EMBEDDERS.register("fake")
-def fake_embedder(dimension: int = 64, seed: int = 0, max_words: int | None = None) -> FakeEmbedder:
-    """Deterministic hashed word/trigram vectors for tests and dry runs (no model needed).
-
-    Texts sharing words are closer than unrelated texts. ``seed`` selects the hashing.
-    ``max_words`` makes it read only each text's first words, as a model truncates its input.
-    """
-    return FakeEmbedder(dimension=dimension, seed=seed, max_words=max_words)
+EMBEDDERS.register("fake")(class_factory(FakeEmbedder))

@@ -27,6 +27,7 @@ import numpy as np
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
 from chunkmark.errors import EmbeddingError
 from chunkmark.remote import RemoteClient, Wording
+from chunkmark.specs import class_factory
 from chunkmark.stats import EmbedderStats
 from chunkmark.tokenizers import truncate_tokens
 
@@ -55,7 +56,16 @@ class PreparedInput(NamedTuple):
 
 
 class OpenAIEmbedder(RemoteClient):
-    """Embeddings from an OpenAI(-compatible) ``/embeddings`` endpoint, batched and retried."""
+    """OpenAI embedding models, or any OpenAI-compatible endpoint given by base_url.
+
+    The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
+    ``$OPENAI_BASE_URL``, else OpenAI. ``dimensions`` shortens text-embedding-3 vectors. Requests
+    are batched within the API limits and retried with backoff on 429/5xx; inputs longer than
+    ``max_input_tokens`` are truncated and counted.
+
+    Its ``__init__`` parameters but :data:`EXCLUDED` (the retry backoff and a ``sleep`` hook,
+    for tests) are the spec parameters of ``openai(...)``.
+    """
 
     sdk: ClassVar[str] = "openai"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
@@ -264,37 +274,7 @@ def _decode(embedding: Any) -> FloatArray:
     return np.asarray(embedding, dtype=np.float32)
 
 
-@EMBEDDERS.register("openai")
-def openai_embedder(
-    model: str = "text-embedding-3-small",
-    base_url: str | None = None,
-    dimensions: int | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
-    max_retries: int = 6,
-    timeout: float = 60.0,
-    batch_size: int = MAX_BATCH_INPUTS,
-    max_request_tokens: int = MAX_REQUEST_TOKENS,
-    max_input_tokens: int = MAX_INPUT_TOKENS,
-    query_prompt: str | None = None,
-    document_prompt: str | None = None,
-) -> OpenAIEmbedder:
-    """OpenAI embedding models, or any OpenAI-compatible endpoint given by base_url.
+EXCLUDED = ("backoff_base", "backoff_max", "sleep")
+"""``OpenAIEmbedder`` parameters that are not spec parameters."""
 
-    The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
-    ``$OPENAI_BASE_URL``, else OpenAI. ``dimensions`` shortens text-embedding-3 vectors. Requests
-    are batched within the API limits and retried with backoff on 429/5xx; inputs longer than
-    ``max_input_tokens`` are truncated and counted.
-    """
-    return OpenAIEmbedder(
-        model,
-        base_url=base_url,
-        dimensions=dimensions,
-        api_key_env=api_key_env,
-        max_retries=max_retries,
-        timeout=timeout,
-        batch_size=batch_size,
-        max_request_tokens=max_request_tokens,
-        max_input_tokens=max_input_tokens,
-        query_prompt=query_prompt,
-        document_prompt=document_prompt,
-    )
+EMBEDDERS.register("openai")(class_factory(OpenAIEmbedder, exclude=EXCLUDED))

