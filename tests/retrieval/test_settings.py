@@ -208,3 +208,46 @@ def test_selection_never_deeper_than_depth(
         assert whole <= selection.tokens[q]
     bigger = build(f"token_budget(tokens={budget + 3})").select(ranking, scores, ctx)
     assert (bigger.depth >= selection.depth).all() and (bigger.tokens >= selection.tokens).all()
+
+
+def test_token_budget_and_threshold_read_any_ranker() -> None:
+    budget = build("token_budget(tokens=64, ranker='bm25(k1=1.2)')")
+    assert budget.ranker == RETRIEVERS.resolve("bm25(k1=1.2)")
+    threshold = build("threshold(min_similarity=0.1, ranker='hybrid')")
+    assert threshold.ranker == RETRIEVERS.resolve("hybrid()")
+    canonical = str(RETRIEVAL.resolve("token_budget(ranker='bm25')"))
+    assert canonical == (
+        "token_budget(tokens=1024, ranker=\"bm25(method='lucene', k1=1.5, b=0.75)\")"
+    )
+    assert RETRIEVAL.resolve(canonical) == RETRIEVAL.resolve("token_budget(ranker='bm25')")
+
+
+def test_the_dense_ranker_is_left_out_of_canonical_specs() -> None:
+    for spec in ("token_budget(tokens=64, ranker='exact')", "token_budget(tokens=64)"):
+        assert str(RETRIEVAL.resolve(spec)) == "token_budget(tokens=64)"
+    assert str(RETRIEVAL.resolve("threshold(ranker='exact()')")) == (
+        "threshold(min_similarity=0.5, max_k=20)"
+    )
+    with pytest.raises(SpecError, match="not a ranker spec"):
+        RETRIEVAL.resolve("threshold(ranker='nope')")
+
+
+def test_reads_dense_asks_the_setting() -> None:
+    from chunkmark.retrieval.settings import reads_dense
+
+    dense = ["top_k(k=5)", "token_budget(tokens=10)", "threshold()"]
+    other = ["bm25(k=5)", "hybrid", "rerank(model='fake')", "faiss", "token_budget(ranker='bm25')"]
+    assert [reads_dense(s) for s in dense] == [True] * 3
+    assert [reads_dense(s) for s in other] == [False] * 5
+    assert not reads_dense("no_such_setting(k=1)")
+
+
+@pytest.mark.parametrize("name", ["bm25", "hybrid", "rerank", "faiss"])
+def test_a_ranker_declares_its_setting(name: str) -> None:
+    ranker = RETRIEVERS.entry(name).parameters()
+    setting = RETRIEVAL.entry(name).parameters()
+    assert [p.name for p in setting] == ["k", *(p.name for p in ranker)]
+    assert [p.default for p in setting[1:]] == [p.default for p in ranker]
+    assert [p.annotation for p in setting[1:]] == [p.annotation for p in ranker]
+    doc = RETRIEVAL.entry(name).factory.__doc__ or ""
+    assert all(f"    {p.name}: " in doc for p in setting)

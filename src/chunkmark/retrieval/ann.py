@@ -27,10 +27,9 @@ from typing import Any, Literal
 import numpy as np
 
 from chunkmark.errors import MissingDependencyError
-from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray
+from chunkmark.retrieval.base import FloatArray, IntArray
 from chunkmark.retrieval.exact import ExactIndex
-from chunkmark.retrieval.settings import RETRIEVAL, TopK, check_k
-from chunkmark.specs import Spec
+from chunkmark.retrieval.settings import ranker
 
 AnnIndex = Literal["hnsw", "ivf_flat"]
 _ADD_ROWS = 65_536  # vectors handed to faiss per call (a memory map is read a slice at a time)
@@ -228,7 +227,11 @@ def check_faiss(
         raise ValueError(f"sample must be at least 0, got {sample!r}")
 
 
-@RETRIEVERS.register("faiss")
+@ranker(
+    "faiss",
+    setting="The top k chunks by approximate dense search with faiss (the ``ann`` extra); its "
+    "recall against exact search is in the manifest.",
+)
 def faiss_ranker(
     index: AnnIndex = "hnsw",
     m: int = 32,
@@ -259,50 +262,3 @@ def faiss_ranker(
     return FaissRetriever(
         index, m, ef_construction, ef_search, nlist, nprobe, candidates, sample, seed
     )
-
-
-@RETRIEVAL.register("faiss")
-def faiss_setting(
-    k: int | Literal["min"] = 5,
-    index: AnnIndex = "hnsw",
-    m: int = 32,
-    ef_construction: int = 200,
-    ef_search: int = 128,
-    nlist: int | None = None,
-    nprobe: int = 8,
-    candidates: int = 100,
-    sample: int = 100,
-    seed: int = 0,
-) -> TopK:
-    """The top k chunks by approximate dense search with faiss (the ``ann`` extra); its recall
-    against exact search is in the manifest.
-
-    Args:
-        k: chunks per question (at least 1, at most ``candidates``), or ``'min'``.
-        index: ``'hnsw'`` or ``'ivf_flat'``.
-        m: HNSW links per node.
-        ef_construction: HNSW candidate list while building.
-        ef_search: HNSW candidate list while searching.
-        nlist: IVF lists; ``None`` for about 4 * sqrt(chunks).
-        nprobe: IVF lists searched per question.
-        candidates: neighbours asked of the index per question.
-        sample: questions ranked exactly too, to measure recall.
-        seed: picks the sampled questions.
-    """
-    check_k(k)
-    check_faiss(m, ef_construction, ef_search, nlist, nprobe, candidates, sample)
-    if k != "min" and k > candidates:
-        raise ValueError(f"k={k} is more than candidates={candidates}: raise candidates to k")
-    ranker = Spec.of(
-        "faiss",
-        index=index,
-        m=m,
-        ef_construction=ef_construction,
-        ef_search=ef_search,
-        nlist=nlist,
-        nprobe=nprobe,
-        candidates=candidates,
-        sample=sample,
-        seed=seed,
-    )
-    return TopK(RETRIEVERS.resolve(ranker), k)

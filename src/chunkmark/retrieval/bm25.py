@@ -22,10 +22,9 @@ from typing import Any, Literal
 import numpy as np
 
 from chunkmark.errors import ChunkmarkError
-from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray
-from chunkmark.retrieval.settings import RETRIEVAL, TopK, check_k
+from chunkmark.retrieval.base import FloatArray, IntArray
+from chunkmark.retrieval.settings import ranker
 from chunkmark.retrieval.topk import top_k
-from chunkmark.specs import Spec
 
 Bm25Method = Literal["robertson", "lucene", "atire", "bm25l", "bm25+"]
 
@@ -114,7 +113,7 @@ def _bm25s() -> Any:
         ) from None
 
 
-@RETRIEVERS.register("bm25")
+@ranker("bm25", setting="The top k chunks by BM25 keyword search (``k='min'`` as in ``top_k``).")
 def bm25(method: Bm25Method = "lucene", k1: float = 1.5, b: float = 0.75) -> BM25Retriever:
     """BM25 keyword search over the chunk texts (bm25s; no stemming, stop words kept).
 
@@ -125,23 +124,3 @@ def bm25(method: Bm25Method = "lucene", k1: float = 1.5, b: float = 0.75) -> BM2
     """
     check_bm25(k1, b)
     return BM25Retriever(method, float(k1), float(b))
-
-
-@RETRIEVAL.register("bm25")
-def bm25_setting(
-    k: int | Literal["min"] = 5,
-    method: Bm25Method = "lucene",
-    k1: float = 1.5,
-    b: float = 0.75,
-) -> TopK:
-    """The top k chunks by BM25 keyword search (``k='min'`` as in ``top_k``).
-
-    Args:
-        k: chunks per question (at least 1), or ``'min'``.
-        method: the BM25 variant, as bm25s names it.
-        k1: term-frequency saturation (at least 0).
-        b: length normalisation (0 to 1).
-    """
-    check_k(k)
-    check_bm25(k1, b)
-    return TopK(RETRIEVERS.resolve(Spec.of("bm25", method=method, k1=k1, b=b)), k)

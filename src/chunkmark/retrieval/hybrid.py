@@ -36,12 +36,11 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray
+from chunkmark.retrieval.base import FloatArray, IntArray
 from chunkmark.retrieval.bm25 import Bm25Method, BM25Retriever, check_bm25
 from chunkmark.retrieval.dense import ExactRetriever
-from chunkmark.retrieval.settings import RETRIEVAL, TopK, check_k
+from chunkmark.retrieval.settings import ranker
 from chunkmark.retrieval.topk import top_k
-from chunkmark.specs import Spec
 
 Fusion = Literal["rrf", "convex"]
 F64 = npt.NDArray[np.float64]
@@ -186,7 +185,10 @@ def check_hybrid(fusion: str, alpha: float, rrf_k: int, candidates: int) -> None
         raise ValueError(f"candidates must be at least 1, got {candidates!r}")
 
 
-@RETRIEVERS.register("hybrid")
+@ranker(
+    "hybrid",
+    setting="The top k chunks of the fused dense and BM25 rankings (see the ``hybrid`` retriever).",
+)
 def hybrid(
     fusion: Fusion = "rrf",
     alpha: float = 0.5,
@@ -211,44 +213,3 @@ def hybrid(
     check_hybrid(fusion, alpha, rrf_k, candidates)
     check_bm25(k1, b)
     return HybridRetriever(fusion, float(alpha), rrf_k, candidates, method, float(k1), float(b))
-
-
-@RETRIEVAL.register("hybrid")
-def hybrid_setting(
-    k: int | Literal["min"] = 5,
-    fusion: Fusion = "rrf",
-    alpha: float = 0.5,
-    rrf_k: int = 60,
-    candidates: int = 100,
-    method: Bm25Method = "lucene",
-    k1: float = 1.5,
-    b: float = 0.75,
-) -> TopK:
-    """The top k chunks of the fused dense and BM25 rankings (see the ``hybrid`` retriever).
-
-    Args:
-        k: chunks per question (at least 1, at most ``candidates``), or ``'min'``.
-        fusion: ``'rrf'`` or ``'convex'``.
-        alpha: the dense list's weight in ``convex`` fusion (0 to 1; BM25 gets ``1 - alpha``).
-        rrf_k: the rank offset of ``rrf`` fusion (greater than 0).
-        candidates: how many of each list are fused (at least 1).
-        method: the BM25 variant, as bm25s names it.
-        k1: BM25 term-frequency saturation (at least 0).
-        b: BM25 length normalisation (0 to 1).
-    """
-    check_k(k)
-    check_hybrid(fusion, alpha, rrf_k, candidates)
-    check_bm25(k1, b)
-    if k != "min" and k > candidates:
-        raise ValueError(f"k={k} is more than candidates={candidates}: raise candidates to k")
-    ranker = Spec.of(
-        "hybrid",
-        fusion=fusion,
-        alpha=alpha,
-        rrf_k=rrf_k,
-        candidates=candidates,
-        method=method,
-        k1=k1,
-        b=b,
-    )
-    return TopK(RETRIEVERS.resolve(ranker), k)

@@ -21,15 +21,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from chunkmark.errors import ChunkmarkError, MissingDependencyError
-from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray
+from chunkmark.retrieval.base import FloatArray, IntArray
 from chunkmark.retrieval.dense import ExactRetriever
-from chunkmark.retrieval.settings import RETRIEVAL, TopK, check_k
-from chunkmark.specs import Spec
+from chunkmark.retrieval.settings import ranker
 
 DEFAULT_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 FAKE = "fake"
@@ -244,7 +243,11 @@ def check_rerank(model: str, candidates: int, batch_size: int, max_length: int |
         raise ValueError(f"max_length must be at least 1 or None, got {max_length!r}")
 
 
-@RETRIEVERS.register("rerank")
+@ranker(
+    "rerank",
+    setting="The top k chunks after a cross-encoder reranks the dense top candidates (see "
+    "the ``rerank`` retriever).",
+)
 def rerank(
     model: str = DEFAULT_MODEL,
     candidates: int = 50,
@@ -263,32 +266,3 @@ def rerank(
     """
     check_rerank(model, candidates, batch_size, max_length)
     return RerankRetriever(model, candidates, batch_size, max_length)
-
-
-@RETRIEVAL.register("rerank")
-def rerank_setting(
-    k: int | Literal["min"] = 5,
-    model: str = DEFAULT_MODEL,
-    candidates: int = 50,
-    batch_size: int = 32,
-    max_length: int | None = None,
-) -> TopK:
-    """The top k chunks after a cross-encoder reranks the dense top candidates (see the
-    ``rerank`` retriever).
-
-    Args:
-        k: chunks per question (at least 1, at most ``candidates``), or ``'min'``.
-        model: a sentence-transformers CrossEncoder name or local folder, or ``'fake'``.
-        candidates: how many dense results are reranked (at least 1).
-        batch_size: pairs per cross-encoder batch.
-        max_length: the longest pair the model reads, in its tokens (the fake: words);
-            ``None`` for the model's own limit.
-    """
-    check_k(k)
-    check_rerank(model, candidates, batch_size, max_length)
-    if k != "min" and k > candidates:
-        raise ValueError(f"k={k} is more than candidates={candidates}: raise candidates to k")
-    ranker = Spec.of(
-        "rerank", model=model, candidates=candidates, batch_size=batch_size, max_length=max_length
-    )
-    return TopK(RETRIEVERS.resolve(ranker), k)

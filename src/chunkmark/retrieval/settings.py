@@ -11,6 +11,13 @@ the largest :meth:`RetrievalSetting.depth` of the group, and hands every setting
 Settings are single-valued specs (a grid such as ``top_k(k=[1, 3, 5])`` is expanded into one spec
 per value before it reaches a factory here). A new setting is one factory registered in
 :data:`RETRIEVAL` that returns an object with ``ranker``, ``k_label``, ``depth`` and ``select``.
+A new ranker is one factory declared with :func:`ranker`: that registers it in
+:data:`~chunkmark.retrieval.base.RETRIEVERS` and registers its top-k setting of the same name in
+:data:`RETRIEVAL`, with ``k`` and the ranker's own parameters, generated from the factory's
+signature and docstring (``bm25(k=5, method='lucene', k1=1.5, b=0.75)``).
+``token_budget`` and ``threshold`` read the dense ranking unless given ``ranker=`` (any ranker
+spec: ``token_budget(tokens=1024, ranker='bm25')``); a setting says which ranking it reads by its
+``ranker``, and :func:`reads_dense` asks it.
 
 Every selection is a prefix of the ranking, described by :class:`Selection`: how many chunks
 count, how many characters of the last one are kept (a token budget may cut it) and how many
@@ -19,16 +26,18 @@ tokens were retrieved.
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
-from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray
-from chunkmark.specs import Registry, Spec
+from chunkmark.errors import ChunkmarkError
+from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray, Retriever
+from chunkmark.specs import ParamValue, Registry, Spec
 from chunkmark.tokenizers import encode_array, token_byte_lengths
 
 K = int | Literal["min"]
@@ -116,6 +125,91 @@ RETRIEVAL: Registry[RetrievalSetting] = Registry("retrieval", command="retrieval
 def dense_ranker() -> Spec:
     """The canonical spec of the default ranking: exact cosine search (``exact()``)."""
     return RETRIEVERS.resolve("exact()")
+
+
+def reads_dense(setting: str | Spec) -> bool:
+    """Whether a retrieval setting reads the dense ranking (exact cosine search, the ranking a
+    results folder stores for the report), asked of the setting itself through its ``ranker``;
+    False for a spec this version of chunkmark cannot build."""
+    try:
+        built, _ = RETRIEVAL.build(setting)
+    except ChunkmarkError:
+        return False
+    return built.ranker.name == dense_ranker().name
+
+
+def _ranker_spec(ranker: str) -> Spec:
+    """The canonical spec of a setting's ``ranker`` parameter (ValueError if it names none)."""
+    try:
+        return RETRIEVERS.resolve(ranker)
+    except ChunkmarkError as exc:
+        raise ValueError(
+            f"ranker={ranker!r} is not a ranker spec ({exc.problem.rstrip('.')}); name one of "
+            "`chunkmark retrieval`'s rankers, e.g. 'bm25' or 'hybrid(fusion=\"convex\")'"
+        ) from None
+
+
+def _omit_dense_ranker(values: dict[str, ParamValue]) -> dict[str, ParamValue]:
+    """Canonical parameters of a setting with ``ranker=``: the ranker as its canonical spec,
+    left out when it is the dense ranking (so ``token_budget(tokens=1024)`` prints as it always
+    has)."""
+    ranker = _ranker_spec(str(values["ranker"]))
+    out = {k: v for k, v in values.items() if k != "ranker"}
+    if ranker != dense_ranker():
+        out["ranker"] = str(ranker)
+    return out
+
+
+R = TypeVar("R", bound=Retriever)
+
+_K_DOC = "k: chunks per question (at least 1{cap}), or ``'min'``."
+
+
+def ranker(name: str, setting: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Declare a ranker once: its factory is registered in
+    :data:`~chunkmark.retrieval.base.RETRIEVERS` as ``name``, and a setting of the same name,
+    the top k chunks of its ranking, in :data:`RETRIEVAL`.
+
+    The setting's parameters are ``k`` (an int or ``'min'``, default 5) followed by the
+    factory's own, with their types, defaults and docstring lines; ``setting`` is its summary.
+    Building the setting calls the factory (so its checks are the ranker's) and, when the ranker
+    has a ``candidates`` parameter, refuses a ``k`` above it.
+    """
+
+    def declare(factory: Callable[..., R]) -> Callable[..., R]:
+        RETRIEVERS.register(name)(factory)
+        params = list(inspect.signature(factory, eval_str=True).parameters.values())
+        k_param = inspect.Parameter(
+            "k", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=5, annotation=K
+        )
+        capped = any(p.name == "candidates" for p in params)
+
+        def build_setting(k: K = 5, **values: Any) -> TopK:
+            check_k(k)
+            factory(**values)  # the ranker's own checks
+            if capped and k != "min" and k > values["candidates"]:
+                raise ValueError(
+                    f"k={k} is more than candidates={values['candidates']}: raise candidates to k"
+                )
+            return TopK(RETRIEVERS.resolve(Spec.of(name, **values)), k)
+
+        build_setting.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [k_param, *params], return_annotation=TopK
+        )
+        build_setting.__name__ = build_setting.__qualname__ = f"{name}_setting"
+        build_setting.__module__ = factory.__module__
+        build_setting.__doc__ = _setting_doc(setting, inspect.getdoc(factory) or "", capped)
+        RETRIEVAL.register(name)(build_setting)
+        return factory
+
+    return declare
+
+
+def _setting_doc(summary: str, ranker_doc: str, capped: bool) -> str:
+    """A generated setting's docstring: its summary, then ``k`` and the ranker's ``Args``."""
+    args = ranker_doc.split("Args:\n", 1)[1] if "Args:\n" in ranker_doc else ""
+    k_doc = _K_DOC.format(cap=", at most ``candidates``" if capped else "")
+    return f"{summary}\n\nArgs:\n    {k_doc}\n{args}"
 
 
 def check_k(k: K) -> None:
@@ -282,31 +376,39 @@ def top_k(k: int | Literal["min"] = 5) -> TopK:
     return TopK(dense_ranker(), k)
 
 
-@RETRIEVAL.register("token_budget")
-def token_budget(tokens: int = 1024) -> TokenBudget:
-    """Chunks by exact cosine similarity until a budget of cl100k tokens is full; the last
-    chunk is cut to fit.
+DENSE = "exact()"
+"""The ``ranker`` of a setting that reads the dense ranking (left out of canonical specs)."""
+
+
+@RETRIEVAL.register("token_budget", canonical=_omit_dense_ranker)
+def token_budget(tokens: int = 1024, ranker: str = DENSE) -> TokenBudget:
+    """Chunks by exact cosine similarity (or ``ranker``'s ranking) until a budget of cl100k
+    tokens is full; the last chunk is cut to fit.
 
     Args:
         tokens: the budget per question, in cl100k_base tokens of the chunks' span text.
+        ranker: the ranking read, a ranker spec (``'bm25'``, ``'hybrid(fusion="convex")'``);
+            the dense exact ranking by default, then left out of the canonical spec.
     """
     if isinstance(tokens, bool) or tokens < 1:
         raise ValueError(f"tokens must be at least 1, got {tokens!r}")
-    return TokenBudget(dense_ranker(), tokens)
+    return TokenBudget(_ranker_spec(ranker), tokens)
 
 
-@RETRIEVAL.register("threshold")
-def threshold(min_similarity: float = 0.5, max_k: int = 20) -> Threshold:
-    """The leading chunks whose cosine similarity is at least ``min_similarity``, at most
-    ``max_k`` (possibly none).
+@RETRIEVAL.register("threshold", canonical=_omit_dense_ranker)
+def threshold(min_similarity: float = 0.5, max_k: int = 20, ranker: str = DENSE) -> Threshold:
+    """The leading chunks whose cosine similarity (or ``ranker``'s score) is at least
+    ``min_similarity``, at most ``max_k`` (possibly none).
 
     Args:
         min_similarity: the lowest cosine similarity kept (between -1 and 1 for normalised
-            vectors).
+            vectors; with another ``ranker``, the lowest of its scores).
         max_k: the most chunks kept per question (at least 1).
+        ranker: the ranking read, a ranker spec (``'bm25'``, ``'rerank(model="fake")'``);
+            the dense exact ranking by default, then left out of the canonical spec.
     """
     if not math.isfinite(min_similarity):
         raise ValueError(f"min_similarity must be a finite number, got {min_similarity!r}")
     if isinstance(max_k, bool) or max_k < 1:
         raise ValueError(f"max_k must be at least 1, got {max_k!r}")
-    return Threshold(dense_ranker(), float(min_similarity), max_k)
+    return Threshold(_ranker_spec(ranker), float(min_similarity), max_k)
