@@ -193,7 +193,7 @@ def test_every_registry_has_a_json_listing_of_its_names(
 
 def test_the_catalogs_share_the_listing_shape() -> None:
     assert names(listed("metrics")) == [m.name for m in METRICS]
-    assert names(listed("relations", "metrics")) == list(RELATION_METRICS)
+    assert names(listed("relations", "metrics")) == RELATION_METRICS.names()
     expected = [DEMO_NAME, *downloads.DOWNLOADABLE]
     assert names(listed("datasets")) == expected == names(listed("datasets", "list"))
 

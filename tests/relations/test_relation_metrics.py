@@ -279,3 +279,21 @@ def test_rel_recall_matches_sets_and_is_bounded(data: st.DataObject) -> None:
         assert scores.rel_recall[qi] == pytest.approx(len(got & wanted) / len(wanted))
         expected_p = len(got & wanted) / len(got) if got else 0.0
         assert scores.rel_precision[qi] == pytest.approx(expected_p)
+
+
+def test_relation_metrics_are_entries_of_the_one_catalog_type() -> None:
+    from chunkmark.metrics import METRICS, Metric, MetricCatalog
+
+    assert isinstance(RELATION_METRICS, MetricCatalog) and type(METRICS) is type(RELATION_METRICS)
+    assert all(isinstance(m, Metric) for m in RELATION_METRICS)
+    precision = RELATION_METRICS["precision"]
+    assert (precision.unit, precision.family, precision.interval) == ("extracted", "chunking", True)
+    assert not RELATION_METRICS["support_recall"].extractor
+    assert precision.columns() == ["precision_mean", "precision_ci_low", "precision_ci_high"]
+    assert METRICS["recall"].columns() == [
+        "recall_mean",
+        "recall_std",
+        "recall_ci_low",
+        "recall_ci_high",
+    ]
+    assert METRICS["recall"].family is None and "recall" in RELATION_METRICS.names()

@@ -15,6 +15,11 @@ retrieval depth of one cell) returning one value per question::
 Registration order is column order in ``results.parquet`` and ``summary.csv``. Plugin packages
 register metrics the same way (:mod:`chunkmark.plugins`); they are imported the first time the
 catalog is listed or asked for a name it does not hold, after the built-ins.
+
+The relation metrics (:data:`chunkmark.relations.metrics.RELATION_METRICS`) are a second
+catalog of this type: their entries are :class:`Metric` too, with a ``unit`` (what their
+interval is over), a ``family`` (which scores they read) and whether they need an
+``extractor``; they read relation scores, not :class:`ScoreInputs`, and take no plugins.
 """
 
 from __future__ import annotations
@@ -22,12 +27,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark import plugins
+from chunkmark import plugins as _plugins
 from chunkmark.metrics.span_metrics import ChunkTable, OmegaScores, QuestionTable, RetrievalScores
 from chunkmark.plugins import Plugin
 from chunkmark.spans import IntArray
@@ -54,35 +59,62 @@ class ScoreInputs:
 
 
 MetricFn = Callable[[ScoreInputs], FloatArray]
+Compute = TypeVar("Compute", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
 class Metric:
     """One metric: its column name, a short label for tables, whether higher is better, whether
-    the summary gives it a 95% bootstrap interval, and how it is shown on screen."""
+    the summary gives it a 95% bootstrap interval, how it is computed (from its catalog's inputs:
+    :class:`ScoreInputs` for a per-question metric), its definition (the first paragraph of its
+    function's docstring) and how it is shown on screen.
+
+    Relation metrics also say the ``unit`` their per-unit values (and so their interval) are
+    over (``""``: a ratio with no unit and no interval), their ``family`` (which scores they
+    read: ``chunking`` or ``retrieval``) and whether they need an ``extractor``; a per-question
+    metric leaves these at their defaults."""
 
     name: str
     label: str
     direction: Direction
     interval: bool
-    compute: MetricFn
+    compute: Callable[[Any], Any]
     description: str
     on_screen: bool = False
     digits: int = 1  # decimals when shown as percent
     plugin: Plugin | None = None  # the plugin that registered it; None for chunkmark's own
+    unit: str = ""
+    family: str | None = None
+    extractor: bool = False
 
     @property
     def origin(self) -> str | None:
         """The package of the plugin that registered it (None: chunkmark or code it imports)."""
         return None if self.plugin is None else self.plugin.origin
 
+    def columns(self) -> list[str]:
+        """Its columns in the table its catalog fills: for a relation metric (one with a
+        ``family``), its relations.csv columns: ``<name>_mean`` and ``<name>_ci_low``/``_ci_high``
+        with an interval, else ``<name>``; for a per-question metric, its summary.csv columns:
+        ``<name>_mean``, ``<name>_std`` and, with an interval, ``_ci_low``/``_ci_high``."""
+        ci = [f"{self.name}_ci_low", f"{self.name}_ci_high"] if self.interval else []
+        if self.family is not None:
+            return [f"{self.name}_mean", *ci] if self.interval else [self.name]
+        return [f"{self.name}_mean", f"{self.name}_std", *ci]
+
 
 class MetricCatalog:
-    """Metrics by name, in registration order."""
+    """Metrics by name, in registration order.
 
-    def __init__(self) -> None:
+    ``plugins=False`` makes a catalog of chunkmark's own metrics only (the relation metrics):
+    listing it imports no plugin package.
+    """
+
+    def __init__(self, *, plugins: bool = True) -> None:
         self._metrics: dict[str, Metric] = {}
-        plugins.track(self._drop)
+        self._plugins = plugins
+        if plugins:
+            _plugins.track(self._drop)
 
     def _drop(self, plugin: Plugin) -> None:
         self._metrics = {k: m for k, m in self._metrics.items() if m.plugin != plugin}
@@ -96,21 +128,36 @@ class MetricCatalog:
         interval: bool = False,
         on_screen: bool = False,
         digits: int = 1,
-    ) -> Callable[[MetricFn], MetricFn]:
+        unit: str = "",
+        family: str | None = None,
+        extractor: bool = False,
+    ) -> Callable[[Compute], Compute]:
         """Add the decorated function as metric ``name``; its docstring's first paragraph is
-        its description."""
+        its description. ``unit``, ``family`` and ``extractor`` are for relation metrics (see
+        :class:`Metric`); a relation metric with a ``unit`` gets an interval."""
         if not name.isidentifier():
             raise ValueError(f"metric name {name!r} must be a Python identifier")
 
-        def decorate(fn: MetricFn) -> MetricFn:
-            plugin = plugins.loading()
+        def decorate(fn: Compute) -> Compute:
+            plugin = _plugins.loading() if self._plugins else None
             held = self._metrics.get(name)
-            if held is not None and not plugins.may_register("metric", name, held.plugin, plugin):
+            if held is not None and not _plugins.may_register("metric", name, held.plugin, plugin):
                 return fn
             doc = inspect.getdoc(fn) or ""
-            summary = doc.split("\n\n")[0].replace("\n", " ")
+            summary = " ".join(doc.split("\n\n")[0].split())
             self._metrics[name] = Metric(
-                name, label or name, direction, interval, fn, summary, on_screen, digits, plugin
+                name,
+                label or name,
+                direction,
+                interval or (family is not None and bool(unit)),
+                fn,
+                summary,
+                on_screen,
+                digits,
+                plugin,
+                unit,
+                family,
+                extractor,
             )
             return fn
 
@@ -126,30 +173,45 @@ class MetricCatalog:
 
     def __contains__(self, name: object) -> bool:
         if name not in self._metrics:
-            plugins.discover()
+            self._discover()
         found = name in self._metrics
         if found:
-            plugins.announce()
+            self._announce()
         return found
 
     def __getitem__(self, name: str) -> Metric:
         if name not in self._metrics:
-            plugins.discover()
+            self._discover()
         found = self._metrics[name]
-        plugins.announce()
+        self._announce()
         return found
+
+    def __len__(self) -> int:
+        return len(self._listed())
 
     def names(self) -> list[str]:
         return [m.name for m in self._listed()]
+
+    def values(self) -> list[Metric]:
+        """Every metric, in registration order (as :meth:`__iter__`)."""
+        return self._listed()
 
     def with_interval(self) -> list[str]:
         """Names of the metrics that get bootstrap intervals in the summary."""
         return [m.name for m in self._listed() if m.interval]
 
     def _listed(self) -> list[Metric]:
-        plugins.discover()
-        plugins.announce()
+        self._discover()
+        self._announce()
         return list(self._metrics.values())
+
+    def _discover(self) -> None:
+        if self._plugins:
+            _plugins.discover()
+
+    def _announce(self) -> None:
+        if self._plugins:
+            _plugins.announce()
 
     def score(self, inputs: ScoreInputs) -> dict[str, FloatArray]:
         """Every metric's per-question values for one depth, in catalog order."""

@@ -20,7 +20,9 @@ percentile bootstrap interval the rest of chunkmark uses
 with their definitions, in :data:`RELATION_METRICS`: they read relation sets, extractions and
 rankings, which the per-question catalog :data:`chunkmark.metrics.METRICS` does not hand its
 metrics (and registering them there would change every cell's id), so they have this catalog
-of their own; ``chunkmark relations metrics`` lists it.
+of their own, a second :class:`~chunkmark.metrics.catalog.MetricCatalog`, whose entries are the
+same :class:`~chunkmark.metrics.catalog.Metric` type with a ``unit``, a ``family`` and
+``extractor`` set; ``chunkmark relations metrics`` lists it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.metrics import bootstrap_ci
+from chunkmark.metrics.catalog import MetricCatalog
 from chunkmark.relations.model import Entity, Extraction, Pair, RelationSet
 
 IntArray = npt.NDArray[np.int64]
@@ -49,36 +52,9 @@ Typed = tuple[str, str, str]
 Family = Literal["chunking", "retrieval"]
 
 
-@dataclass(frozen=True)
-class RelationMetric:
-    """One relation metric: its column, a short label for tables, the unit its per-unit values
-    (and so its interval) are over (``""``: a ratio with no unit and no interval), which
-    scores it reads (``chunking``: :class:`ChunkingScores`; ``retrieval``:
-    :class:`RetrievalScores`), whether it needs an extractor, and its definition (the first
-    paragraph of its function's docstring)."""
-
-    name: str
-    label: str
-    unit: Unit
-    family: Family
-    compute: Callable[[Any], Any]
-    description: str
-    extractor: bool = True
-    on_screen: bool = False
-
-    @property
-    def interval(self) -> bool:
-        return bool(self.unit)
-
-    def columns(self) -> list[str]:
-        """Its relations.csv columns: ``<name>_mean`` and ``<name>_ci_low``/``_ci_high`` with a
-        unit, else ``<name>``."""
-        if not self.interval:
-            return [self.name]
-        return [f"{self.name}_mean", f"{self.name}_ci_low", f"{self.name}_ci_high"]
-
-
-RELATION_METRICS: dict[str, RelationMetric] = {}
+RELATION_METRICS = MetricCatalog(plugins=False)
+"""The relation metrics: entries of the one metric catalog type (:class:`chunkmark.metrics.Metric`),
+each with its ``unit``, ``family`` and whether it needs an ``extractor``."""
 
 
 def _metric(
@@ -90,14 +66,9 @@ def _metric(
     extractor: bool = True,
     on_screen: bool = False,
 ) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
-    def decorate(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        doc = " ".join((fn.__doc__ or "").split("\n\n")[0].split())
-        RELATION_METRICS[name] = RelationMetric(
-            name, label, unit, family, fn, doc, extractor, on_screen
-        )
-        return fn
-
-    return decorate
+    return RELATION_METRICS.register(
+        name, label=label, unit=unit, family=family, extractor=extractor, on_screen=on_screen
+    )
 
 
 # --- inputs ---------------------------------------------------------------------------------
