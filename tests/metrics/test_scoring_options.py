@@ -340,3 +340,16 @@ def test_cut_equals_a_shorter_chunk(case, data) -> None:
         ref = score_retrieval(one, extra, row, k, union=True)
         for f in ("recall", "precision", "iou", "hit", "mrr"):
             assert getattr(cut, f)[qi] == getattr(ref, f)[0]
+
+
+def test_one_scoring_serves_the_run_and_the_report() -> None:
+    from chunkmark.report import settings as report_settings
+
+    assert report_settings.Scoring is Scoring
+    other = Scoring(excerpts="text", unit="tokens", denominator="union")
+    assert Scoring.from_key(other.key) == other and other.key == "text/tokens/union"
+    assert Scoring.from_row({"unit": "tokens", "excerpts": ""}) == Scoring(unit="tokens")
+    assert Scoring().is_default and not other.is_default
+    assert sorted([other, Scoring()]) == [Scoring(), other]
+    with pytest.raises(ValueError):
+        Scoring.of("position", "words", "sum")

@@ -139,7 +139,13 @@ def compare(
 
     rows = _read_runs(runs, metric)
     setting = choose_retrieval(list(dict.fromkeys(rows["retrieval"])), retrieval, k, ConfigError)
-    scoring = _pick_scoring(rows, Scoring(excerpts, unit, denominator))
+    try:
+        wanted = Scoring.of(excerpts, unit, denominator)
+    except ValueError as exc:
+        raise ConfigError(
+            str(exc), "Use --pick-excerpts, --pick-unit and --pick-denominator as listed in --help."
+        ) from None
+    scoring = _pick_scoring(rows, wanted)
     rows = _only(rows, setting, scoring)
     k_value = rows["k"][0] if rows["k"] else ""
     datasets = sorted({r[0] for r in rows["cells"]})

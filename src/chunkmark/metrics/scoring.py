@@ -17,9 +17,9 @@ the scoring's unit. Inputs a scoring does not use are ignored, so a caller may a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import numpy as np
 
@@ -45,7 +45,7 @@ Denominator = Literal["sum", "union"]
 TOKEN_ENCODING = "cl100k_base"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Scoring:
     """How retrieved chunks are scored against a question's excerpts.
 
@@ -73,7 +73,10 @@ class Scoring:
         |∪E ∪ ∪R|, with ∪R the union of the counted chunks, each document apart. Recall, hit,
         MRR, nDCG and precision Ω do not depend on it.
 
-    Unknown values raise :class:`ValueError`. ``Scoring(**s.columns())`` gives ``s`` back.
+    Unknown values raise :class:`ValueError`. ``Scoring(**s.columns())`` gives ``s`` back. The
+    run writes the three options as columns of every row; the report and ``compare`` read them
+    back (:meth:`from_row`) and name them (:attr:`key`, :attr:`label`). Scorings sort by
+    (excerpts, unit, denominator).
     """
 
     excerpts: ExcerptMatch = "position"
@@ -94,6 +97,42 @@ class Scoring:
     def columns(self) -> dict[str, str]:
         """The three options by name, for result rows."""
         return {f.name: str(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def of(cls, excerpts: str, unit: str, denominator: str) -> Scoring:
+        """A scoring from option values read as text (ValueError for unknown ones)."""
+        return cls(cast(ExcerptMatch, excerpts), cast(Unit, unit), cast(Denominator, denominator))
+
+    @classmethod
+    def from_key(cls, key: str) -> Scoring:
+        """The scoring of a :attr:`key` (``position/chars/sum``)."""
+        excerpts, unit, denominator = key.split("/")
+        return cls.of(excerpts, unit, denominator)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Scoring:
+        """The scoring of a summary or results row; missing or empty fields are the defaults
+        (folders written before the columns existed)."""
+        default = cls()
+        return cls.of(
+            str(row.get("excerpts") or default.excerpts),
+            str(row.get("unit") or default.unit),
+            str(row.get("denominator") or default.denominator),
+        )
+
+    @property
+    def key(self) -> str:
+        """``excerpts/unit/denominator``, e.g. ``position/chars/sum``."""
+        return f"{self.excerpts}/{self.unit}/{self.denominator}"
+
+    @property
+    def label(self) -> str:
+        return f"excerpts={self.excerpts}, unit={self.unit}, denominator={self.denominator}"
+
+    @property
+    def is_default(self) -> bool:
+        """Whether it is the reference's scoring (every option at its default)."""
+        return self == Scoring()
 
     @property
     def uses_copies(self) -> bool:

@@ -511,7 +511,7 @@ def _read_results(path: Path) -> dict[ResultKey, Scores]:
             str(chunker),
             str(embedder),
             str(retrieval) if retrieval else top_k(str(k)),
-            Scoring(*(str(v or d) for v, d in zip(scoring, _DEFAULTS, strict=True))).key,
+            Scoring.of(*(str(v or d) for v, d in zip(scoring, _DEFAULTS, strict=True))).key,
         )
         groups.setdefault(key, []).append(i)
     columns = {m: np.asarray(data[m], dtype=np.float64) for m in names}

@@ -10,55 +10,18 @@ shortens settings for display and finds the one a user asks for (``--pick-retrie
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from chunkmark.errors import ChunkmarkError
+from chunkmark.metrics.scoring import Scoring as Scoring  # the one Scoring, re-exported
 from chunkmark.report.errors import ReportError
 from chunkmark.specs import Registry, parse_spec
 
-# Settings that read the dense (exact) ranking of a cell; the others bring their own ranker.
-DENSE_SETTINGS = ("top_k", "token_budget", "threshold")
 _ORDER = ("top_k", "token_budget", "threshold", "bm25", "hybrid", "rerank")
 DENSE_RANKER = "exact"
-
-
-@dataclass(frozen=True, order=True)
-class Scoring:
-    """How a question's retrieved spans were scored: excerpts matched by position or by text,
-    counted in characters or tokens, precision over the sum or the union of chunk lengths."""
-
-    excerpts: str = "position"
-    unit: str = "chars"
-    denominator: str = "sum"
-
-    @property
-    def key(self) -> str:
-        return f"{self.excerpts}/{self.unit}/{self.denominator}"
-
-    @property
-    def label(self) -> str:
-        return f"excerpts={self.excerpts}, unit={self.unit}, denominator={self.denominator}"
-
-    @property
-    def is_default(self) -> bool:
-        return self == DEFAULT_SCORING
-
-    @classmethod
-    def from_key(cls, key: str) -> Scoring:
-        excerpts, unit, denominator = key.split("/")
-        return cls(excerpts, unit, denominator)
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Scoring:
-        """The scoring of a summary or results row; missing or empty fields are the defaults."""
-        return cls(
-            str(row.get("excerpts") or DEFAULT_SCORING.excerpts),
-            str(row.get("unit") or DEFAULT_SCORING.unit),
-            str(row.get("denominator") or DEFAULT_SCORING.denominator),
-        )
 
 
 DEFAULT_SCORING = Scoring()
@@ -90,9 +53,14 @@ def params_of(spec: str) -> dict[str, Any] | None:
     return None if args else kwargs
 
 
+@functools.lru_cache(maxsize=1024)
 def is_dense(spec: str) -> bool:
-    """Whether the setting reads the dense ranking (``top_k``, ``token_budget``, ``threshold``)."""
-    return name_of(spec) in DENSE_SETTINGS
+    """Whether the setting reads the dense ranking (the one a results folder stores), as the
+    setting itself declares it (:func:`chunkmark.retrieval.settings.reads_dense`: ``top_k``, and
+    ``token_budget`` and ``threshold`` without another ``ranker``)."""
+    from chunkmark.retrieval.settings import reads_dense
+
+    return reads_dense(spec)
 
 
 def is_dense_ranker(ranker: str | None) -> bool:
