@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from chunkmark.version import __version__
 
 _EXPORTS = {
-    "evaluate": "chunkmark.experiments.runner",
     "Results": "chunkmark.experiments.runner",
     "ExperimentConfig": "chunkmark.experiments.config",
     "load_config": "chunkmark.experiments.config",
@@ -53,9 +52,25 @@ if TYPE_CHECKING:
     from chunkmark.embedders import EMBEDDERS
     from chunkmark.errors import ChunkmarkError
     from chunkmark.experiments.config import ExperimentConfig, load_config
-    from chunkmark.experiments.runner import Results, evaluate
+    from chunkmark.experiments.runner import EmbedProgress, Progress, Results
     from chunkmark.spans import Span
     from chunkmark.specs import Spec
+
+
+def evaluate(
+    config: ExperimentConfig | None = None,
+    progress: Progress | None = None,
+    embed_progress: EmbedProgress | None = None,
+    **options: Any,
+) -> Results:
+    """Run a grid and write ``results.parquet``, ``summary.csv``, ``manifest.json`` and, unless
+    ``report=False``, ``report.html``: :func:`chunkmark.experiments.runner.evaluate` with the
+    report's writer (a report that cannot be built is ``Results.report_error``, the other
+    files complete)."""
+    from chunkmark.experiments.runner import evaluate as run_grid
+    from chunkmark.report import write_run_report
+
+    return run_grid(config, progress, embed_progress, report_writer=write_run_report, **options)
 
 
 def __getattr__(name: str) -> Any:

@@ -98,6 +98,7 @@ def run(
     quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.experiments.runner import evaluate
+    from chunkmark.report import write_run_report
 
     scoring = {"excerpts": excerpts, "unit": unit, "denominator": denominator}
     config = options.experiment(
@@ -141,7 +142,12 @@ def run(
         bar.update(tasks[what], completed=done)
 
     with bar:
-        results = evaluate(config, progress=progress, embed_progress=embed_progress)
+        results = evaluate(
+            config,
+            progress=progress,
+            embed_progress=embed_progress,
+            report_writer=write_run_report,
+        )
     screen = Console(width=None if sys.stdout.isatty() else 140)
     for table in results_tables(results.overall()):
         screen.print(table)

@@ -77,6 +77,7 @@ def tune(
     quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.experiments.tune import tune as run_tune
+    from chunkmark.report import write_run_report
 
     setting = options.renamed("tune", "--pick-retrieval", retrieval, "--retrieval", old_retrieval)
 
@@ -102,6 +103,7 @@ def tune(
         max_cost=max_cost,
         overrides=overrides,
         progress=console.log,
+        report_writer=write_run_report,
     )
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2, default=str))

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.datasets import load_dataset
@@ -34,6 +36,7 @@ from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
 from chunkmark.errors import ConfigError
+from chunkmark.experiments.analysis import Analysis, AnalysisOutput, FinishedCell, FinishedRun
 from chunkmark.experiments.cell import Cell, CellEnv, CellResult
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
@@ -47,6 +50,7 @@ from chunkmark.experiments.store import (
     write_results,
     write_table,
 )
+from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics import METRICS, Scoring, bootstrap_ci, mean_std
 from chunkmark.paths import resolve_cache_dir
 from chunkmark.retrieval import RETRIEVAL
@@ -83,10 +87,32 @@ class Results:
     failures: list[dict[str, Any]] = field(default_factory=list)
     # Why report.html was not written when it was asked for (the other files are complete).
     report_error: str | None = None
+    # What each analysis the run carried added, by name.
+    analyses: dict[str, AnalysisOutput] = field(default_factory=dict)
 
     def overall(self) -> list[dict[str, Any]]:
         """Summary rows of scope ``all``."""
         return [r for r in self.summary if r["scope"] == "all"]
+
+
+class WrittenReport(Protocol):
+    """What a report writer did: the page it wrote, or why it wrote none."""
+
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
+class ReportWriter(Protocol):
+    """Writes ``out/report.html`` for a finished run of ``datasets`` and never raises (a report
+    that cannot be built is returned as ``error``). The runner is handed one from above
+    (:func:`chunkmark.evaluate`, ``chunkmark run``): it imports no report code itself."""
+
+    def __call__(
+        self, out: Path, datasets: Sequence[Dataset], progress: Progress | None = None
+    ) -> WrittenReport: ...
 
 
 def default_out_dir() -> Path:
@@ -97,6 +123,9 @@ def evaluate(
     config: ExperimentConfig | None = None,
     progress: Progress | None = None,
     embed_progress: EmbedProgress | None = None,
+    *,
+    analyses: Sequence[Analysis] = (),
+    report_writer: ReportWriter | None = None,
     **options: Any,
 ) -> Results:
     """Run a grid and write ``results.parquet``, ``summary.csv`` and ``manifest.json``.
@@ -107,6 +136,11 @@ def evaluate(
     cost estimated, before any work starts. ``progress(message)`` hears each step,
     ``embed_progress(what, done, total)`` each slice of texts embedded. Failed cells are in
     ``Results.failures`` (and the manifest); the other cells' results are complete.
+
+    ``analyses`` hear every finished cell and add their files and manifest sections
+    (:mod:`chunkmark.experiments.analysis`); ``report_writer`` writes ``report.html`` when the
+    config asks for it (:func:`chunkmark.evaluate` passes the report's; without one no page
+    is written).
     """
     from chunkmark.experiments.config import make_config
 
@@ -114,7 +148,7 @@ def evaluate(
         config = make_config(options)
     elif options:
         config = make_config({**config.model_dump(exclude_unset=True), **options})
-    session = Session(config, progress, embed_progress)
+    session = Session(config, progress, embed_progress, analyses, report_writer)
     return session.finish(session.run_cells())
 
 
@@ -123,7 +157,8 @@ class Session:
 
     :meth:`run_cells` computes (or resumes) cells; :meth:`finish` writes the combined files.
     Embedders are built once per session and kept, so asking for more cells later costs no
-    second model load.
+    second model load. Each of ``analyses`` hears every finished cell and adds its files and
+    manifest section at :meth:`finish`; ``report_writer`` writes the report there.
     """
 
     def __init__(
@@ -131,8 +166,12 @@ class Session:
         config: ExperimentConfig,
         progress: Progress | None = None,
         embed_progress: EmbedProgress | None = None,
+        analyses: Sequence[Analysis] = (),
+        report_writer: ReportWriter | None = None,
     ) -> None:
         self.config = config
+        self.analyses = tuple(analyses)
+        self.report_writer = report_writer
         self.say: Progress = progress or (lambda _msg: None)
         self.embed_progress = embed_progress
         self.started = time.perf_counter()
@@ -182,13 +221,12 @@ class Session:
         return [self._outcome(task) for task in todo]
 
     def finish(self, outcomes: Sequence[CellOutcome]) -> Results:
-        """Write ``results.parquet``, ``summary.csv``, ``manifest.json`` (and the report) for
-        ``outcomes``, and return them."""
+        """Write ``results.parquet``, ``summary.csv``, the analyses' files, ``manifest.json``
+        (with the analyses' sections) and the report for ``outcomes``, and return them."""
         done = [o for o in outcomes if not o.failed]
         failures = [_failure(o) for o in outcomes if o.failed]
         with self.totals("summarise"):
             summary = summary_rows(done, self.config.seed)
-        manifest = self._manifest(outcomes, failures)
         files = {
             "results": self.out / "results.parquet",
             "summary": self.out / "summary.csv",
@@ -196,12 +234,21 @@ class Session:
         }
         write_results(files["results"], [o.table for o in done if o.table is not None])
         write_csv(files["summary"], summary)
+        try:
+            added = self._finish_analyses(outcomes)
+        except BaseException:  # an analysis that fails still leaves the grid's manifest
+            write_json(files["manifest"], self._manifest(outcomes, failures))
+            raise
+        for output in added.values():
+            for file_name, data in output.files.items():
+                path = files[Path(file_name).stem] = self.out / file_name
+                write_bytes_atomic(path, data)
+        manifest = self._manifest(outcomes, failures)
+        manifest.update({name: output.section for name, output in added.items()})
         write_json(files["manifest"], manifest)
         report_error: str | None = None
-        if self.config.report and done:
-            from chunkmark.report import write_run_report
-
-            report = write_run_report(self.out, self.datasets, self.say)
+        if self.config.report and done and self.report_writer is not None:
+            report = self.report_writer(self.out, self.datasets, self.say)
             if report.path is not None:
                 files["report"] = report.path
             if report.error is not None:
@@ -219,7 +266,16 @@ class Session:
             files,
             failures,
             report_error,
+            added,
         )
+
+    def _finish_analyses(self, outcomes: Sequence[CellOutcome]) -> dict[str, AnalysisOutput]:
+        run = FinishedRun(self.config, self.out, self.datasets, outcomes, self.say)
+        added: dict[str, AnalysisOutput] = {}
+        for analysis in self.analyses:
+            with self.totals(f"analysis_{analysis.name}"):
+                added[analysis.name] = analysis.finish(run)
+        return added
 
     def _embedder(self, e_spec: Spec) -> tuple[CachedEmbedder, dict[str, Any]]:
         if e_spec not in self._embedders:
@@ -265,13 +321,23 @@ class Session:
         return f"{task.dataset.name}: {short}"
 
     def resumed(self, task: CellTask) -> CellOutcome | None:
-        """The cell's outcome from ``OUT/cells/`` when a run already finished it."""
+        """The cell's outcome from ``OUT/cells/`` when a run already finished it (with
+        analyses, its chunks and rankings are read too and handed to them; a cell whose files
+        cannot be read is computed again)."""
         cell_id = self.cell_id(task)
-        done = read_cell(self._cell_path(cell_id))
+        path = self._cell_path(cell_id)
+        done = read_cell(path)
         if done is None:
             return None
+        outcome = CellOutcome(cell_id, *task.names, done[0], done[1], resumed=True)
+        if self.analyses:
+            chunks = _read_table(path.with_suffix(".chunks.parquet"))
+            rankings = _read_table(path.with_suffix(".ranking.parquet"))
+            if chunks is None or rankings is None:
+                return None
+            self._tell(FinishedCell(outcome, chunks, rankings))
         self.say(f"resumed  {self.label(task)}")
-        return CellOutcome(cell_id, *task.names, done[0], done[1], resumed=True)
+        return outcome
 
     def failed(self, task: CellTask, exc: BaseException) -> CellOutcome:
         """Record a cell that failed (``OUT/cells/<id>.failed.json``); the run goes on."""
@@ -295,13 +361,22 @@ class Session:
                 f"{check['answer_similarity']:.3f} vs {check['shuffled_similarity']:.3f}, "
                 f"p={check['p_value']:.2g}); is the query embedder real?"
             )
+        chunks, rankings = result.chunks_table(), result.ranking_table()
         with self.totals("write"):
             # Chunks and rankings first: the cell file marks the cell done.
-            write_table(path.with_suffix(".chunks.parquet"), result.chunks_table())
-            write_table(path.with_suffix(".ranking.parquet"), result.ranking_table())
+            write_table(path.with_suffix(".chunks.parquet"), chunks)
+            write_table(path.with_suffix(".ranking.parquet"), rankings)
             write_cell(path, table, facts)
         path.with_suffix(".failed.json").unlink(missing_ok=True)
-        return CellOutcome(cell_id, *task.names, table, facts, resumed=False)
+        outcome = CellOutcome(cell_id, *task.names, table, facts, resumed=False)
+        self._tell(FinishedCell(outcome, chunks, rankings, result))
+        return outcome
+
+    def _tell(self, cell: FinishedCell) -> None:
+        """Hand a finished cell to every analysis."""
+        for analysis in self.analyses:
+            with self.totals(f"analysis_{analysis.name}"):
+                analysis.cell(cell)
 
     def env(self, dataset: Dataset, e_spec: Spec) -> CellEnv:
         """What the cells of ``dataset`` x ``e_spec`` share (built once)."""
@@ -367,6 +442,14 @@ class Session:
             "cells": [{**o.facts, "resumed": o.resumed} for o in outcomes if not o.failed],
             "failures": failures,
         }
+
+
+def _read_table(path: Path) -> pa.Table | None:
+    """A cell's chunks or rankings file, or None when missing or unreadable."""
+    try:
+        return pq.read_table(path)
+    except (OSError, pa.ArrowInvalid):
+        return None
 
 
 def _check_unique_names(datasets: list[Dataset]) -> None:

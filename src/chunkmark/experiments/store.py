@@ -60,6 +60,11 @@ def write_results(path: Path, tables: Iterable[pa.Table]) -> None:
 
 
 def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    write_bytes_atomic(path, csv_bytes(rows))
+
+
+def csv_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """``rows`` as CSV (the first row's keys are the header; empty without rows)."""
     import io
 
     buf = io.StringIO()
@@ -67,7 +72,7 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
         writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-    write_bytes_atomic(path, buf.getvalue().encode())
+    return buf.getvalue().encode()
 
 
 def write_json(path: Path, data: Any) -> None:

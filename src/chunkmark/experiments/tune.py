@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
     from chunkmark.experiments.config import ExperimentConfig
     from chunkmark.experiments.outcome import CellOutcome
-    from chunkmark.experiments.runner import Results, Session
+    from chunkmark.experiments.runner import ReportWriter, Results, Session
 
 DEFAULT_METRIC = "iou"
 DEFAULT_RETRIEVAL = "top_k(k=5)"
@@ -431,13 +431,15 @@ def tune(
     overrides: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
     embed_progress: EmbedProgress | None = None,
+    report_writer: ReportWriter | None = None,
 ) -> TuneResult:
     """Search the experiment's chunker ranges for the best ``metric`` (see the module docstring).
 
     ``experiment`` is an experiment YAML file or its mapping (``{"dataset": "demo", "chunkers":
     ["fixed_tokens(size=range(50, 400, 10))"], "embedders": ["fake()"], "out": ...}``);
     ``overrides`` (``out``, ``datasets``, ``no_cache``, ``report``, ...) win over it. ``max_cost``
-    defaults to the experiment's. Writes the run's usual files and ``OUT/tune.json``.
+    defaults to the experiment's. Writes the run's usual files and ``OUT/tune.json``;
+    ``report.html`` too when given ``report_writer`` (the command line passes the report's).
     """
     optuna = import_optuna()
     say = progress or (lambda _msg: None)
@@ -468,6 +470,7 @@ def tune(
     base = base.model_copy(update={"out": out, "max_cost": None})
     prepare_out_dir(out)
     search = _Search(optuna, settings, space, base, canonical, say, embed_progress)
+    search.report_writer = report_writer
     search.run()
     result = TuneResult(
         settings=settings,
@@ -512,6 +515,7 @@ class _Search:
         self.stopped: str | None = None
         self.spent = 0.0
         self.session: Session | None = None
+        self.report_writer: ReportWriter | None = None
         self.outcomes: dict[str, list[CellOutcome]] = {}  # canonical spec -> its cells
         self.first: dict[str, TrialRecord] = {}  # canonical spec -> the first trial of it
 
@@ -613,7 +617,9 @@ class _Search:
             from chunkmark.experiments.runner import Session
 
             config = self.config.model_copy(update={"chunkers": (first,)})
-            self.session = Session(config, self.say, self.embed_progress)
+            self.session = Session(
+                config, self.say, self.embed_progress, report_writer=self.report_writer
+            )
         return self.session
 
     def _affordable(self, spec: str) -> bool:
