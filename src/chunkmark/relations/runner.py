@@ -1,12 +1,13 @@
-"""``chunkmark relations run``: the usual grid on a relation set's dataset, then relation metrics
+"""``chunkmark relations run``: the usual grid on a relation set's dataset, with relation metrics
 per cell and retrieval setting.
 
-:func:`run_relations` runs the experiment through :func:`chunkmark.experiments.runner.evaluate`
-(so ``summary.csv``, ``results.parquet``, ``manifest.json`` and ``cells/`` are written and a
-rerun resumes), then reads each finished cell's chunks and rankings from ``OUT/cells/``,
-extracts once per distinct chunking (chunkings are shared across embedders; each
+:func:`run_relations` is :func:`chunkmark.experiments.runner.evaluate` carrying the
+:class:`RelationsAnalysis` (so ``summary.csv``, ``results.parquet``, ``manifest.json`` and
+``cells/`` are written and a rerun resumes). The runner hands the analysis each finished
+cell's chunks and rankings (a resumed cell's read from ``OUT/cells/`` by the runner); at the
+end it extracts once per distinct chunking (chunkings are shared across embedders; each
 chunking's extraction is kept in ``OUT/relations/`` so a rerun asks nothing), scores the
-metrics of :mod:`chunkmark.relations.metrics` and writes:
+metrics of :mod:`chunkmark.relations.metrics`, and the runner writes:
 
 - ``OUT/relations.csv``: one row per dataset x chunker x embedder x retrieval setting, with
   every relation metric, its 95% bootstrap interval where it has a unit, and the extraction's
@@ -14,8 +15,8 @@ metrics of :mod:`chunkmark.relations.metrics` and writes:
 - a ``relations`` section in ``OUT/manifest.json``: the relation set, the extractor's identity,
   gold or silver support, counts (relations, pairs, entities, questions), and per chunking
   the records, unmatched names, malformed records, calls and tokens;
-- ``OUT/report.html`` (unless the config's ``report`` is off), built after those two so that it
-  has its Relations section.
+- ``OUT/report.html`` (unless the config's ``report`` is off), built by the runner after those
+  two so that it has its Relations section.
 
 :func:`estimate_extraction` is the dry run: per chunker, what the extractor would ask, with no
 request and no embedding.
@@ -32,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
+import pyarrow as pa
 
-from chunkmark.errors import ConfigError
+from chunkmark.experiments.analysis import AnalysisOutput, FinishedCell, FinishedRun
 from chunkmark.experiments.config import ExperimentConfig
-from chunkmark.experiments.runner import EmbedProgress, Results, evaluate
-from chunkmark.experiments.store import read_cell, write_csv, write_json
+from chunkmark.experiments.runner import EmbedProgress, ReportWriter, Results, evaluate
+from chunkmark.experiments.store import csv_bytes
 from chunkmark.files import write_bytes_atomic
 from chunkmark.relations.metrics import (
     RELATION_METRICS,
@@ -139,42 +140,89 @@ def run_relations(
     setup: ExtractorSetup | None = None,
     progress: Progress | None = None,
     embed_progress: EmbedProgress | None = None,
+    report_writer: ReportWriter | None = None,
 ) -> RelationResults:
-    """Run ``config``'s grid on the relation set in ``folder`` (its datasets replaced by it),
-    then extract and score every cell (see the module docs)."""
+    """Run ``config``'s grid on the relation set in ``folder`` (its datasets replaced by it)
+    with the :class:`RelationsAnalysis` (see the module docs). ``report_writer`` writes
+    ``report.html`` when the config asks for one (default: the report's
+    :func:`chunkmark.report.write_run_report`)."""
     say: Progress = progress or (lambda _msg: None)
     setup = setup or ExtractorSetup()
-    started = time.perf_counter()
     rs = load_relation_set(folder)
     extractor, spec = build_extractor(setup, rs)
     config = with_relation_set(config, folder)
     if setup.max_cost is not None and hasattr(extractor, "estimate"):
         _check_budget(rs, config, extractor, setup.max_cost)
-    # the report is written below, once relations.csv exists
-    grid = evaluate(config, progress=say, embed_progress=embed_progress, report=False)
-    scorer = _Scorer(rs, extractor, spec, grid.out, config.seed, say)
-    rows: list[dict[str, Any]] = []
-    for cell in grid.manifest["cells"]:
-        if cell.get("fingerprint") != rs.dataset.fingerprint:
-            continue
-        rows.extend(scorer.cell_rows(cell))
-    section = scorer.section(time.perf_counter() - started)
-    files = {"relations": grid.out / RELATIONS_CSV, "manifest": grid.out / "manifest.json"}
-    write_csv(files["relations"], [_ordered(r) for r in rows])
-    manifest = json.loads(files["manifest"].read_text(encoding="utf-8"))
-    manifest["relations"] = section
-    manifest["config"]["report"] = config.report  # as asked: the grid left it to this step
-    write_json(files["manifest"], manifest)
-    if config.report and grid.summary:
+    analysis = RelationsAnalysis(rs, extractor, spec)
+    if report_writer is None:
         from chunkmark.report import write_run_report
 
-        report = write_run_report(grid.out, [rs.dataset], say)
-        if report.path is not None:
-            files["report"] = report.path
-        if report.error is not None:
-            grid.report_error = manifest["report_error"] = report.error
-            write_json(files["manifest"], manifest)
-    return RelationResults(grid, rows, section, files)
+        report_writer = write_run_report
+    grid = evaluate(
+        config,
+        progress=say,
+        embed_progress=embed_progress,
+        analyses=[analysis],
+        report_writer=report_writer,
+    )
+    files: dict[str, Path] = {
+        name: grid.files[name] for name in ("relations", "manifest", "report") if name in grid.files
+    }
+    return RelationResults(grid, analysis.rows, grid.manifest[analysis.name], files)
+
+
+@dataclass(frozen=True, eq=False)
+class _CellView:
+    """What the relation metrics need of one finished cell: its names, its chunking, its
+    rankings per ranker and, per retrieval setting, the chunks counted per question."""
+
+    facts: dict[str, Any]
+    chunking: Chunking
+    rankings: dict[str, Any]
+    settings: dict[str, tuple[str, Any]]
+
+
+class RelationsAnalysis:
+    """The relation metrics as an analysis the runner carries
+    (:mod:`chunkmark.experiments.analysis`): each finished cell of the relation set is kept as
+    its chunking and rankings; at the end every distinct chunking is extracted once and scored,
+    and the cells' rows become ``relations.csv`` and the ``relations`` manifest section."""
+
+    name = "relations"
+
+    def __init__(self, rs: RelationSet, extractor: Extractor, spec: str) -> None:
+        self.rs = rs
+        self.extractor = extractor
+        self.spec = spec
+        self.started = time.perf_counter()
+        self.rows: list[dict[str, Any]] = []
+        self._cells: dict[str, _CellView] = {}
+
+    def cell(self, cell: FinishedCell) -> None:
+        if cell.facts.get("fingerprint") != self.rs.dataset.fingerprint:
+            return
+        chunks = cell.chunks.to_pydict()
+        self._cells[cell.id] = _CellView(
+            facts=cell.facts,
+            chunking=Chunking.of(
+                chunks["doc_id"], chunks["start"], chunks["end"], chunks["tokens"]
+            ),
+            rankings=_rankings(cell.rankings, self.rs),
+            settings=_settings(cell.table.to_pydict(), self.rs),
+        )
+
+    def finish(self, run: FinishedRun) -> AnalysisOutput:
+        scorer = _Scorer(self.rs, self.extractor, self.spec, run.out, run.config.seed, run.progress)
+        rows: list[dict[str, Any]] = []
+        for outcome in run.outcomes:  # the run's order, whichever order cells finished in
+            view = self._cells.get(outcome.id)
+            if view is not None and not outcome.failed:
+                rows.extend(scorer.cell_rows(view))
+        self.rows = rows
+        section = scorer.section(time.perf_counter() - self.started)
+        return AnalysisOutput(
+            section=section, files={RELATIONS_CSV: csv_bytes([_ordered(r) for r in rows])}
+        )
 
 
 def with_relation_set(config: ExperimentConfig, folder: str | Path) -> ExperimentConfig:
@@ -219,26 +267,16 @@ class _Scorer:
         self._chunkings: dict[str, tuple[dict[str, Any], ChunkPairs]] = {}
         self.extracted: list[dict[str, Any]] = []
 
-    def cell_rows(self, cell: dict[str, Any]) -> list[dict[str, Any]]:
+    def cell_rows(self, view: _CellView) -> list[dict[str, Any]]:
         from chunkmark.retrieval import RETRIEVAL
 
-        base = self.out / "cells" / f"{cell['id']}.parquet"
-        chunks = pq.read_table(base.with_suffix(".chunks.parquet")).to_pydict()
-        chunking = Chunking.of(chunks["doc_id"], chunks["start"], chunks["end"], chunks["tokens"])
+        cell, chunking = view.facts, view.chunking
         chunk_row, pairs = self._chunking(cell["chunker"], chunking)
-        rankings = _rankings(base.with_suffix(".ranking.parquet"), self.rs)
-        done = read_cell(base)
-        if done is None:
-            raise ConfigError(
-                f"The cell file {base} cannot be read.",
-                "Delete it and rerun with the same --out to compute the cell again.",
-            )
-        settings = _settings(done[0].to_pydict(), self.rs)
         ranked: dict[str, RankedRelations] = {}
         rows = []
-        for retrieval, (k_label, depth) in settings.items():
+        for retrieval, (k_label, depth) in view.settings.items():
             ranker = str(RETRIEVAL.build(retrieval)[0].ranker)
-            ranking = rankings.get(ranker)
+            ranking = view.rankings.get(ranker)
             if ranking is None:
                 continue
             if ranker not in ranked:
@@ -401,10 +439,10 @@ def read_extractions(path: Path) -> list[Extraction] | None:
         return None
 
 
-def _rankings(path: Path, rs: RelationSet) -> dict[str, Any]:
+def _rankings(table: pa.Table, rs: RelationSet) -> dict[str, Any]:
     """Per ranker, the ranking as a ``(questions, depth)`` array in the dataset's question
     order (-1 pads a shorter list)."""
-    data = pq.read_table(path).to_pydict()
+    data = table.to_pydict()
     order = {q.id: i for i, q in enumerate(rs.dataset.questions)}
     lists: dict[str, list[list[int]]] = {}
     for ranker, qid, chunks in zip(
