@@ -32,6 +32,8 @@ NOT_MEASURED = {
 # Paths the docs name as examples of files a reader would create, not as existing commands.
 EXAMPLE_PATHS = {
     "tests/chunkers/test_halves.py": "contributing.md: where the example chunker's test would go",
+    "tests/embedders/test_letters.py": "contributing.md: where the example embedder's test would go",
+    "tests/retrieval/test_shortest.py": "contributing.md: where the example ranker's test would go",
 }
 
 CODE_SPAN = re.compile(r"`([^`]+)`")
