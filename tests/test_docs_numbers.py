@@ -34,6 +34,8 @@ EXAMPLE_PATHS = {
     "tests/chunkers/test_halves.py": "contributing.md: where the example chunker's test would go",
     "tests/embedders/test_letters.py": "contributing.md: where the example embedder's test would go",
     "tests/retrieval/test_shortest.py": "contributing.md: where the example ranker's test would go",
+    "tests/llm/test_echo_llm.py": "contributing.md: where the example provider's test would go",
+    "tests/cli/test_hello.py": "contributing.md: where the example command's test would go",
 }
 
 CODE_SPAN = re.compile(r"`([^`]+)`")

@@ -88,9 +88,9 @@ from chunkmark.experiments.plan_embedding import (
     RecordingEmbedder,
     TokenCounter,
     embedder_plan,
+    embedder_token_counter,
     identity_without_loading,
     record_chunking,
-    token_counter,
 )
 from chunkmark.experiments.plan_llm import LLMPlanning, plan_llm_chunker
 from chunkmark.experiments.plan_model import (
@@ -119,10 +119,10 @@ __all__ = [
     "Source",
     "TokenCounter",
     "check_budget",
+    "embedder_token_counter",
     "estimate_chunks",
     "identity_without_loading",
     "plan_grid",
-    "token_counter",
 ]
 
 

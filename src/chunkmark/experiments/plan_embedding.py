@@ -51,7 +51,7 @@ def identity_without_loading(embedder: Any) -> dict[str, Any] | None:
 TokenCounter = Callable[[list[str], Kind], list[int]]
 
 
-def token_counter(embedder: Any) -> tuple[TokenCounter, str]:
+def embedder_token_counter(embedder: Any) -> tuple[TokenCounter, str]:
     """How to count an embedder's tokens, and what the count is: the model's own input tokens
     through ``prepare()`` where it has one (OpenAI-compatible), else ``cl100k_base``."""
     prepare = getattr(embedder, "prepare", None)
@@ -172,7 +172,7 @@ def embedder_plan(
     """What one embedder would embed, the cache's share and the dollars for the rest; a missing
     price is added to ``unknown``. ``identity`` is None when it needs the model."""
     per_call = no_cache
-    count, how = token_counter(b.embedder)
+    count, how = embedder_token_counter(b.embedder)
     documents = distinct(b.documents, per_call)
     queries = distinct(b.queries, per_call)
     doc_tokens = count(documents, "document") if documents else []
