@@ -87,7 +87,6 @@ class Replay:
     def __init__(self, llm: LLM, cache: LLMCache | None = None) -> None:
         self.llm = llm
         self.cache = cache
-        self.identity = llm.identity() if cache is not None else {}
 
     def answer(
         self,
@@ -96,20 +95,13 @@ class Replay:
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
     ) -> str | None:
-        """The cached answer to this exact request, or None."""
-        if self.cache is None:
-            return None
-        from chunkmark.llm.cache import cache_key
+        """The cached answer to this exact request, or None (also for a client that keeps no
+        answer cache of its own: nothing would be replayed at run time either)."""
+        from chunkmark.llm.base import BaseLLM
 
-        key = cache_key(
-            self.identity,
-            system,
-            user,
-            max_tokens=max_tokens,
-            temperature=getattr(self.llm, "temperature", None),
-            seed=int(getattr(self.llm, "seed", 0)),
-            json_schema=json_schema,
-        )
+        if self.cache is None or not isinstance(self.llm, BaseLLM):
+            return None
+        key = self.llm.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
         return self.cache.get(key)
 
 

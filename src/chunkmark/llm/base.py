@@ -155,15 +155,7 @@ class BaseLLM(ABC):
         self._calls += 1
         key = b""
         if self.cache is not None:
-            key = cache_key(
-                self.identity(),
-                system,
-                user,
-                max_tokens=max_tokens,
-                temperature=self.temperature,
-                seed=self.seed,
-                json_schema=json_schema,
-            )
+            key = self.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
             cached = self.cache.get(key)
             if cached is not None:
                 self._hits += 1
@@ -191,6 +183,40 @@ class BaseLLM(ABC):
         if self.cache is not None:
             self.cache.put(key, self.identity(), answer.text)
         return answer.text
+
+    def request_key(
+        self,
+        system: str,
+        user: str,
+        *,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+    ) -> bytes:
+        """The answer cache's key of this request: what :meth:`complete` looks up."""
+        return cache_key(
+            self.identity(),
+            system,
+            user,
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            seed=self.seed,
+            json_schema=json_schema,
+        )
+
+    def cached_answer(
+        self,
+        system: str,
+        user: str,
+        *,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None = None,
+    ) -> str | None:
+        """The answer this client's cache holds for this exact request (read only), or None."""
+        if self.cache is None:
+            return None
+        return self.cache.get(
+            self.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
+        )
 
     def stats(self) -> LLMStats:
         """``calls`` to :meth:`complete`, ``cache_hits``, HTTP ``requests`` (attempts) and

@@ -534,19 +534,10 @@ def _cost(price: Price | None, input_tokens: int, output_tokens: int) -> float |
 def _cached_answer(llm: LLM, system: str, user: str, max_tokens: int) -> str | None:
     """The answer ``llm``'s cache holds for this request (read only), or None."""
     from chunkmark.llm import BaseLLM
-    from chunkmark.llm.cache import cache_key
 
-    if not isinstance(llm, BaseLLM) or llm.cache is None:
+    if not isinstance(llm, BaseLLM):
         return None
-    key = cache_key(
-        llm.identity(),
-        system,
-        user,
-        max_tokens=max_tokens,
-        temperature=llm.temperature,
-        seed=llm.seed,
-    )
-    return llm.cache.get(key)
+    return llm.cached_answer(system, user, max_tokens=max_tokens)
 
 
 # --- the oracle -------------------------------------------------------------------------------

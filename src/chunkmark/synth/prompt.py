@@ -15,7 +15,6 @@ from typing import Any
 from chunkmark.costs.meter import MESSAGE_TOKENS
 from chunkmark.datasets import Document
 from chunkmark.llm import LLM, BaseLLM
-from chunkmark.llm.cache import cache_key
 from chunkmark.spans import Span
 from chunkmark.synth import excerpts as ex
 from chunkmark.synth.plan import Slot
@@ -132,15 +131,6 @@ def request_tokens(prompt: Prompt, user: str | None = None) -> int:
 
 def is_cached(llm: LLM, system: str, user: str, schema: dict[str, Any] | None) -> bool:
     """Whether ``llm`` holds the answer to this request in its cache (then it costs nothing)."""
-    if not isinstance(llm, BaseLLM) or llm.cache is None:
+    if not isinstance(llm, BaseLLM):
         return False
-    key = cache_key(
-        llm.identity(),
-        system,
-        user,
-        max_tokens=ANSWER_TOKENS,
-        temperature=llm.temperature,
-        seed=llm.seed,
-        json_schema=schema,
-    )
-    return llm.cache.get(key) is not None
+    return llm.cached_answer(system, user, max_tokens=ANSWER_TOKENS, json_schema=schema) is not None
