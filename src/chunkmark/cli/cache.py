@@ -115,43 +115,25 @@ def cache_report(root: Path) -> dict[str, Any]:
 
 
 def _embeddings_report(root: Path) -> dict[str, Any]:
-    path = root / EMBEDDINGS_DB
-    if not path.exists():
-        return _absent(path)
-    with EmbeddingCache(root) as cache:
-        usage = cache.usage()
-        found = cache.stored_format()
-    size = cache.disk_bytes()  # once closed: the last connection to close folds the WAL in
-    models = [
-        {
+    return _database_report(
+        root / EMBEDDINGS_DB,
+        lambda: EmbeddingCache(root),
+        lambda u: {
             "name": u.name,
             "dimension": u.identity.get("dimension") or u.identity.get("dimensions"),
             "vectors": u.vectors,
             "bytes": u.bytes,
             "identity": u.identity,
-        }
-        for u in usage
-    ]
-    return {
-        "path": str(path),
-        "exists": True,
-        "format": int(found),
-        "bytes_on_disk": size,
-        "entries": sum(u.vectors for u in usage),
-        "models": models,
-    }
+        },
+        "vectors",
+    )
 
 
 def _llm_report(root: Path) -> dict[str, Any]:
-    path = root / LLM_DB
-    if not path.exists():
-        return _absent(path)
-    with LLMCache(root) as cache:
-        usage = cache.usage()
-        found = cache.stored_format()
-    size = cache.disk_bytes()  # once closed: the last connection to close folds the WAL in
-    models = [
-        {
+    return _database_report(
+        root / LLM_DB,
+        lambda: LLMCache(root),
+        lambda u: {
             "provider": u.provider,
             "model": u.model,
             "answers": u.answers,
@@ -159,15 +141,29 @@ def _llm_report(root: Path) -> dict[str, Any]:
             "oldest": _iso(u.oldest),
             "newest": _iso(u.newest),
             "identity": u.identity,
-        }
-        for u in usage
-    ]
+        },
+        "answers",
+    )
+
+
+def _database_report(
+    path: Path, open_cache: Callable[[], Any], row: Callable[[Any], dict[str, Any]], count: str
+) -> dict[str, Any]:
+    """One SQLite cache's report: its rows per model (``row`` of each usage entry), entries
+    summed from each row's ``count`` field; never creates the file."""
+    if not path.exists():
+        return _absent(path)
+    with open_cache() as cache:
+        usage = cache.usage()
+        found = cache.stored_format()
+    size = cache.disk_bytes()  # once closed: the last connection to close folds the WAL in
+    models = [row(u) for u in usage]
     return {
         "path": str(path),
         "exists": True,
         "format": int(found),
         "bytes_on_disk": size,
-        "entries": sum(u.answers for u in usage),
+        "entries": sum(m[count] for m in models),
         "models": models,
     }
 
