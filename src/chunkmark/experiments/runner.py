@@ -149,7 +149,10 @@ def evaluate(
     elif options:
         config = make_config({**config.model_dump(exclude_unset=True), **options})
     session = Session(config, progress, embed_progress, analyses, report_writer)
-    return session.finish(session.run_cells())
+    try:
+        return session.finish(session.run_cells())
+    finally:
+        session.close()
 
 
 class Session:
@@ -200,6 +203,13 @@ class Session:
         self._envs: dict[tuple[str, Spec], CellEnv] = {}
         for e_spec in self.embedder_specs:  # a missing extra stops the run here, not per cell
             self._embedder(e_spec)
+
+
+    def close(self) -> None:
+        """Close this process's connection to the embedding cache (a later use reopens it), so
+        a finished run leaves no SQLite connection open behind it."""
+        if self.cache is not None:
+            self.cache.close()
 
     def run_cells(self, chunkers: Sequence[str] | None = None) -> list[CellOutcome]:
         """Every (dataset, chunker, embedder) for ``chunkers`` (default: the config's), computed,
