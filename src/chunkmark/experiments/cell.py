@@ -54,6 +54,7 @@ from chunkmark.metrics import (
     score_chunking,
 )
 from chunkmark.retrieval import RETRIEVAL, RankContext, RetrievalSetting, rank
+from chunkmark.retrieval.settings import valid_depth
 from chunkmark.retrieval.vectors import VectorFile
 from chunkmark.specs import Spec
 from chunkmark.stats import ChunkerStats, EmbedderStats
@@ -199,8 +200,10 @@ class CellResult:
         for ranker, (ranking, similarity) in self.rankings.items():
             rankers.extend([ranker] * len(self.question_ids))
             ids.extend(self.question_ids)
-            chunks.extend(ranking.tolist())
-            scores.extend(similarity.tolist())
+            # a document-scoped ranking ends in -1 entries past the document's chunks
+            valid = valid_depth(ranking).tolist()
+            chunks.extend(row[:n] for row, n in zip(ranking.tolist(), valid, strict=True))
+            scores.extend(row[:n] for row, n in zip(similarity.tolist(), valid, strict=True))
         return pa.table(
             {
                 "ranker": pa.array(rankers, pa.string()),
@@ -374,10 +377,19 @@ class _Scored:
         rankings: dict[str, tuple[IntArray, npt.NDArray[np.float32]]] = {}
         stats: dict[str, dict[str, Any]] = {}
         query_texts = [q.text for q in dataset.questions]
+        chunk_docs = [c.doc_id for c in self.chunks]
+        query_docs = [q.doc_id for q in dataset.questions]
         with timer("search"):
             for ranker, depth in _depths(settings, ctx).items():
                 ranking, scores, ranker_stats = rank(
-                    ranker, vectors, texts, query_vectors, query_texts, depth
+                    ranker,
+                    vectors,
+                    texts,
+                    query_vectors,
+                    query_texts,
+                    depth,
+                    chunk_docs=chunk_docs,
+                    query_docs=query_docs,
                 )
                 rankings[str(ranker)] = (ranking, np.asarray(scores, np.float32))
                 if ranker_stats:

@@ -1,8 +1,8 @@
-"""Retrieval: rankers (``RETRIEVERS``: exact dense, bm25, hybrid, rerank, faiss) order the
-chunks for each question; settings (``RETRIEVAL``: top_k, token_budget, threshold, bm25, hybrid,
-rerank, faiss) decide how much of one ranking each question gets."""
+"""Retrieval: rankers (``RETRIEVERS``: exact dense, bm25, hybrid, rerank, faiss, in_document)
+order the chunks for each question; settings (``RETRIEVAL``: top_k, token_budget, threshold,
+bm25, hybrid, rerank, faiss, in_document) decide how much of one ranking each question gets."""
 
-from chunkmark.retrieval import ann, bm25, dense, hybrid, rerank
+from chunkmark.retrieval import ann, bm25, dense, hybrid, rerank, scoped
 from chunkmark.retrieval.ann import FaissRetriever
 from chunkmark.retrieval.base import RETRIEVERS, RankerStats, Retriever, ranker_stats
 from chunkmark.retrieval.bm25 import BM25Retriever
@@ -16,6 +16,7 @@ from chunkmark.retrieval.rerank import (
     RerankRetriever,
     SentenceTransformersCrossEncoder,
 )
+from chunkmark.retrieval.scoped import InDocumentRetriever
 from chunkmark.retrieval.settings import (
     RETRIEVAL,
     RankContext,
@@ -36,6 +37,7 @@ __all__ = [
     "FaissRetriever",
     "FakeCrossEncoder",
     "HybridRetriever",
+    "InDocumentRetriever",
     "RankContext",
     "RankerStats",
     "RerankRetriever",
@@ -55,5 +57,6 @@ __all__ = [
     "rank",
     "ranker_stats",
     "rerank",
+    "scoped",
     "top_k_selection",
 ]

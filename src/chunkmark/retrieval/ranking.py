@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray, RankerStats, ranker_stats
 from chunkmark.specs import Spec
+
+
+@runtime_checkable
+class DocumentScoped(Protocol):
+    """A ranker that searches each question's own document (``in_document``)."""
+
+    def set_documents(self, chunk_docs: Sequence[str], query_docs: Sequence[str]) -> None: ...
 
 
 def rank(
@@ -15,6 +23,9 @@ def rank(
     query_vectors: FloatArray,
     query_texts: Sequence[str],
     depth: int,
+    *,
+    chunk_docs: Sequence[str] | None = None,
+    query_docs: Sequence[str] | None = None,
 ) -> tuple[IntArray, FloatArray, RankerStats]:
     """The ranking, scores and stats of the ranker a spec names, ``depth`` deep (capped at the
     number of chunks).
@@ -23,6 +34,9 @@ def rank(
     embedded, ``query_vectors``/``query_texts`` the questions'. Call it once per distinct ranker
     (settings' :attr:`~chunkmark.retrieval.settings.RetrievalSetting.ranker`), at the largest
     depth its settings need: every ranker's ranking at a smaller depth is a prefix of it.
+    ``chunk_docs``/``query_docs`` are the documents of the chunks and questions, handed to a
+    ranker that scopes its search by document (``in_document``); a ranking it returns ends in
+    ``-1`` entries where a question's document has no more chunks.
     Raises :class:`~chunkmark.errors.SpecError` for a bad spec.
     """
     if depth < 0:
@@ -32,6 +46,10 @@ def rank(
     if len(query_vectors) != len(query_texts):
         raise ValueError(f"{len(query_vectors)} query vectors for {len(query_texts)} query texts")
     ranker, _ = RETRIEVERS.build(ranker_spec)
+    if isinstance(ranker, DocumentScoped):
+        if chunk_docs is None or query_docs is None:
+            raise ValueError(f"{ranker_spec} needs chunk_docs and query_docs")
+        ranker.set_documents(chunk_docs, query_docs)
     ranker.index(vectors, texts)
     ranking, scores = ranker.search(query_vectors, query_texts, depth)
     return ranking, scores, ranker_stats(ranker)

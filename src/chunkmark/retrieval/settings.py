@@ -37,7 +37,7 @@ import numpy as np
 
 from chunkmark.errors import ChunkmarkError
 from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray, Retriever
-from chunkmark.specs import ParamValue, Registry, Spec
+from chunkmark.specs import Canonicalise, ParamValue, Registry, Spec
 from chunkmark.tokenizers import encode_array, token_byte_lengths
 
 K = int | Literal["min"]
@@ -138,7 +138,7 @@ def reads_dense(setting: str | Spec) -> bool:
     return built.ranker.name == dense_ranker().name
 
 
-def _ranker_spec(ranker: str) -> Spec:
+def ranker_spec(ranker: str) -> Spec:
     """The canonical spec of a setting's ``ranker`` parameter (ValueError if it names none)."""
     try:
         return RETRIEVERS.resolve(ranker)
@@ -153,7 +153,7 @@ def _omit_dense_ranker(values: dict[str, ParamValue]) -> dict[str, ParamValue]:
     """Canonical parameters of a setting with ``ranker=``: the ranker as its canonical spec,
     left out when it is the dense ranking (so ``token_budget(tokens=1024)`` prints as it always
     has)."""
-    ranker = _ranker_spec(str(values["ranker"]))
+    ranker = ranker_spec(str(values["ranker"]))
     out = {k: v for k, v in values.items() if k != "ranker"}
     if ranker != dense_ranker():
         out["ranker"] = str(ranker)
@@ -165,7 +165,9 @@ R = TypeVar("R", bound=Retriever)
 _K_DOC = "k: chunks per question (at least 1{cap}), or ``'min'``."
 
 
-def ranker(name: str, setting: str) -> Callable[[Callable[..., R]], Callable[..., R]]:
+def ranker(
+    name: str, setting: str, canonical: Canonicalise | None = None
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Declare a ranker once: its factory is registered in
     :data:`~chunkmark.retrieval.base.RETRIEVERS` as ``name``, and a setting of the same name,
     the top k chunks of its ranking, in :data:`RETRIEVAL`.
@@ -173,11 +175,13 @@ def ranker(name: str, setting: str) -> Callable[[Callable[..., R]], Callable[...
     The setting's parameters are ``k`` (an int or ``'min'``, default 5) followed by the
     factory's own, with their types, defaults and docstring lines; ``setting`` is its summary.
     Building the setting calls the factory (so its checks are the ranker's) and, when the ranker
-    has a ``candidates`` parameter, refuses a ``k`` above it.
+    has a ``candidates`` parameter, refuses a ``k`` above it. ``canonical`` (as
+    :meth:`~chunkmark.specs.Registry.register` takes it) maps the ranker's parameters to their
+    canonical values, in both registrations.
     """
 
     def declare(factory: Callable[..., R]) -> Callable[..., R]:
-        RETRIEVERS.register(name)(factory)
+        RETRIEVERS.register(name, canonical=canonical)(factory)
         params = list(inspect.signature(factory, eval_str=True).parameters.values())
         k_param = inspect.Parameter(
             "k", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=5, annotation=K
@@ -199,10 +203,23 @@ def ranker(name: str, setting: str) -> Callable[[Callable[..., R]], Callable[...
         build_setting.__name__ = build_setting.__qualname__ = f"{name}_setting"
         build_setting.__module__ = factory.__module__
         build_setting.__doc__ = _setting_doc(setting, inspect.getdoc(factory) or "", capped)
-        RETRIEVAL.register(name)(build_setting)
+        RETRIEVAL.register(name, canonical=_with_k(canonical))(build_setting)
         return factory
 
     return declare
+
+
+def _with_k(canonical: Canonicalise | None) -> Canonicalise | None:
+    """A ranker's canonical mapping applied to its top-k setting's parameters (``k`` kept)."""
+    if canonical is None:
+        return None
+    rank_canonical = canonical
+
+    def mapped(values: dict[str, ParamValue]) -> dict[str, ParamValue]:
+        rest = rank_canonical({key: v for key, v in values.items() if key != "k"})
+        return {"k": values["k"], **rest}
+
+    return mapped
 
 
 def _setting_doc(summary: str, ranker_doc: str, capped: bool) -> str:
@@ -235,16 +252,26 @@ def check_ranking(ranking: IntArray, scores: FloatArray, need: int) -> None:
         )
 
 
+def valid_depth(ranking: IntArray) -> IntArray:
+    """Per question, how many leading entries of ``ranking`` are chunks: a ranking scoped to a
+    question's document (:mod:`~chunkmark.retrieval.scoped`) ends in ``-1`` entries where the
+    document has no more chunks; no setting counts them."""
+    valid = ranking >= 0
+    return np.asarray(np.cumprod(valid, axis=1).sum(axis=1), dtype=np.int64)
+
+
 def top_k_selection(ranking: IntArray, depth: IntArray | int, ctx: RankContext) -> Selection:
-    """The selection of the first ``depth[q]`` entries (capped at the ranking's width) of each
-    row, every counted chunk whole."""
+    """The selection of the first ``depth[q]`` entries (capped at the ranking's width and at
+    its valid entries, :func:`valid_depth`) of each row, every counted chunk whole."""
     n_q, width = ranking.shape
     counted = np.minimum(np.broadcast_to(np.asarray(depth, dtype=np.int64), (n_q,)), width)
+    counted = np.minimum(counted, valid_depth(ranking))
     if width == 0:
         zeros = np.zeros(n_q, dtype=np.int64)
         return Selection(counted.copy(), zeros, zeros.copy())
     mask = np.arange(width)[None, :] < counted[:, None]
-    tokens = np.where(mask, ctx.chunk_tokens[ranking], 0).sum(axis=1).astype(np.int64)
+    tokens = np.where(mask, ctx.chunk_tokens[np.maximum(ranking, 0)], 0).sum(axis=1)
+    tokens = tokens.astype(np.int64)
     last = ranking[np.arange(n_q), np.maximum(counted - 1, 0)]
     last_chars = np.where(counted > 0, ctx.span_lengths[last], 0).astype(np.int64)
     return Selection(counted.astype(np.int64), last_chars, tokens)
@@ -308,7 +335,9 @@ class TokenBudget:
         if width == 0:
             zeros = np.zeros(n_q, dtype=np.int64)
             return Selection(zeros, zeros.copy(), zeros.copy())
-        sizes = ctx.chunk_tokens[ranking].astype(np.int64)
+        sizes = ctx.chunk_tokens[np.maximum(ranking, 0)].astype(np.int64)
+        # an entry past the question's own chunks never fits: it is as large as the budget + 1
+        sizes = np.where(ranking >= 0, sizes, self.tokens + 1)
         after = np.cumsum(sizes, axis=1)
         before = after - sizes
         whole = (before < self.tokens) & (after <= self.tokens)  # a prefix of each row
@@ -321,7 +350,7 @@ class TokenBudget:
         )
         rows = np.arange(n_q)
         nxt = np.minimum(full, width - 1)
-        cut = (full < width) & (before[rows, nxt] < self.tokens)
+        cut = (full < width) & (before[rows, nxt] < self.tokens) & (ranking[rows, nxt] >= 0)
         for q in np.flatnonzero(cut):
             chunk = int(ranking[q, full[q]])
             remaining = self.tokens - int(tokens[q])
@@ -392,7 +421,7 @@ def token_budget(tokens: int = 1024, ranker: str = DENSE) -> TokenBudget:
     """
     if isinstance(tokens, bool) or tokens < 1:
         raise ValueError(f"tokens must be at least 1, got {tokens!r}")
-    return TokenBudget(_ranker_spec(ranker), tokens)
+    return TokenBudget(ranker_spec(ranker), tokens)
 
 
 @RETRIEVAL.register("threshold", canonical=_omit_dense_ranker)
@@ -411,4 +440,4 @@ def threshold(min_similarity: float = 0.5, max_k: int = 20, ranker: str = DENSE)
         raise ValueError(f"min_similarity must be a finite number, got {min_similarity!r}")
     if isinstance(max_k, bool) or max_k < 1:
         raise ValueError(f"max_k must be at least 1, got {max_k!r}")
-    return Threshold(_ranker_spec(ranker), float(min_similarity), max_k)
+    return Threshold(ranker_spec(ranker), float(min_similarity), max_k)
