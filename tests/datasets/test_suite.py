@@ -305,3 +305,80 @@ def test_nearest_occurrence_within_the_window() -> None:
     assert locator.nearest("xyz", 0, 2) == "not found"
     assert Locator("ab--ab").nearest("ab", 2, 5) == "ambiguous"  # at 0 and 4, both 2 away
     assert Locator("ab--ab").nearest("ab", 3, 5) == Locator("ab--ab").nearest("ab", 4, 0)
+
+
+# The command line: several sets, one failing; a download through a local mirror.
+
+
+def run_cli(*args: str) -> Any:
+    import typer
+    from typer.testing import CliRunner
+
+    from chunkmark.cli.datasets import register
+
+    app = typer.Typer()
+    register(app)
+    return CliRunner().invoke(app, ["datasets", *args])
+
+
+@pytest.mark.integration
+def test_one_altered_set_stops_alone(
+    suite_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHUNKMARK_CACHE_DIR", str(tmp_path / "cache"))
+    local = tmp_path / "suite"
+    shutil.copytree(suite_root / "covid_qa", local / "covid_qa")
+    (local / "qmsum").symlink_to(suite_root / "qmsum")
+    target = local / "covid_qa/data/question-answering/200423_covidQA.json"
+    target.chmod(0o644)
+    target.write_bytes(target.read_bytes() + b"\n")
+    result = run_cli("download", "covid_qa", "qmsum", "--from", str(local), "--docs", "2")
+    assert result.exit_code == 1
+    failed = [line for line in result.output.splitlines() if line.startswith("failed:")]
+    assert len(failed) == 1
+    assert failed[0].startswith("failed: covid_qa: ") and str(target) in failed[0]
+    assert "Fix:" in failed[0]
+    assert "ok: qmsum in " in result.output
+    assert (tmp_path / "cache/datasets/qmsum-docs2-seed0/manifest.json").is_file()
+    listing = run_cli("list", "--json")
+    rows = {row["name"]: row for row in json.loads(listing.output)}
+    assert rows["covid_qa"]["folder"] is None and rows["qmsum"]["folder"] is None  # samples
+
+
+@pytest.mark.integration
+def test_download_through_a_local_mirror(
+    suite_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datasets.test_download import Server
+
+    pinned = sources("covid_qa")
+    mirror = tmp_path / "mirror"
+    for path in pinned.files:
+        where = mirror / pinned.repository / pinned.commit / path
+        where.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(suite_root / "covid_qa" / path, where)
+    server = Server(mirror)
+    try:
+        monkeypatch.setenv("CHUNKMARK_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("CHUNKMARK_SUITE_BASE_URL", server.url)
+        result = run_cli("download", "covid_qa")
+        assert result.exit_code == 0, result.output
+        assert sorted(server.requests) == sorted(
+            f"/{pinned.repository}/{pinned.commit}/{p}" for p in pinned.files
+        )
+        folder = tmp_path / "cache/datasets/covid_qa"
+        assert len(load_dataset(folder).questions) == 1380
+        rows = {r["name"]: r for r in json.loads(run_cli("list", "--json").output)}
+        assert rows["covid_qa"]["folder"] == str(folder)
+        again = run_cli("download", "covid_qa")
+        assert "already converted" in again.output and len(server.requests) == len(pinned.files)
+        # An altered file on the mirror is refused and not saved.
+        served = mirror / pinned.repository / pinned.commit / "LICENSE"
+        served.chmod(0o644)
+        served.write_bytes(b"altered")
+        bad = run_cli("download", "covid_qa", "--force")
+        assert isinstance(bad.exception, DatasetError)
+        assert "LICENSE has SHA-256" in str(bad.exception) and "was not saved" in str(bad.exception)
+        assert (tmp_path / "cache/datasets/raw/covid_qa/LICENSE").read_bytes() != b"altered"
+    finally:
+        server.close()

@@ -60,11 +60,13 @@ def download_one(
         if sample.docs is not None:
             progress(f"{CHROMA}: --docs does not apply (its 5 corpora are used whole)")
         local = _chroma_copy(from_dir) if from_dir is not None else None
+        folder = downloads.dataset_dir(CHROMA)
         if local is not None:
             _copy_chroma(local, progress)
-        elif force or not downloads.is_downloaded(CHROMA):
+        elif not force and downloads.is_downloaded(CHROMA):
+            return f"{CHROMA} is already downloaded: {folder}"
+        else:
             downloads.download(CHROMA, force=force, progress=progress)
-        folder = downloads.dataset_dir(CHROMA)
         dataset = load_dataset(folder)
         return _summary(name, folder, len(dataset.documents), len(dataset.questions), None)
     if name == REDOCRED_EVIDENCE:
