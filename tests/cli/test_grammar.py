@@ -17,6 +17,7 @@ import chunkmark
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.cli import listing, options
 from chunkmark.cli.app import _register_commands, app
+from chunkmark.cli.suite_download import SUITE_NAMES
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.demo import DEMO_NAME
 from chunkmark.embedders import EMBEDDERS
@@ -194,7 +195,8 @@ def test_every_registry_has_a_json_listing_of_its_names(
 def test_the_catalogs_share_the_listing_shape() -> None:
     assert names(listed("metrics")) == [m.name for m in METRICS]
     assert names(listed("relations", "metrics")) == RELATION_METRICS.names()
-    expected = [DEMO_NAME, *downloads.DOWNLOADABLE]
+    suite_sets = [n for n in SUITE_NAMES if n not in downloads.DOWNLOADABLE]
+    expected = [DEMO_NAME, *suite_sets, *downloads.DOWNLOADABLE]
     assert names(listed("datasets")) == expected == names(listed("datasets", "list"))
 
 

@@ -95,6 +95,24 @@ def test_round_trip_keeps_the_fingerprint(tmp_path: Path) -> None:
     assert line["excerpts"][0] == {"start": 0, "end": 4, "text": "caf\u00e9"}
 
 
+def test_question_metadata_is_read_written_back_and_not_fingerprinted(tmp_path: Path) -> None:
+    meta = {"split": "val", "answers": ["one", "two"], "scope": "document", "n": {"k": 1}}
+    folder = make_jsonl(
+        tmp_path / "m", [{"id": "d1", "text": TEXT}], [question(metadata=meta), question("q2")]
+    )
+    loaded = load_jsonl(folder)
+    assert dict(loaded.questions[0].metadata) == meta
+    assert dict(loaded.questions[1].metadata) == {}
+    plain = make_jsonl(tmp_path / "p", [{"id": "d1", "text": TEXT}], [question(), question("q2")])
+    assert load_jsonl(plain).fingerprint == loaded.fingerprint  # metadata is not content
+    write_jsonl(loaded, tmp_path / "out")
+    lines = [json.loads(x) for x in (tmp_path / "out/questions.jsonl").read_text().splitlines()]
+    assert lines[0]["metadata"] == meta
+    assert "metadata" not in lines[1]  # written only when there is some
+    bad = make_jsonl(tmp_path / "b", [{"id": "d1", "text": TEXT}], [question(metadata=[1])])
+    assert "metadata is a list, not a JSON object" in load_error(bad)
+
+
 def test_round_trip_of_the_demo(tmp_path: Path) -> None:
     demo = load_demo()
     write_jsonl(demo, tmp_path / "demo_copy")

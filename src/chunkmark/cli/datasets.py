@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from chunkmark.cli import listing, options
+from chunkmark.cli import listing, options, suite_download
 from chunkmark.datasets import Dataset, Problem, find_problems, load_dataset
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.demo import DEMO_NAME
@@ -24,6 +24,7 @@ from chunkmark.datasets.stitch import (
     stitch,
     write_stitched,
 )
+from chunkmark.datasets.suite import Sample
 from chunkmark.errors import DatasetError
 from chunkmark.synth.importing import NothingImportedError, SkippedSource, import_documents
 
@@ -68,25 +69,48 @@ def validate(path: PathArg) -> None:
 
 
 def download(
-    name: Annotated[
-        str, typer.Argument(help="The dataset to download: chroma-general.", show_default=False)
+    names: Annotated[
+        list[str],
+        typer.Argument(
+            help="The datasets to download: chroma-general, cuad, qmsum, evidence_inference, "
+            "fairytaleqa, covid_qa, redocred-evidence, or suite for all seven.",
+            show_default=False,
+            metavar="NAME...",
+        ),
     ],
     force: Annotated[
-        bool, typer.Option("--force", help="Download again even if the cache is complete.")
+        bool, typer.Option("--force", help="Download and convert again even if ready.")
     ] = False,
+    from_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Convert from a local copy of the raw files instead of downloading: a folder "
+            "holding one folder per set (e.g. cuad/, qmsum/), or one set's own folder.",
+            show_default=False,
+        ),
+    ] = None,
+    docs: Annotated[
+        int | None,
+        typer.Option(
+            "--docs", min=1, help="Documents to draw per set (default: all).", show_default=False
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed for drawing --docs.")] = 0,
 ) -> None:
-    """Download a public dataset into the cache (verifying each file's SHA-256)."""
-    console = Console(soft_wrap=True, highlight=False)
-    if not force and downloads.is_downloaded(name):
-        console.print(f"{name} is already downloaded: {downloads.dataset_dir(name)}")
-        return
-    folder = downloads.download(name, force=force, progress=console.print)
-    dataset = load_dataset(folder)
-    console.print(
-        f"ok: {name} in {folder} ({len(dataset.documents)} documents, "
-        f"{len(dataset.questions)} questions)",
-        highlight=False,
+    """Download public datasets into the cache, checking each file's SHA-256.
+
+    The suite's sets (see docs/suite.md) are fetched at a pinned commit and converted into
+    chunkmark's JSONL layout plus manifest.json (what was kept, dropped and why); --docs N draws
+    N documents per set with --seed (their questions follow them) into NAME-docsN-seedS. A set
+    that fails is reported in one line and the others go on; the exit code is then 1.
+    """
+    console = Console(soft_wrap=True, highlight=False, markup=False)
+    failed = suite_download.download_many(
+        names, force=force, from_dir=from_dir, sample=Sample(docs, seed), say=console.print
     )
+    if failed:
+        raise typer.Exit(code=1)
 
 
 def datasets_group(ctx: typer.Context, as_json: options.Json = False) -> None:
@@ -116,6 +140,19 @@ def datasets_listing() -> listing.Listing:
             "folder": None,
         }
     ]
+    for name in suite_download.SUITE_NAMES:
+        if name == suite_download.CHROMA:
+            continue
+        line, folder_or_none = suite_download.status(name)
+        rows.append(
+            {
+                "kind": "dataset",
+                "name": name,
+                "description": suite_download.description(name),
+                "status": line,
+                "folder": None if folder_or_none is None else str(folder_or_none),
+            }
+        )
     for name, remote in downloads.DOWNLOADABLE.items():
         ready = downloads.is_downloaded(name)
         folder = downloads.dataset_dir(name)

@@ -9,8 +9,9 @@ One JSON object per line (UTF-8; blank lines are ignored):
   int, "end": int, "text": str}]}``; offsets are character offsets into the document, end
   exclusive; ``text`` is optional and, when present, must equal the document slice.
 
-Both kinds of line may carry a ``"metadata"`` object, which chunkmark ignores; any other key is
-an error (it is usually a typo). Documents and questions keep their file order. The dataset is
+Both kinds of line may carry a ``"metadata"`` object: a question's is kept in
+:attr:`Question.metadata` (and written back), a document's is ignored; any other key is an error
+(it is usually a typo). Documents and questions keep their file order. The dataset is
 named after the folder. docs/formats.md is the full description.
 """
 
@@ -68,21 +69,24 @@ def write_jsonl(dataset: Dataset, folder: str | Path) -> None:
     write_bytes_atomic(out / JSONL_DOCUMENTS, _join_lines(doc_lines))
     by_id = dataset.by_id
     question_lines = (
-        json.dumps(
-            {
-                "id": q.id,
-                "question": q.text,
-                "doc_id": q.doc_id,
-                "excerpts": [
-                    {"start": s.start, "end": s.end, "text": by_id[q.doc_id].text[s.start : s.end]}
-                    for s in q.excerpts
-                ],
-            },
-            ensure_ascii=False,
-        )
+        json.dumps(_question_object(q, by_id[q.doc_id].text), ensure_ascii=False)
         for q in dataset.questions
     )
     write_bytes_atomic(out / JSONL_QUESTIONS, _join_lines(question_lines))
+
+
+def _question_object(q: Question, doc_text: str) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "id": q.id,
+        "question": q.text,
+        "doc_id": q.doc_id,
+        "excerpts": [
+            {"start": s.start, "end": s.end, "text": doc_text[s.start : s.end]} for s in q.excerpts
+        ],
+    }
+    if q.metadata:
+        obj["metadata"] = dict(q.metadata)
+    return obj
 
 
 def _join_lines(lines: Iterator[str]) -> bytes:
@@ -241,6 +245,9 @@ def _read_question(
     for key in ("id", "question", "doc_id"):
         if key in obj and not isinstance(obj[key], str):
             problems.append(f"{key} is {json_type(obj[key])}, not a string")
+    metadata = obj.get("metadata", {})
+    if not isinstance(metadata, dict):
+        problems.append(f"metadata is {json_type(metadata)}, not a JSON object")
     excerpts = obj.get("excerpts")
     if "excerpts" in obj and (not isinstance(excerpts, list) or not excerpts):
         what = "an empty list" if excerpts == [] else json_type(excerpts)
@@ -283,7 +290,7 @@ def _read_question(
             spans.append(span)
     if not ok or doc_text is None:
         return None
-    return Question(qid, text, doc_id, tuple(spans))
+    return Question(qid, text, doc_id, tuple(spans), metadata)
 
 
 def _read_excerpt(

@@ -7,6 +7,8 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
+from typing import Any
 
 from chunkmark.spans import Span
 
@@ -21,12 +23,20 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question whose answer is known: excerpt spans into document ``doc_id``."""
+    """A question whose answer is known: excerpt spans into document ``doc_id``.
+
+    ``metadata`` is free-form JSON-like data carried with the question (the JSONL layout's
+    ``"metadata"`` object: a set's split, reference answers, a label, a category, a scope; see
+    docs/formats.md). It takes no part in comparisons or in the dataset's fingerprint.
+    """
 
     id: str
     text: str
     doc_id: str
     excerpts: tuple[Span, ...]
+    metadata: Mapping[str, Any] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False, hash=False
+    )
 
 
 @dataclass(frozen=True)

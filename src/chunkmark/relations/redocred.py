@@ -796,3 +796,41 @@ def ensure_redocred(progress: Callable[[str], None] | None = None) -> Path:
             )
         write_bytes_atomic(target, data)
     return folder / REDOCRED.files[0].local
+
+
+EVIDENCE_SET = "redocred-evidence"
+
+
+def evidence_dataset(
+    redocred: str | Path,
+    *,
+    rel_info: str | Path | None = None,
+    docs: int | None = None,
+    seed: int = 0,
+    name: str = EVIDENCE_SET,
+) -> tuple[Dataset, dict[str, int]]:
+    """Re-DocRED's relations that annotators supported with evidence sentences, as a plain
+    question set: one document per Re-DocRED document (``TITLE\\n\\nBODY``, drawn with ``docs``
+    and ``seed`` as :func:`build_relation_set` draws them), one question per relation whose
+    support is its evidence sentences ("What is the LABEL of HEAD?"). Relations Re-DocRED added
+    without evidence are left out; documents without such a relation stay as distractors.
+
+    Returns the dataset and the counts: ``relations`` (all built), ``questions`` (kept),
+    ``without_evidence``, ``duplicates_skipped``, ``self_relations_skipped``.
+    """
+    source = Path(redocred)
+    labels = read_rel_info(rel_info if rel_info is not None else source.parent / REL_INFO_FILE)
+    prepared = build_relation_set(
+        read_redocred(source), labels, docs=docs, seed=seed, docs_per_corpus=1, source=str(source)
+    )
+    evidence = {r.id for r in prepared.relations if r.support_kind == "evidence"}
+    questions = tuple(q for q in prepared.dataset.questions if q.id in evidence)
+    dataset = Dataset(name, prepared.dataset.documents, questions, source=str(source))
+    counts = {
+        "relations": len(prepared.relations),
+        "questions": len(questions),
+        "without_evidence": len(prepared.relations) - len(questions),
+        "duplicates_skipped": prepared.stats.duplicates_skipped,
+        "self_relations_skipped": prepared.stats.self_relations_skipped,
+    }
+    return dataset, counts

@@ -1,0 +1,149 @@
+"""What every converter of the suite shares: the seeded document sample, the result of a
+conversion, span helpers and the strict readers of the raw files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chunkmark.datasets.model import Document, Question
+from chunkmark.datasets.suite.manifest import SourceInfo, Tally
+from chunkmark.errors import DatasetError
+from chunkmark.spans import Span
+
+# Every question of the five human-evidence sets was written, and its evidence marked, while
+# reading one document: passages of other documents that answer it were never marked. Their
+# questions carry ``metadata["scope"] = "document"`` (search that document's chunks only).
+DOCUMENT_SCOPE = "document"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """``docs`` documents drawn with ``seed`` (all when None): the source's document ids are
+    shuffled with ``random.Random(seed)``, the first ``docs`` kept, in source order."""
+
+    docs: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.docs is not None and self.docs < 1:
+            raise DatasetError(
+                f"--docs {self.docs} is below 1.", "Give --docs 1 or more, or leave it out."
+            )
+
+    def pick(self, ids: Sequence[str]) -> list[str]:
+        if self.docs is None or self.docs >= len(ids):
+            return list(ids)
+        order = list(range(len(ids)))
+        random.Random(self.seed).shuffle(order)
+        return [ids[i] for i in sorted(order[: self.docs])]
+
+
+@dataclass
+class Converted:
+    """A converted set before it is written: its documents and questions, the tally, notes."""
+
+    documents: list[Document] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+    tally: Tally = field(default_factory=Tally)
+    documents_in_source: int = 0
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SetInfo:
+    """A convertible set: its name, what it is, its source and its converter.
+
+    ``convert(root, files, sample)`` reads the raw files (``files`` are the pinned relative
+    paths under ``root``) and returns the converted set.
+    """
+
+    name: str
+    title: str
+    description: str
+    licence: str
+    homepage: str
+    convert: Callable[[Path, Sequence[str], Sample], Converted]
+
+    def source(self, repository: str, commit: str) -> SourceInfo:
+        return SourceInfo(repository, commit, self.licence, self.homepage)
+
+
+def merge_spans(spans: Iterable[Span]) -> tuple[Span, ...]:
+    """The spans sorted, with overlapping ones merged (touching ones stay apart)."""
+    merged: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.start, s.end)):
+        if merged and span.start < merged[-1].end:
+            last = merged[-1]
+            merged[-1] = Span(last.start, max(last.end, span.end))
+        else:
+            merged.append(span)
+    return tuple(merged)
+
+
+def joined(parts: Sequence[str], separator: str) -> tuple[str, list[Span]]:
+    """``parts`` joined by ``separator``, and the span of each part in the result."""
+    spans: list[Span] = []
+    position = 0
+    for i, part in enumerate(parts):
+        if i:
+            position += len(separator)
+        spans.append(Span(position, position + len(part)))
+        position += len(part)
+    return separator.join(parts), spans
+
+
+def read_text(path: Path) -> str:
+    """A raw file's text: strict UTF-8 (a leading BOM dropped), newlines as stored."""
+    try:
+        return path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"{path} is not valid UTF-8 (byte {exc.start}).",
+            "Fetch the file again: chunkmark datasets download NAME --force.",
+        ) from None
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}).",
+            "Fetch the file again: chunkmark datasets download NAME --force.",
+        ) from None
+
+
+def read_csv(path: Path, required: Sequence[str]) -> list[dict[str, str]]:
+    """The rows of a CSV file as dicts; its header must hold every ``required`` column."""
+    rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
+    header = set(rows[0]) if rows else set()
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise DatasetError(
+            f"{path} lacks the column(s) {', '.join(missing)}.",
+            "Fetch the file again: chunkmark datasets download NAME --force.",
+        )
+    return rows
+
+
+def field_of(row: Mapping[str, Any], key: str, path: Path, where: str) -> Any:
+    """``row[key]``, or one line naming the file, the item and the key."""
+    try:
+        return row[key]
+    except (KeyError, TypeError):
+        raise DatasetError(
+            f"{path}: {where} has no {key!r}.",
+            "Fetch the file again: chunkmark datasets download NAME --force.",
+        ) from None
+
+
+def files_under(files: Sequence[str], prefix: str, suffix: str) -> list[str]:
+    """The pinned files below ``prefix`` ending in ``suffix``, sorted."""
+    return sorted(f for f in files if f.startswith(prefix) and f.endswith(suffix))
