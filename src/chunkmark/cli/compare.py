@@ -149,9 +149,7 @@ def compare(
     if as_json:
         typer.echo(json.dumps(found.to_dict(), indent=2))
         return
-    _print(
-        found.result, found.a, found.b, metric, found.retrieval, found.scoring, found.verdict
-    )
+    _print(found.result, found.a, found.b, metric, found.retrieval, found.scoring, found.verdict)
 
 
 @dataclass(frozen=True)
