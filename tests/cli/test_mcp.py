@@ -25,10 +25,12 @@ pytest.importorskip("mcp")
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 import chunkmark
+from chunkmark.chunkers import CHUNKERS
 from chunkmark.cli.mcp_tools import REPLY_LIMIT, fit
+from chunkmark.embedders import EMBEDDERS
 
 DEMO = Path(chunkmark.__file__).parent / "datasets" / "demo_data"
-CHUNKERS = ["fixed_tokens(size=[64, 128])", "sentences(n=3)"]
+GRID_CHUNKERS = ["fixed_tokens(size=[64, 128])", "sentences(n=3)"]
 
 
 def server_env(tmp: Path) -> dict[str, str]:
@@ -118,7 +120,12 @@ def test_a_folder_of_documents_to_a_priced_recommendation_in_at_most_five_calls(
     tmp_path: Path,
 ) -> None:
     folder = documents_folder(tmp_path)
-    grid = {"datasets": [str(folder)], "chunkers": CHUNKERS, "embedders": ["fake()"], "k": "1,5"}
+    grid = {
+        "datasets": [str(folder)],
+        "chunkers": GRID_CHUNKERS,
+        "embedders": ["fake()"],
+        "k": "1,5",
+    }
     heard: list[tuple[float, float | None, str | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
@@ -176,7 +183,8 @@ def test_a_folder_of_documents_to_a_priced_recommendation_in_at_most_five_calls(
     best = rec["best"]
     top = max(means.values())
     assert best["mean"] == pytest.approx(top, rel=1e-5)
-    assert means[(best["chunker"], best["embedder"])] == pytest.approx(top, rel=1e-5)
+    cell = (CHUNKERS.resolve(best["chunker"]), EMBEDDERS.resolve(best["embedder"]))
+    assert means[tuple(map(str, cell))] == pytest.approx(top, rel=1e-5)
     low, high = best["ci95"]
     assert low < best["mean"] < high
     assert best["usd_per_million"] == 0.0 and best["index_usd"] == 0.0  # fake(): a local model
@@ -255,7 +263,6 @@ def test_a_bad_spec_is_a_structured_error_and_the_server_keeps_serving(tmp_path:
     error, typed = replies["bad type"]  # the SDK's own argument check: an error reply too
     assert error and "chunker" in typed["text"]
 
-    from chunkmark.chunkers import CHUNKERS
     from chunkmark.metrics import METRICS
 
     error, listing = replies["listing"]
@@ -365,7 +372,7 @@ def test_the_real_model_recommends_with_intervals(tmp_path: Path) -> None:
     out = Path(run["out"])
     (rec,) = recommendation["recommendations"]
     means = iou_means(out, "top_k(k=5)")
-    assert rec["best"]["embedder"].startswith("sentence_transformers(model='all-MiniLM-L6-v2'")
+    assert rec["best"]["embedder"] == "sentence_transformers(model='all-MiniLM-L6-v2')"
     assert rec["best"]["mean"] == pytest.approx(max(means.values()), rel=1e-5)
     low, high = rec["best"]["ci95"]
     assert low < rec["best"]["mean"] < high

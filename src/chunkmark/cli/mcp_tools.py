@@ -690,8 +690,8 @@ def _pick(data: ReportData, pick: Pick) -> Payload:
     return {
         "cell": cell.label,
         "metric": pick.metric,
-        "chunker": cell.chunker,
-        "embedder": cell.embedder,
+        "chunker": cell.chunker_short,  # a spec that resolves to the cell's own
+        "embedder": cell.embedder_short,
         "retrieval": pick.retrieval,
         "mean": pick.mean,
         "ci95": [pick.ci_low, pick.ci_high],
