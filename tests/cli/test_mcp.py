@@ -387,3 +387,15 @@ def test_the_real_model_recommends_with_intervals(tmp_path: Path) -> None:
     assert compared["n"] == rec["questions"] == 15
     assert compared["difference"] == pytest.approx(difference, rel=1e-5, abs=1e-9)
     assert compared["ci_low"] <= compared["difference"] <= compared["ci_high"]
+
+
+def test_without_the_sdk_the_command_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli.app_runner import error_line, invoke
+
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the mcp extra were not installed
+    result = invoke("mcp")
+    assert result.exit_code != 0
+    assert error_line(result) == (
+        "error: The MCP server needs the 'mcp' package, which is not installed. "
+        "Fix: pip install 'chunkmark[mcp]'"
+    )
