@@ -25,6 +25,7 @@ def test_commands_are_grouped_in_panels_in_order() -> None:
         "Data",
         "Components",
         "Maintenance",
+        "Agents",
     ]
     listed = re.findall(r"^│ (\w+) ", result.stdout, flags=re.MULTILINE)
     assert listed == [name for names in PANELS.values() for name in names]

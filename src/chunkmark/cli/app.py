@@ -45,6 +45,7 @@ PANELS: dict[str, tuple[str, ...]] = {
         "chunk",
     ),
     "Maintenance": ("cache",),
+    "Agents": ("mcp",),
 }
 _ORDER = [name for names in PANELS.values() for name in names]
 
@@ -147,6 +148,7 @@ def _register_commands() -> None:
         compare,
         datasets,
         listing,
+        mcp_command,
         plan,
         relations,
         relations_run,
@@ -167,6 +169,7 @@ def _register_commands() -> None:
     report.register(app)
     relations_run.add_commands(relations.register(app))
     cache.register(app)
+    mcp_command.register(app)
     panel = {name: title for title, names in PANELS.items() for name in names}
     for command in app.registered_commands:
         command.rich_help_panel = panel[str(command.name)]

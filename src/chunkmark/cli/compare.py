@@ -4,6 +4,8 @@ retrieval setting and one scoring (so it pairs like with like)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -127,9 +129,86 @@ def compare(
     retrieval, k, chunker, embedder, dataset = (
         picked[f] for f in ("retrieval", "k", "chunker", "embedder", "dataset")
     )
-    excerpts = picked["excerpts"] or "position"
-    unit = picked["unit"] or "chars"
-    denominator = picked["denominator"] or "sum"
+    found = compare_cells(
+        runs,
+        a,
+        b,
+        metric=metric,
+        retrieval=retrieval,
+        k=k,
+        excerpts=picked["excerpts"] or "position",
+        unit=picked["unit"] or "chars",
+        denominator=picked["denominator"] or "sum",
+        chunker=chunker,
+        embedder=embedder,
+        dataset=dataset,
+        permutations=permutations,
+        alpha=alpha,
+        seed=seed,
+    )
+    if as_json:
+        typer.echo(json.dumps(found.to_dict(), indent=2))
+        return
+    _print(found.result, found.a, found.b, metric, found.retrieval, found.scoring, found.verdict)
+
+
+@dataclass(frozen=True)
+class CellComparison:
+    """Two cells of one dataset compared at one retrieval setting and scoring: the paired
+    comparison of their per-question values and its verdict at ``alpha``."""
+
+    dataset: str
+    metric: str
+    retrieval: str
+    k: str
+    scoring: Scoring
+    a: Cell
+    b: Cell
+    result: PairedComparison
+    alpha: float
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``chunkmark compare --json`` prints."""
+        return {
+            "dataset": self.dataset,
+            "metric": self.metric,
+            "retrieval": self.retrieval,
+            "k": self.k,
+            "scoring": {
+                "excerpts": self.scoring.excerpts,
+                "unit": self.scoring.unit,
+                "denominator": self.scoring.denominator,
+            },
+            "a": {"chunker": self.a[1], "embedder": self.a[2]},
+            "b": {"chunker": self.b[1], "embedder": self.b[2]},
+            **self.result.to_dict(),
+            "alpha": self.alpha,
+            "verdict": self.verdict,
+        }
+
+
+def compare_cells(
+    runs: Sequence[Path],
+    a: str,
+    b: str,
+    *,
+    metric: str = "iou",
+    retrieval: str | None = None,
+    k: str | None = None,
+    excerpts: str = "position",
+    unit: str = "chars",
+    denominator: str = "sum",
+    chunker: str | None = None,
+    embedder: str | None = None,
+    dataset: str | None = None,
+    permutations: int = 10_000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> CellComparison:
+    """Cell ``a`` against cell ``b`` (each a chunker or an embedder spec, ``chunker`` or
+    ``embedder`` pinning the other part) in the runs' rows of one retrieval setting and scoring,
+    paired over the questions both have. A ConfigError or SpecError names what to change."""
     if metric not in METRICS:
         raise ConfigError(
             f"Unknown metric {metric!r}.", f"Use one of: {', '.join(METRICS.names())}."
@@ -137,7 +216,7 @@ def compare(
     # The report's reading of retrieval settings and scoring, imported here: the CLI starts fast.
     from chunkmark.report.settings import Scoring, choose_retrieval
 
-    rows = _read_runs(runs, metric)
+    rows = _read_runs(list(runs), metric)
     setting = choose_retrieval(list(dict.fromkeys(rows["retrieval"])), retrieval, k, ConfigError)
     try:
         wanted = Scoring.of(excerpts, unit, denominator)
@@ -159,27 +238,18 @@ def compare(
     cell_b = _select(rows, b, chosen_dataset, chunker, embedder, "--b")
     values_a, values_b = _paired_values(rows, cell_a, cell_b)
     result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
-    verdict = _verdict(result, metric, alpha)
-    if as_json:
-        payload = {
-            "dataset": chosen_dataset,
-            "metric": metric,
-            "retrieval": setting,
-            "k": k_value,
-            "scoring": {
-                "excerpts": scoring.excerpts,
-                "unit": scoring.unit,
-                "denominator": scoring.denominator,
-            },
-            "a": {"chunker": cell_a[1], "embedder": cell_a[2]},
-            "b": {"chunker": cell_b[1], "embedder": cell_b[2]},
-            **result.to_dict(),
-            "alpha": alpha,
-            "verdict": verdict,
-        }
-        typer.echo(json.dumps(payload, indent=2))
-        return
-    _print(result, cell_a, cell_b, metric, setting, scoring, verdict)
+    return CellComparison(
+        chosen_dataset,
+        metric,
+        setting,
+        k_value,
+        scoring,
+        cell_a,
+        cell_b,
+        result,
+        alpha,
+        _verdict(result, metric, alpha),
+    )
 
 
 def _read_runs(runs: list[Path], metric: str) -> dict[str, Any]:

@@ -10,22 +10,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chunkmark.report.data import ReportData
-    from chunkmark.report.stats import Recommendation
+    from chunkmark.report.stats import Recommendation, StatsOptions
 
 
 def recommendation_lines(out: Path, report: Path | None = None) -> list[str]:
     """What the report of the run in ``out`` recommends, per dataset, as plain lines; then
     ``report`` (the page written, if any)."""
     from chunkmark.errors import ChunkmarkError
-    from chunkmark.report import ReportOptions
-    from chunkmark.report.data import load_runs
-    from chunkmark.report.stats import analyse, choose_setting
 
     try:
-        data = load_runs([out])
-        options = ReportOptions().stats()  # the defaults the run's report.html is built with
-        retrieval, scoring = choose_setting(data, options)
-        recommendations, _ = analyse(data, replace(options, retrieval=retrieval, scoring=scoring))
+        data, recommendations = recommend(out)
     except ChunkmarkError as exc:
         lines = [f"No recommendation: {exc}"]
     else:
@@ -33,6 +27,23 @@ def recommendation_lines(out: Path, report: Path | None = None) -> list[str]:
     if report is not None:
         lines.append(f"Report: {report}")
     return lines
+
+
+def recommend(
+    out: Path, options: StatsOptions | None = None
+) -> tuple[ReportData, list[Recommendation]]:
+    """The run in ``out`` read as the report reads it, and the report's recommendation for
+    each of its datasets under ``options`` (default: those report.html is built with); a
+    ChunkmarkError when the run cannot be read or lacks the setting asked for."""
+    from chunkmark.report import ReportOptions
+    from chunkmark.report.data import load_runs
+    from chunkmark.report.stats import analyse, choose_setting
+
+    data = load_runs([out])
+    stats = options or ReportOptions().stats()  # the defaults the run's report.html is built with
+    retrieval, scoring = choose_setting(data, stats)
+    recommendations, _ = analyse(data, replace(stats, retrieval=retrieval, scoring=scoring))
+    return data, recommendations
 
 
 def _lines(data: ReportData, r: Recommendation) -> list[str]:
