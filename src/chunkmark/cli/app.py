@@ -33,7 +33,7 @@ INTERRUPTED_EXIT = 130
 
 # ``chunkmark --help`` lists the commands in these panels, in this order.
 PANELS: dict[str, tuple[str, ...]] = {
-    "Evaluate": ("run", "plan", "tune", "compare", "report"),
+    "Evaluate": ("run", "plan", "tune", "compare", "report", "suite"),
     "Data": ("datasets", "synth", "relations"),
     "Components": (
         "chunkers",
@@ -154,6 +154,7 @@ def _register_commands() -> None:
         relations_run,
         report,
         run,
+        suite,
         synth,
         tune,
     )
@@ -167,6 +168,7 @@ def _register_commands() -> None:
     tune.register(app)
     compare.register(app)
     report.register(app)
+    suite.register(app)
     relations_run.add_commands(relations.register(app))
     cache.register(app)
     mcp_command.register(app)

@@ -81,15 +81,7 @@ def download(
     force: Annotated[
         bool, typer.Option("--force", help="Download and convert again even if ready.")
     ] = False,
-    from_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--from",
-            help="Convert from a local copy of the raw files instead of downloading: a folder "
-            "holding one folder per set (e.g. cuad/, qmsum/), or one set's own folder.",
-            show_default=False,
-        ),
-    ] = None,
+    from_dir: options.FromDir = None,
     docs: Annotated[
         int | None,
         typer.Option(

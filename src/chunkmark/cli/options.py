@@ -101,6 +101,15 @@ MaxCost = Annotated[
         show_default=False,
     ),
 ]
+FromDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        help="Convert from a local copy of the raw files instead of downloading: a folder "
+        "holding one folder per set (e.g. cuad/, qmsum/), or one set's own folder.",
+        show_default=False,
+    ),
+]
 Json = Annotated[
     bool, typer.Option("--json", help="Print JSON on stdout instead of tables and text.")
 ]

@@ -222,6 +222,15 @@ def download_many(
     return failed
 
 
+def prepared_folder(name: str, sample: suite.Sample) -> Path:
+    """The folder :func:`download_one` makes ready for ``name`` and ``sample``."""
+    if name == CHROMA:
+        return downloads.dataset_dir(CHROMA)
+    if name == REDOCRED_EVIDENCE:
+        return redocred_dir(sample)
+    return suite.converted_dir(name, sample)
+
+
 def status(name: str) -> tuple[str, Path | None]:
     """A suite set's status line for ``chunkmark datasets`` and its folder once converted."""
     folder = (

@@ -1,0 +1,163 @@
+"""``chunkmark suite``: one grid over the suite's sets, and the leaderboard that reads it."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from chunkmark.cli import options, suite_download
+from chunkmark.datasets.suite import Sample
+from chunkmark.errors import ChunkmarkError
+from chunkmark.suite.run import GRIDS, SuiteSet, run_suite
+
+# Documents drawn per set by default: about 100,000 to 500,000 characters of each set, so the
+# whole suite fits a laptop (docs/suite.md has the timings). Chroma's general set is used whole.
+DEFAULT_DOCS = {
+    "cuad": 8,
+    "qmsum": 8,
+    "evidence_inference": 12,
+    "fairytaleqa": 20,
+    "covid_qa": 10,
+    "redocred-evidence": 100,
+}
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``suite`` command group to ``app``."""
+    group = typer.Typer(add_completion=False, no_args_is_help=True)
+    group.callback()(suite_group)
+    group.command("run")(run_command)
+    app.add_typer(group, name="suite")
+
+
+def suite_group() -> None:
+    """The benchmark suite: seven sets of human- and LLM-marked evidence (docs/suite.md).
+
+    `chunkmark suite run` runs one grid over the sets; `chunkmark suite leaderboard` turns the
+    results into a leaderboard page and table.
+    """
+
+
+def run_command(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="The sets to run (default: suite, all seven): "
+            + ", ".join(suite_download.SUITE_NAMES)
+            + ".",
+            show_default=False,
+            metavar="[SET...]",
+        ),
+    ] = None,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="The suite folder: one results folder per set, suite.json and combined.csv.",
+        ),
+    ] = Path("results/suite"),
+    grid: Annotated[
+        str,
+        typer.Option(
+            "--grid",
+            help="default: fixed tokens 128-1024, recursive 256/512, sentences, paragraphs, "
+            "cluster_semantic x MiniLM, MiniLM with late chunking, model2vec; fast: the same "
+            "chunkers x model2vec only. Both read top_k(5), dense token budgets 512/1024/2048 "
+            "and BM25 and hybrid at 1024 tokens.",
+        ),
+    ] = "default",
+    chunkers: options.Chunkers = None,
+    embedders: options.Embedders = None,
+    from_dir: options.FromDir = None,
+    docs: Annotated[
+        int | None,
+        typer.Option(
+            "--docs",
+            min=1,
+            help="Documents to draw per set (default: a per-set sample of about 100k-500k "
+            "characters; see docs/suite.md).",
+            show_default=False,
+        ),
+    ] = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Run the full sets (hours on a laptop).")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed for drawing documents.")] = 0,
+    report: Annotated[
+        bool, typer.Option("--report", help="Write each set's report.html too.")
+    ] = False,
+    cache_dir: options.CacheDir = None,
+    max_cost: options.MaxCost = None,
+    quiet: options.Quiet = False,
+) -> None:
+    """Run one grid over the suite's sets, one results folder per set (resumable).
+
+    Each set is converted first if needed (downloaded at its pinned commit, or from --from).
+    A set whose questions are asked of one document each searches only that document (the
+    in_document ranker); the others search their corpus. --chunker and --embedder replace the
+    grid's chunkers or embedders. A set that fails is one line and the
+    others go on (exit code 1).
+    """
+    if grid not in GRIDS:
+        raise typer.BadParameter(f"{grid!r} is not a suite grid: use one of {', '.join(GRIDS)}.")
+    if full and docs is not None:
+        raise typer.BadParameter("--full and --docs contradict each other: give one of them.")
+    console = Console(soft_wrap=True, highlight=False, markup=False, stderr=True)
+    say = (lambda line: None) if quiet else console.print
+    wanted = suite_download.expand(names or [suite_download.SUITE])
+    sets: list[SuiteSet] = []
+    failed: list[str] = []
+    started = time.perf_counter()
+    for name in wanted:
+        sample = Sample(None if full else (docs or DEFAULT_DOCS.get(name)), seed)
+        try:
+            suite_download.download_one(
+                name, force=False, from_dir=from_dir, sample=sample, progress=say
+            )
+        except ChunkmarkError as exc:
+            console.print(f"failed: {name}: {exc}")
+            failed.append(name)
+            continue
+        sets.append(SuiteSet(name, suite_download.prepared_folder(name, sample)))
+    writer = None
+    if report:
+        from chunkmark.report import write_run_report
+
+        writer = write_run_report
+    chosen = GRIDS[grid]
+    chosen = replace(
+        chosen,
+        chunkers=tuple(chunkers or chosen.chunkers),
+        embedders=tuple(embedders or chosen.embedders),
+    )
+    result = run_suite(
+        sets,
+        out,
+        chosen,
+        cache_dir=cache_dir,
+        max_cost=max_cost,
+        report_writer=writer,
+        progress=say,
+    )
+    for name, line in result.failures.items():
+        console.print(f"failed: {name}: {line}")
+    seconds = time.perf_counter() - started
+    summary = {
+        "out": str(out),
+        "grid": grid,
+        "sets": {name: str(r.out) for name, r in result.results.items()},
+        "scopes": result.scopes,
+        "failed": [*failed, *result.failures],
+        "seconds": round(seconds, 1),
+        "cells_computed": sum(r.cells_computed for r in result.results.values()),
+        "cells_resumed": sum(r.cells_resumed for r in result.results.values()),
+    }
+    print(json.dumps(summary, indent=2))
+    if summary["failed"]:
+        raise typer.Exit(code=1)

@@ -1,0 +1,101 @@
+"""``chunkmark suite run``: one grid over several sets, one results folder per set, resumable."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from chunkmark.cli.app import _register_commands, app
+from chunkmark.datasets import load_dataset
+from chunkmark.retrieval import RETRIEVAL
+from chunkmark.suite.run import DEFAULT_SETTINGS, scope_of
+from conftest import shared_dir
+
+CHUNKERS = ["fixed_tokens(size=[128, 256])"]
+
+
+def suite(*args: str) -> Any:
+    _register_commands()
+    return CliRunner().invoke(app, ["suite", *args])
+
+
+@pytest.fixture
+def suite_root() -> Path:
+    path = shared_dir() / "datasets" / "suite"
+    if not path.is_dir():
+        pytest.skip(f"the suite's raw files are not at {path} (set CHUNKMARK_SHARED_DIR)")
+    return path
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.mark.integration
+def test_two_sets_run_resume_and_a_bad_set_fails_alone(
+    suite_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CHUNKMARK_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "suite"
+    args = [
+        "run", "fairytaleqa", "covid_qa", "no_such_set", "--grid", "fast", "--docs", "2",
+        "--from", str(suite_root), "--out", str(out), "--embedder", "fake()", "--quiet",
+        *(a for c in CHUNKERS for a in ("--chunker", c)),
+    ]  # fmt: skip
+    first = suite(*args)
+    assert first.exit_code == 1, first.output
+    assert "failed: no_such_set: no downloadable dataset named 'no_such_set'" in first.output
+    summary = json.loads(first.stdout[first.stdout.index("{") :])
+    assert summary["failed"] == ["no_such_set"]
+    assert summary["cells_computed"] == 4 and summary["cells_resumed"] == 0
+
+    described = json.loads((out / "suite.json").read_text(encoding="utf-8"))
+    assert [s["name"] for s in described["sets"]] == ["fairytaleqa", "covid_qa"]
+    for entry in described["sets"]:
+        dataset = load_dataset(entry["dataset"])
+        assert entry["documents"] == len(dataset.documents) == 2
+        assert entry["questions"] == len(dataset.questions)
+        # both sets ask each question of one document: they search only that document
+        assert entry["scope"] == "document"
+        assert all(q.metadata["scope"] == "document" for q in dataset.questions)
+    assert [s["label"] for s in described["settings"]] == [s.label for s in DEFAULT_SETTINGS]
+
+    combined = read_csv(out / "combined.csv")
+    for entry in described["sets"]:
+        own = [r for r in read_csv(out / entry["folder"] / "summary.csv")]
+        mine = [r for r in combined if r["set"] == entry["name"]]
+        assert len(mine) == len(own) > 0
+        for row, theirs in zip(mine, own, strict=True):
+            assert row["recall_mean"] == theirs["recall_mean"]
+            assert row["retrieval"] == theirs["retrieval"]
+            document_spec = next(
+                s["document"] for s in described["settings"] if s["label"] == row["setting"]
+            )
+            assert str(RETRIEVAL.resolve(document_spec)) == row["retrieval"]
+        rows = pq.read_table(out / entry["folder"] / "results.parquet").column("retrieval")
+        assert {str(v) for v in rows.to_pylist()} == {
+            str(RETRIEVAL.resolve(s["document"])) for s in described["settings"]
+        }
+
+    second = suite(*args[:3], *args[4:])  # without the bad set: every cell resumes
+    assert second.exit_code == 0, second.output
+    again = json.loads(second.stdout[second.stdout.index("{") :])
+    assert again["cells_computed"] == 0 and again["cells_resumed"] == 4
+
+
+def test_scope_needs_every_question_to_be_per_document() -> None:
+    demo = load_dataset("demo")
+    assert scope_of(demo) == "corpus"
+
+
+def test_bad_grid_is_a_usage_error(tmp_path: Path) -> None:
+    result = suite("run", "covid_qa", "--grid", "huge", "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert "'huge' is not a suite grid: use one of default, fast" in result.output
