@@ -93,7 +93,14 @@ def test_rank_checks_its_inputs() -> None:
 
 
 def test_registries_list_rankers_and_settings() -> None:
-    assert [e.name for e in RETRIEVERS] == ["bm25", "exact", "faiss", "hybrid", "in_document", "rerank"]
+    assert [e.name for e in RETRIEVERS] == [
+        "bm25",
+        "exact",
+        "faiss",
+        "hybrid",
+        "in_document",
+        "rerank",
+    ]
     assert [e.name for e in RETRIEVAL] == [
         "bm25",
         "faiss",
