@@ -42,7 +42,9 @@ def test_scale_benchmark_at_two_megabytes(tmp_path: Path) -> None:
     for phase in ("load_dataset", "chunk", "count_tokens", "embed_documents", "search", "score"):
         assert re.search(rf"^  run phase {phase}: [\d.]+ s$", out, re.M), phase
         assert re.search(rf"^  cell phase {phase}: [\d.]+ s$", out, re.M) or phase == "load_dataset"
-    assert re.search(r"^chunkmark report: [\d.]+ s, peak RSS [\d.]+ GB, written, [\d.]+ MB$", out, re.M)
+    assert re.search(
+        r"^chunkmark report: [\d.]+ s, peak RSS [\d.]+ GB, written, [\d.]+ MB$", out, re.M
+    )
     # the tags make every chunk text distinct: the count comes from the run's chunk store
     assert re.search(r"^chunks: [\d,]+ \(0 duplicate texts\)$", out, re.M)
     assert re.search(r"^top_k\(k=5\): recall [\d.]+, precision [\d.]+$", out, re.M)
