@@ -1,46 +1,63 @@
-"""One cell over a synthetic corpus of about 1 GB: seconds per phase and the process's peak memory.
+"""``chunkmark run`` over a synthetic corpus of about 1 GB: the CLI's own path (embedding cache,
+chunk store, report), the peak memory of its process tree, seconds per phase, and a corpus
+whose chunk texts are all distinct.
 
 The corpus repeats the five corpora of Chroma's general benchmark, every copy perturbed: a
 seeded 10% of its ASCII letters and digits are replaced by other letters of the same case or
-other digits. That keeps every character offset (so excerpt spans stay valid) and the UTF-8
-size, and makes equal chunks rare (the script counts them: 20 of 1,300,681 chunks at 1 GB,
-chunks with few letters or digits). 1,000 questions are drawn from the benchmark's questions, each moved to a random copy of
-its corpus with its excerpts' offsets unchanged. The corpus is written in Chroma's layout to a
-temporary folder (or ``--workdir``), loaded with ``chunkmark.datasets.load_dataset`` and run as
-one cell through ``Cell.run`` (the product's own path: chunk, count tokens, embed in slices into
-a vector file, exact search, score, query check), without caches:
-``fixed_tokens(size=256)`` x ``fake(dimension=64, max_words=32)``, ``top_k`` at k = 1, 5 and
-10. (The fake embedder hashes words in Python; reading each chunk's first 32 words, as a model
-reads its window, keeps it from dwarfing every other phase.)
+other digits, which keeps every character offset (so excerpt spans stay valid). Perturbation
+alone leaves equal chunks where a stretch has few letters or digits, so every copy is also
+*tagged*: every 128th character starts a tag, ``¤`` and a base-62 number naming the copy and
+the position, written over the characters there (``¤`` appears nowhere else: the base text's
+are replaced by ``£``), and a line is appended to each copy ending in a word of its own that
+cl100k encodes as one token. A chunk that holds a whole tag is the only chunk with that tag at
+that place in its text; a chunk without one is a document's last chunk, which ends in its
+document's own word. So no two chunks have the same text, and the script checks it: it reads
+every chunk back from the run's chunk store and counts the texts seen before (by a 128-bit
+digest). 1,000 questions are drawn from the benchmark's, each moved to a random copy of its
+corpus; their excerpts are read from the copy.
 
-It prints the corpus, seconds and peak resident memory per phase (sampled every 0.1 s), the
-process's peak RSS (``ru_maxrss``), the number of chunks and of duplicate chunk texts, and the
-mean recall and precision at each k (near zero by design: every answer has hundreds of
-perturbed copies, and only the question's own copy counts).
+The corpus is written in Chroma's layout to a temporary folder (or ``--workdir``), then two
+commands run, each in a child process:
 
-    flock /tmp/cpu.lock .venv/bin/python benchmarks/scale.py [--size-mb 1024]
+    chunkmark run --dataset CORPUS --chunker 'fixed_tokens(size=256)'
+        --embedder 'fake(dimension=64, max_words=32)' --k 1,5,10
+        --out RUN --cache-dir CACHE --no-report
+    chunkmark report RUN --out RUN
+
+the run with its embedding cache and chunk store in CACHE, the report (``--no-report`` here
+leaves it out) as its own command so that its time and memory are its own. The embedder is
+``fake``: words hashed into 64 dimensions in Python, reading each chunk's first 32 words as a
+model reads its window; a neural model on two CPU cores would take days over 1 GB, and the
+phases around the model are what this measures.
+
+It prints the machine's CPU, the corpus, each command's seconds and peak resident memory (its
+process tree's, from ``/proc`` every 0.2 s), the run's phase seconds from its manifest (the
+run's totals and the cell's own phases), what the report did (written and its size, or why
+not), the number of chunks and of duplicate chunk texts, mean recall and precision at each k
+(near zero by design: every answer has hundreds of perturbed copies, and only the question's
+own copy counts), the cache folder's size, and the peak over both commands (sampled, and the
+largest single process's ``ru_maxrss``).
+
+    nice -n 10 .venv/bin/python benchmarks/scale.py [--size-mb 1024]
         [--data ../shared/datasets/chroma_general] [--workdir DIR] [--questions 1000]
-        [--dimension 64] [--max-words 32] [--seed 0] [--cached-embedder]
-
-``--cached-embedder`` wraps the embedder as ``chunkmark run --no-cache`` does
-(``CachedEmbedder(inner, None)``), to measure what that wrapper holds on to.
+        [--dimension 64] [--max-words 32] [--seed 0] [--no-report]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import math
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,67 +66,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 PERTURB_RATE = 0.10
+TAG_EVERY = 128  # characters between tag starts
+TAG_MARK = "\u00a4"  # ¤, written only as a tag's first character
+TAG_MARK_STANDIN = "\u00a3"  # £ replaces the base text's own ¤ (same UTF-8 size)
+DIGITS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 CHUNKER = "fixed_tokens(size=256)"
-RETRIEVAL = ("top_k(k=1)", "top_k(k=5)", "top_k(k=10)")
+DEPTHS = (1, 5, 10)
 GB = 1024**3
-
-
-class MemorySampler:
-    """Resident memory of this process, sampled on a thread, with the peak per phase."""
-
-    def __init__(self, every: float = 0.1) -> None:
-        self.every = every
-        self.peak = 0
-        self.peaks: dict[str, int] = {}
-        self.phase: str | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._page = os.sysconf("SC_PAGE_SIZE")
-
-    def rss(self) -> int:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * self._page
-
-    def sample(self) -> None:
-        now = self.rss()
-        self.peak = max(self.peak, now)
-        if self.phase is not None:
-            self.peaks[self.phase] = max(self.peaks.get(self.phase, 0), now)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every):
-            self.sample()
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sample()
-
-    @contextmanager
-    def during(self, phase: str) -> Iterator[None]:
-        outer, self.phase = self.phase, phase
-        self.sample()
-        try:
-            yield
-        finally:
-            self.sample()
-            self.phase = outer
-
-
-def make_timer(sampler: MemorySampler) -> Any:
-    """A PhaseTimer that also records the peak memory of each phase."""
-    from chunkmark.timing import PhaseTimer
-
-    class TrackedTimer(PhaseTimer):
-        @contextmanager
-        def __call__(self, phase: str) -> Iterator[None]:
-            with sampler.during(phase), super().__call__(phase):
-                yield
-
-    return TrackedTimer()
 
 
 def perturb(text: str, rng: np.random.Generator) -> str:
@@ -122,6 +85,49 @@ def perturb(text: str, rng: np.random.Generator) -> str:
         shift = rng.integers(1, count, size=len(chosen), dtype=np.uint32)
         codes[chosen] = (codes[chosen] - first + shift) % count + first
     return codes.tobytes().decode("utf-32-le")
+
+
+def tag_width(copies: int, longest: int) -> int:
+    """Base-62 digits that number every (copy, tag position) of the corpus."""
+    return max(1, math.ceil(math.log(copies * (longest // TAG_EVERY + 1) + 1, len(DIGITS))))
+
+
+def tag(text: str, copy: int, longest: int, width: int) -> str:
+    """``text`` with a tag over the characters at every ``TAG_EVERY``-th position: ``¤`` and
+    ``width`` base-62 digits of ``copy * slots + position // TAG_EVERY`` (one number per copy
+    and place, so two tags are equal only at the same place of the same copy). Tags that
+    would run past the end are left out. Same length in characters."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).copy()
+    codes[codes == ord(TAG_MARK)] = ord(TAG_MARK_STANDIN)
+    starts = np.arange(0, max(0, len(codes) - width), TAG_EVERY, dtype=np.int64)
+    values = copy * (longest // TAG_EVERY + 1) + starts // TAG_EVERY
+    alphabet = np.frombuffer(DIGITS.encode("utf-32-le"), dtype=np.uint32)
+    codes[starts] = ord(TAG_MARK)
+    for place in range(width, 0, -1):
+        values, digit = np.divmod(values, len(DIGITS))
+        codes[starts + place] = alphabet[digit]
+    return codes.tobytes().decode("utf-32-le")
+
+
+def ending_words(n: int) -> list[str]:
+    """``n`` distinct words (a space and ASCII letters) that cl100k encodes as one token each,
+    also after a line break: the last token of each copy, so its last chunk is its own."""
+    from chunkmark.tokenizers import get_encoding
+
+    enc = get_encoding("cl100k_base")
+    words = []
+    for token in range(enc.n_vocab):
+        try:
+            raw = enc.decode_single_token_bytes(token)
+        except KeyError:
+            continue
+        if len(raw) >= 5 and raw[:1] == b" " and raw[1:].isalpha() and raw.isascii():
+            word = raw.decode()
+            if enc.encode_ordinary("\n" + word)[-1] == token:
+                words.append(word)
+    if len(words) < n:
+        raise SystemExit(f"cl100k has {len(words)} one-token words; {n} copies need one each")
+    return sorted(words)[:n]
 
 
 @dataclass
@@ -158,18 +164,22 @@ def plan_corpus(base: Any, size_bytes: int, n_questions: int, seed: int) -> Plan
 
 
 def write_corpus(base: Any, plan: Plan, folder: Path, seed: int) -> int:
-    """Write the copies and questions in Chroma's layout; the corpus's UTF-8 bytes."""
+    """Write the tagged copies and the questions in Chroma's layout; the corpus's UTF-8 bytes."""
     corpora = folder / "corpora"
     corpora.mkdir(parents=True, exist_ok=True)
     asked: dict[int, list[int]] = {}
     for n, (_, copy) in enumerate(plan.questions):
         asked.setdefault(copy, []).append(n)
     rows: list[list[str] | None] = [None] * len(plan.questions)
+    longest = max(len(d.text) for d in base.documents)
+    width = tag_width(len(plan.copies), longest)
+    words = ending_words(len(plan.copies))
     written = 0
     for copy, (r, i) in enumerate(plan.copies):
         doc = base.documents[i]
         name = f"{doc.id}-{r:05d}"
         text = perturb(doc.text, np.random.default_rng([seed, r, i]))
+        text = tag(text, copy, longest, width) + "\n" + words[copy]
         data = text.encode("utf-8")
         (corpora / f"{name}.md").write_bytes(data)
         written += len(data)
@@ -188,55 +198,136 @@ def write_corpus(base: Any, plan: Plan, folder: Path, seed: int) -> int:
     return written
 
 
-def duplicate_texts(dataset: Any, chunks: list[Any]) -> int:
-    """Chunks whose span text equals an earlier chunk's (by a 128-bit digest)."""
-    import hashlib
+class TreeMemory:
+    """Peak resident memory of a process and its descendants (summed), sampled from /proc."""
 
-    docs = dataset.by_id
-    digests = {
-        hashlib.blake2b(docs[c.doc_id].text[c.start : c.end].encode(), digest_size=16).digest()
-        for c in chunks
+    def __init__(self, pid: int, every: float = 0.2) -> None:
+        self.pid = pid
+        self.every = every
+        self.peak = 0
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def tree_rss(self) -> int:
+        parents: dict[int, int] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                parents[int(entry)] = int(fields[1])
+        tree, grew = {self.pid}, True
+        while grew:
+            found = {p for p, parent in parents.items() if parent in tree} - tree
+            tree |= found
+            grew = bool(found)
+        total = 0
+        for pid in tree:
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    total += int(f.read().split()[1]) * self._page
+            except OSError:
+                continue
+        return total
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self.peak = max(self.peak, self.tree_rss())
+
+    def __enter__(self) -> TreeMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run_child(command: list[str]) -> dict[str, Any]:
+    """A child process: its exit status, seconds, output and the peak memory of its tree."""
+    began = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with TreeMemory(child.pid) as memory:
+        output, _ = child.communicate()
+    return {
+        "status": child.returncode,
+        "seconds": time.perf_counter() - began,
+        "tree_peak": memory.peak,
+        "output": output,
     }
-    return len(chunks) - len(digests)
 
 
-def run_cell(dataset: Any, embedder_spec: str, cached: bool, timer: Any) -> Any:
-    from chunkmark.chunkers import CHUNKERS
-    from chunkmark.embedders import EMBEDDERS
-    from chunkmark.embedders.cache import CachedEmbedder
-    from chunkmark.experiments.cell import Cell, CellEnv
-    from chunkmark.retrieval import RETRIEVAL as SETTINGS
+def chunkmark(*args: str) -> list[str]:
+    return [sys.executable, "-m", "chunkmark", *args]
 
-    e_spec = EMBEDDERS.resolve(embedder_spec)
-    inner, _ = EMBEDDERS.build(e_spec)
-    embedder = CachedEmbedder(inner, None) if cached else inner
 
-    def embed_queries() -> Any:
-        with timer("embed_queries"):
-            return embedder.embed([q.text for q in dataset.questions], kind="query")
-
-    env = CellEnv(embedder=embedder, identity=inner.identity(), embed_queries=embed_queries)
-    cell = Cell(
-        dataset,
-        CHUNKERS.resolve(CHUNKER),
-        e_spec,
-        tuple(SETTINGS.resolve(s) for s in RETRIEVAL),
+def run_command(corpus: Path, out: Path, cache: Path, embedder: str) -> list[str]:
+    """The run, without its report (that is a second command, measured on its own)."""
+    return chunkmark(
+        "run",
+        "--dataset",
+        str(corpus),
+        "--chunker",
+        CHUNKER,
+        "--embedder",
+        embedder,
+        "--k",
+        ",".join(str(k) for k in DEPTHS),
+        "--out",
+        str(out),
+        "--cache-dir",
+        str(cache),
+        "--no-report",
     )
-    return cell.run(env, timer)
 
 
-def mean_scores(result: Any) -> dict[str, tuple[float, float]]:
-    """Mean recall and precision per retrieval setting (default scoring)."""
-    cols = result.columns
-    settings = np.asarray(cols["retrieval"])
-    out = {}
-    for spec in dict.fromkeys(cols["retrieval"]):
+def duplicate_texts(corpus: Path, cache: Path) -> tuple[int, int]:
+    """(chunks, chunks whose text equals an earlier chunk's), from the run's chunk store."""
+    import pyarrow.parquet as pq
+
+    (stored,) = sorted((cache / "chunks").glob("*.parquet"))
+    table = pq.read_table(stored, columns=["doc_id", "start", "end"]).to_pydict()
+    order = np.argsort(np.asarray(table["doc_id"], dtype=object), kind="stable")
+    seen: set[bytes] = set()
+    current, text = None, ""
+    for i in order.tolist():
+        doc = table["doc_id"][i]
+        if doc != current:
+            current = doc
+            text = (corpus / "corpora" / f"{doc}.md").read_text(encoding="utf-8")
+        piece = text[table["start"][i] : table["end"][i]]
+        seen.add(hashlib.blake2b(piece.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+    return len(order), len(order) - len(seen)
+
+
+def mean_scores(out: Path) -> dict[str, tuple[float, float]]:
+    """Mean recall and precision per retrieval setting (default scoring), from results."""
+    import pyarrow.parquet as pq
+
+    cols = pq.read_table(out / "results.parquet", columns=["retrieval", "recall", "precision"])
+    data = cols.to_pydict()
+    settings = np.asarray(data["retrieval"])
+    scores = {}
+    for spec in dict.fromkeys(data["retrieval"]):
         rows = settings == spec
-        out[spec] = (
-            float(np.asarray(cols["recall"])[rows].mean()),
-            float(np.asarray(cols["precision"])[rows].mean()),
-        )
-    return out
+        recall = float(np.asarray(data["recall"], dtype=float)[rows].mean())
+        precision = float(np.asarray(data["precision"], dtype=float)[rows].mean())
+        scores[spec] = (recall, precision)
+    return scores
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -249,48 +340,65 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dimension", type=int, default=64)
     parser.add_argument("--max-words", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cached-embedder", action="store_true")
+    parser.add_argument("--no-report", action="store_true")
     args = parser.parse_args(argv)
 
     from chunkmark.datasets import load_dataset
 
-    sampler = MemorySampler()
-    sampler.start()
-    timer = make_timer(sampler)
-    started = time.perf_counter()
+    print(f"machine: {cpu_name()}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="chunkmark-scale-") as tmp:
         folder = (args.workdir or Path(tmp)) / "scale"
         if folder.exists() and any(folder.iterdir()):
             sys.exit(f"{folder} is not empty: pass another --workdir")
-        with timer("generate"):
-            base = load_dataset(args.data)
-            plan = plan_corpus(base, int(args.size_mb * 2**20), args.questions, args.seed)
-            written = write_corpus(base, plan, folder, args.seed)
-            del base
-        with timer("load_dataset"):
-            dataset = load_dataset(folder)
-        chars = sum(len(d.text) for d in dataset.documents)
+        corpus, out, cache = folder / "corpus", folder / "run", folder / "cache"
+        began = time.perf_counter()
+        base = load_dataset(args.data)
+        plan = plan_corpus(base, int(args.size_mb * 2**20), args.questions, args.seed)
+        written = write_corpus(base, plan, corpus, args.seed)
+        del base
+        generate = time.perf_counter() - began
         embedder = f"fake(dimension={args.dimension}, max_words={args.max_words})"
-        print(f"scale: {CHUNKER} x {embedder}, {', '.join(RETRIEVAL)}")
+        print(f"scale: chunkmark run, {CHUNKER} x {embedder}, k = {DEPTHS}")
         print(
-            f"corpus: {len(dataset.documents)} documents, {written / 2**20:.1f} MB "
-            f"({chars:,} characters), {len(dataset.questions)} questions"
+            f"corpus: {len(plan.copies)} documents, {written / 2**20:.1f} MB, "
+            f"{len(plan.questions)} questions (generated in {generate:.1f} s)"
         )
-        print(f"embedding dimension: {args.dimension}")
-        result = run_cell(dataset, embedder, args.cached_embedder, timer)
-        total = time.perf_counter() - started
-        sampler.stop()
+        run = run_child(run_command(corpus, out, cache, embedder))
+        if run["status"] != 0:
+            print(run["output"])
+            sys.exit(f"chunkmark run exited with status {run['status']}")
+        manifest = json.loads((out / "manifest.json").read_text())
+        (cell,) = manifest["cells"]
+        print(f"chunkmark run: {run['seconds']:.1f} s, peak RSS {run['tree_peak'] / GB:.2f} GB")
+        for phase, seconds in manifest["timings"].items():
+            print(f"  run phase {phase}: {seconds:.1f} s")
+        for phase, seconds in cell.get("timings", {}).items():
+            print(f"  cell phase {phase}: {seconds:.1f} s")
+        peak = run["tree_peak"]
+        if not args.no_report:
+            report = run_child(chunkmark("report", str(out), "--out", str(out)))
+            page = out / "report.html"
+            peak = max(peak, report["tree_peak"])
+            if report["status"] == 0 and page.is_file():
+                what = f"written, {page.stat().st_size / 1e6:.1f} MB"
+            else:
+                last = report["output"].strip().splitlines()[-3:]
+                what = f"not written (exit status {report['status']}: {' '.join(last)})"
+            print(
+                f"chunkmark report: {report['seconds']:.1f} s, "
+                f"peak RSS {report['tree_peak'] / GB:.2f} GB, {what}"
+            )
+        chunks, duplicates = duplicate_texts(corpus, cache)
+        print(f"chunks: {chunks:,} ({duplicates} duplicate texts)")
+        for spec, (recall, precision) in mean_scores(out).items():
+            print(f"{spec}: recall {recall:.3f}, precision {precision:.4f}")
+        cache_bytes = sum(p.stat().st_size for p in cache.rglob("*") if p.is_file())
+        print(f"cache folder: {cache_bytes / GB:.2f} GB on disk")
+        largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
         print(
-            f"chunks: {result.n_chunks:,} ({duplicate_texts(dataset, result.chunks)} duplicate texts)"
+            f"peak RSS: {peak / GB:.2f} GB (a command's process tree, sampled), "
+            f"{largest / GB:.2f} GB (largest process, ru_maxrss)"
         )
-    for phase, seconds in timer.seconds.items():
-        peak = sampler.peaks.get(phase, 0) / GB
-        print(f"phase {phase}: {seconds:.1f} s (peak RSS {peak:.2f} GB)")
-    print(f"total: {total:.1f} s")
-    for spec, (recall, precision) in mean_scores(result).items():
-        print(f"{spec}: recall {recall:.3f}, precision {precision:.4f}")
-    max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GB
-    print(f"peak RSS: {max_rss:.2f} GB (ru_maxrss), {sampler.peak / GB:.2f} GB (sampled)")
 
 
 if __name__ == "__main__":

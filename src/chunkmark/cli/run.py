@@ -170,8 +170,9 @@ def run(
             console.print(line)
     if results.report_error is not None:
         console.print(report_error_line(results.out, results.report_error), highlight=False)
-    # The answer last: what the report recommends, then where the report is.
-    for line in recommendation_lines(results.out, results.files.get("report")):
+    # The answer last: what the report recommends, then where the report is (no cell, no answer).
+    finished = results.cells_computed + results.cells_resumed
+    for line in recommendation_lines(results.out, results.files.get("report")) if finished else []:
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
     if results.failures:
         raise typer.Exit(FAILED_EXIT)

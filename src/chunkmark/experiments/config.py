@@ -103,7 +103,10 @@ class RayOptions(BaseModel):
     one client's retries and backoff pace every request. ``batch_min_texts``: requests with
     fewer texts to embed than this run in the driver (a batch-inference job costs seconds to
     start). ``max_retries``: how often a task whose worker died is run again before its cell is
-    recorded as failed.
+    recorded as failed. ``resources``: custom resources every task and embedding actor asks
+    for, so the work runs only on nodes that offer them (``ray start --resources
+    '{"worker": 4}'``); when no live node offers them any more (the node was lost), the cells
+    still waiting are recorded as failed instead of waiting for one to join.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -112,6 +115,7 @@ class RayOptions(BaseModel):
     embed_actors: int | None = Field(default=None, ge=1)
     batch_min_texts: int = Field(default=1024, ge=1)
     max_retries: int = Field(default=2, ge=0)
+    resources: dict[str, float] = Field(default_factory=dict)
 
 
 class ExperimentConfig(BaseModel):

@@ -98,6 +98,8 @@ BATCH_ROWS = 256
 CPUS_PER_ACTOR = 4
 # Chunkers whose spec names an object that lives only in the process that registered it.
 PROCESS_LOCAL_CHUNKERS = frozenset({"splitter"})
+# Seconds between checks that some live node still offers the tasks' custom resources.
+FEASIBLE_CHECK_SECONDS = 2.0
 STAT_FIELDS = ("inputs", "measured", "truncated", "tokens", "requests", "retries", "model_seconds")
 
 
@@ -212,13 +214,16 @@ class ClusterEmbedder:
         yield from self._batch_inference(parts, kind, inputs)
 
     def pool(self, resources: dict[str, float]) -> tuple[int, int, float]:
-        """Actors, GPUs per actor and CPUs per actor for a cluster with ``resources``."""
+        """Actors, GPUs per actor and CPUs per actor for a cluster with ``resources`` (the
+        nodes that offer ``ray.resources``, each actor asking for those too)."""
         if isinstance(self.local, RemoteClient):  # one client: one rate limit for the cluster
             return 1, 0, 1.0
         gpus = int(resources.get("GPU", 0))
         cpus = max(1.0, float(resources.get("CPU", 1)))
         uses_gpu = gpus > 0 and hasattr(self.local, "device")  # a local model, not an API
         actors = self.options.embed_actors or (gpus if uses_gpu else int(cpus // CPUS_PER_ACTOR))
+        for name, amount in self.options.resources.items():  # as many as the resources allow
+            actors = min(actors, int(resources.get(name, 0.0) // amount))
         actors = max(1, actors)
         per_actor_cpus = 1.0 if uses_gpu else max(1.0, float(int(cpus // actors)))
         return actors, (1 if uses_gpu else 0), per_actor_cpus
@@ -229,7 +234,9 @@ class ClusterEmbedder:
         ray = connect(self.options)
         from ray.data import ActorPoolStrategy
 
-        actors, gpus, cpus = self.pool(ray.cluster_resources())
+        capacity, largest = _capacity(ray, self.options.resources)
+        actors, gpus, cpus = self.pool(capacity)
+        cpus = min(cpus, largest)  # an actor fits on one node
         rows = [
             {"part": p, "row": r, "item": item}
             for p, part in enumerate(parts)
@@ -243,6 +250,7 @@ class ClusterEmbedder:
             batch_format="numpy",
             num_cpus=cpus,
             num_gpus=gpus or None,
+            **({"resources": dict(self.options.resources)} if self.options.resources else {}),
         )
         self.jobs += 1
         sizes = [len(p) for p in parts]
@@ -441,7 +449,12 @@ class _Driver:
         self.session = session
         self.todo = todo
         options = session.config.ray
-        self.retries = {"max_retries": options.max_retries, "retry_exceptions": False}
+        self.retries: dict[str, Any] = {
+            "max_retries": options.max_retries,
+            "retry_exceptions": False,
+        }
+        if options.resources:
+            self.retries["resources"] = dict(options.resources)
         self._datasets: dict[str, Any] = {}
 
     def dataset_ref(self, dataset: Dataset) -> Any:
@@ -477,7 +490,7 @@ class _Driver:
                 submitted[at] = ref
                 waiting[ref] = []
             waiting[submitted[at]].append(i)
-        for ref, result in _as_completed(ray, list(waiting)):
+        for ref, result in _as_completed(ray, list(waiting), session.config.ray.resources):
             cells = waiting[ref]
             reusable = CHUNKERS.traits(self.todo[cells[0]].chunker).reusable
             if isinstance(result, Prepared) and store is not None and reusable:
@@ -598,7 +611,7 @@ class _Driver:
             )
             refs[ref] = i
         outcomes: dict[int, CellOutcome] = {}
-        for ref, result in _as_completed(ray, list(refs)):
+        for ref, result in _as_completed(ray, list(refs), session.config.ray.resources):
             i = refs[ref]
             if isinstance(result, BaseException):
                 outcomes[i] = session.failed(self.todo[i], result)
@@ -611,16 +624,64 @@ class _Driver:
         return outcomes
 
 
-def _as_completed(ray: Any, refs: list[Any]) -> Iterator[tuple[Any, Any]]:
-    """``(ref, value or exception)`` for each ref, in the order they finish."""
+def _as_completed(
+    ray: Any, refs: list[Any], resources: dict[str, float] | None = None
+) -> Iterator[tuple[Any, Any]]:
+    """``(ref, value or exception)`` for each ref, in the order they finish.
+
+    Tasks that ask for custom ``resources`` can only run on nodes that offer them; when no
+    live node does any more (the last one was lost), the tasks still waiting are cancelled
+    and each gets an error, instead of waiting for a node that may never join.
+    """
     left = list(refs)
     while left:
-        done, left = ray.wait(left, num_returns=1)
+        done, left = ray.wait(left, num_returns=1, timeout=FEASIBLE_CHECK_SECONDS)
+        if not done:
+            if resources and not _offered(ray, resources):
+                for ref in left:
+                    ray.cancel(ref, force=True)
+                    yield ref, _lost(resources)
+                return
+            continue
         ref = done[0]
         try:
             yield ref, ray.get(ref)
         except Exception as exc:  # a task's error, or its worker died: the cell's error
             yield ref, _cause(ray, exc)
+
+
+def _capacity(ray: Any, resources: dict[str, float]) -> tuple[dict[str, float], float]:
+    """The summed resources of the live nodes that offer ``resources`` (every live node when
+    there are none), and the most CPUs one of them has."""
+    total: dict[str, float] = {}
+    largest = 0.0
+    for node in ray.nodes():
+        offered = node.get("Resources", {})
+        if not node.get("Alive") or any(offered.get(n, 0.0) < a for n, a in resources.items()):
+            continue
+        for name, amount in offered.items():
+            total[name] = total.get(name, 0.0) + float(amount)
+        largest = max(largest, float(offered.get("CPU", 0.0)))
+    return total, max(1.0, largest)
+
+
+def _offered(ray: Any, resources: dict[str, float]) -> bool:
+    """Whether a live node of the cluster offers every one of ``resources``."""
+    for node in ray.nodes():
+        if node.get("Alive") and all(
+            node.get("Resources", {}).get(name, 0.0) >= amount for name, amount in resources.items()
+        ):
+            return True
+    return False
+
+
+def _lost(resources: dict[str, float]) -> ChunkmarkError:
+    return ChunkmarkError(
+        f"No live node of the Ray cluster offers the resources {resources} any more "
+        "(a node was lost).",
+        "Start a node that offers them (ray start --resources ...) and rerun into the same "
+        "results folder: finished cells are kept.",
+    )
 
 
 def _cause(ray: Any, exc: Exception) -> BaseException:
@@ -629,7 +690,13 @@ def _cause(ray: Any, exc: Exception) -> BaseException:
         cause = getattr(exc, "cause", None)
         if isinstance(cause, BaseException):
             return cause
-    if isinstance(exc, (ray.exceptions.WorkerCrashedError, ray.exceptions.RayActorError)):
+    died = (ray.exceptions.WorkerCrashedError, ray.exceptions.RayActorError)
+    died += tuple(
+        error
+        for name in ("NodeDiedError", "LocalRayletDiedError", "TaskUnschedulableError")
+        if isinstance(error := getattr(ray.exceptions, name, None), type)
+    )
+    if isinstance(exc, died):
         return ChunkmarkError(
             f"A Ray worker died while running this cell ({type(exc).__name__}).",
             "Rerun into the same results folder: finished cells are kept, this one is redone.",
