@@ -16,6 +16,7 @@ from chunkmark.cli import options
 from chunkmark.errors import ConfigError, SpecError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison, compare_paired
+from chunkmark.metrics.selection import QuestionsNeeded, questions_needed
 
 if TYPE_CHECKING:
     from chunkmark.report.settings import Scoring
@@ -106,7 +107,9 @@ def compare(
     old_dataset: Annotated[str | None, options.old_spelling("--dataset")] = None,
 ) -> None:
     """Is cell A better than cell B? The paired difference over the same questions, its 95%
-    interval, the randomisation test's p-value (t-test and Wilcoxon beside it) and a verdict.
+    interval, the randomisation test's p-value (t-test and Wilcoxon beside it), a verdict, and
+    how many questions would give 80% power to detect a difference that large (none below half
+    a point: decide on cost).
 
     The --pick-... options choose which rows of the runs are compared; they never add to a
     grid (that is what run's --chunker, --embedder, --retrieval and --k do).
@@ -160,6 +163,7 @@ def compare(
     values_a, values_b = _paired_values(rows, cell_a, cell_b)
     result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
     verdict = _verdict(result, metric, alpha)
+    needed = questions_needed(values_a, values_b, alpha=alpha) if result.n >= 2 else None
     if as_json:
         payload = {
             "dataset": chosen_dataset,
@@ -176,10 +180,13 @@ def compare(
             **result.to_dict(),
             "alpha": alpha,
             "verdict": verdict,
+            "questions_needed": None if needed is None else needed.to_dict(),
         }
         typer.echo(json.dumps(payload, indent=2))
         return
     _print(result, cell_a, cell_b, metric, setting, scoring, verdict)
+    if needed is not None:
+        Console().print(f"[bold]questions needed:[/] {questions_line(needed, result.n)}")
 
 
 def _read_runs(runs: list[Path], metric: str) -> dict[str, Any]:
@@ -373,6 +380,20 @@ def _print(
         f"A wins {result.wins}, ties {result.ties}, loses {result.losses}"
     )
     console.print(f"[bold]verdict:[/] {verdict}")
+
+
+def questions_line(needed: QuestionsNeeded, n: int) -> str:
+    """How many paired questions would detect a difference as large as the one observed."""
+    if needed.n is None:
+        return (
+            f"no realistic number of questions would separate A and B ({needed.reason}): "
+            "decide on cost"
+        )
+    return (
+        f"about {needed.n:,} paired questions would detect a difference of "
+        f"{100 * abs(needed.difference):.2f} points with {100 * needed.power:.0f}% power at "
+        f"alpha {needed.alpha:g} ({needed.method}; these cells share {n})"
+    )
 
 
 def _p(value: float | None) -> str:
