@@ -101,6 +101,13 @@ def p_best(
     return {name: float(s / resamples) for name, s in zip(names, shares, strict=True)}
 
 
+def names_single_winner(share: float, tied: int, min_p_best: float = MIN_P_BEST) -> bool:
+    """The rule for naming one winner: the best cell's P(best) is at least ``min_p_best`` and
+    the paired tests tie no other cell with it (``tied`` counts the group, the best included:
+    :func:`~chunkmark.metrics.paired.tied_with_best`)."""
+    return tied == 1 and share >= min_p_best
+
+
 @dataclass(frozen=True)
 class QuestionsNeeded:
     """How many paired questions a two-sided paired t-test at ``alpha`` needs to detect

@@ -36,6 +36,7 @@ from chunkmark.metrics.selection import (
     MIN_P_BEST,
     POWER,
     QuestionsNeeded,
+    names_single_winner,
     p_best,
     questions_needed,
 )
@@ -404,7 +405,7 @@ def _recommendation(
         )
         shares = tuple((o, found[str(i)]) for i, o in enumerate(best.order))
         top = best.order[0]
-        if len(best.tied) == 1 and found["0"] >= options.min_p_best:
+        if names_single_winner(found["0"], len(best.tied), options.min_p_best):
             winner = top
         if len(best.order) > 1:
             top_two = _separation(best, top, best.order[1], options)
