@@ -34,6 +34,7 @@ Finally the recommendation ``chunkmark run`` prints for the full run.
     .venv/bin/python benchmarks/verdict_calibration.py [--dataset ../shared/datasets/chroma_general]
         [--embedder 'fake()'] [--retrieval 'bm25(k=5)'] [--metric iou] [--out DIR]
         [--cache-dir DIR] [--pilots 200] [--trials 200] [--power-draws 1000] [--seed 0]
+        [--sections abc]
 """
 
 from __future__ import annotations
@@ -324,6 +325,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--power-draws", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sections", default="abc", help="which of (a), (b), (c) to run")
     args = parser.parse_args()
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(shared / "tiktoken_cache"))
 
@@ -339,12 +341,15 @@ def main() -> int:
         )
         for name, v in cells.items():
             print(f"  {name}: mean {100 * v.mean():.2f}")
-        print("\n(a) questions needed: predicted from pilots vs observed\n")
-        questions_table(cells, args, print)
-        print("\n(b) null data: a winner should be named in at most 5% of trials\n")
-        null_table(cells, args, print)
-        print("\n(c) the full set's winner on subsamples\n")
-        stability_table(cells, args, print)
+        if "a" in args.sections:
+            print("\n(a) questions needed: predicted from pilots vs observed\n")
+            questions_table(cells, args, print)
+        if "b" in args.sections:
+            print("\n(b) null data: a winner should be named in at most 5% of trials\n")
+            null_table(cells, args, print)
+        if "c" in args.sections:
+            print("\n(c) the full set's winner on subsamples\n")
+            stability_table(cells, args, print)
         print("\nthe recommendation `chunkmark run` prints for the full run:\n")
         from chunkmark.cli.recommend import recommendation_lines
 

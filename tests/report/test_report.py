@@ -39,8 +39,8 @@ from chunkmark.report.data import (
     load_runs,
 )
 from chunkmark.report.html import embed_json
-from chunkmark.report.payload import num
 from chunkmark.report.inspector import build_inspector, load_report_dataset
+from chunkmark.report.payload import num
 from chunkmark.report.settings import DEFAULT_SCORING, Scoring, retrieval_of, top_k
 from chunkmark.report.stats import StatsOptions, analyse, pareto_front
 
