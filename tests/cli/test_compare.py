@@ -17,6 +17,7 @@ import chunkmark
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.metrics.paired import compare_paired
+from chunkmark.metrics.selection import questions_needed
 
 SMALL = "fixed_tokens(size=40, overlap=0)"
 LARGE = "fixed_tokens(size=400, overlap=0)"
@@ -63,6 +64,10 @@ def test_json_equals_the_library_on_the_same_questions(run_dir: Path) -> None:
     # Small chunks retrieve far fewer unneeded characters: IoU is clearly higher.
     assert got["difference"] > 0 and got["p_permutation"] < 0.01
     assert got["verdict"].startswith("A is better than B on IoU")
+    # The questions a paired t-test needs for 80% power at this difference: the library's.
+    needed = got["questions_needed"]
+    assert needed == questions_needed(values[SMALL], values[LARGE]).to_dict()
+    assert needed["n"] is not None and 2 <= needed["n"] < 64  # already separated on 64
 
 
 def test_a_cell_against_itself_is_a_tie(run_dir: Path) -> None:
@@ -71,6 +76,9 @@ def test_a_cell_against_itself_is_a_tie(run_dir: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "no detectable difference" in done.stdout and "p = 1" in done.stdout
+    assert "no realistic number of questions would separate A and B" in " ".join(
+        done.stdout.split()
+    )
 
 
 def test_ambiguous_or_unknown_cells_are_one_line_errors(run_dir: Path) -> None:

@@ -35,26 +35,74 @@ def test_the_last_lines_are_the_report_recommendation_and_its_path(tmp_path: Pat
     best = report.data.cells[rec.best.cell]
     expected = recommendation_lines(out, out / "report.html")
     assert lines[-len(expected) :] == expected
-    assert expected[0].startswith(
-        f"Recommended for demo x fake(dimension=64): {best.chunker_short}: IoU "
+    measured = (
+        f"{best.chunker_short}: IoU "
         f"{100 * rec.best.mean:.2f}% [{100 * rec.best.ci_low:.2f}, {100 * rec.best.ci_high:.2f}]"
-        f" with top_k(k=5), {rec.n_questions} questions."
+        f" with top_k(k=5), {rec.n_questions} questions. P(best) = "
+        f"{rec.p_best_of(rec.best.option):.2f}"
     )
-    tied = [report.data.cells[o[0]].chunker_short for o in rec.best.tied if o != rec.best.option]
-    if tied:
-        assert expected[1].startswith(
-            f"Tied with it (paired tests cannot tell them apart): {', '.join(tied)}"
-        )
-    else:
-        assert expected[1].startswith("No cell ties with it: the runner-up, ")
+    # On these 64 questions sentences(n=2) is best by mean and in 98% of resamples, but the
+    # paired tests tie fixed_tokens(size=64) with it: no single winner, the group and its cost.
+    assert rec.winner is None
+    assert expected[0].startswith(
+        f"No single winner for demo x fake(dimension=64): the best by mean is {measured}"
+    )
+    tied = [o for o in rec.best.tied if o != rec.best.option]
+    assert tied
+    names = [
+        f"{report.data.cells[o[0]].chunker_short} (P(best) = {rec.p_best_of(o):.2f})" for o in tied
+    ]
+    assert expected[1] == f"Tied with it (paired tests cannot tell them apart): {', '.join(names)}."
+    assert rec.cheapest_tied is not None
+    cheapest = report.data.cells[rec.cheapest_tied.cell].chunker_short
+    assert expected[2].startswith(
+        f"Choose on cost within the group: the cheapest to index is {cheapest}"
+    )
+    assert rec.top_two is not None and rec.top_two.needed.n is not None
+    assert expected[3].startswith(
+        f"Separating {best.chunker_short} and {report.data.cells[rec.top_two.b[0]].chunker_short} "
+    )
+    assert f"would take about {rec.top_two.needed.n:,} questions for 80% power" in expected[3]
     assert expected[-1] == f"Report: {out / 'report.html'}"
+    # The P(best) shown is the share of resamples the library computes for these values.
+    from chunkmark.metrics.selection import p_best
+    from chunkmark.report.stats import paired_values
+
+    values = paired_values(report.data, [o for o, _ in rec.p_best], "iou")
+    shares = p_best({str(o): v for o, v in values.items()}, resamples=10_000)
+    assert [shares[str(o)] for o, _ in rec.p_best] == [p for _, p in rec.p_best]
+
+
+def test_a_clear_winner_is_named_with_its_p_best(tmp_path: Path) -> None:
+    """Chunks of 40 tokens beat chunks of 400 on IoU on every resample (compare's tests: p <
+    0.01): a single winner, and the runner-up's gap and p-value."""
+    result = invoke(
+        "run", "--dataset", "demo", "--embedder", "fake()", "-c", "fixed_tokens(size=40)",
+        "-c", "fixed_tokens(size=400)", "--out", str(tmp_path / "out"), "--no-cache",
+        "--no-report", "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    first, second = result.stdout.rstrip("\n").splitlines()[-2:]
+    assert first.startswith("Recommended for demo x fake(dimension=64): fixed_tokens(size=40)")
+    assert first.endswith(
+        "P(best) = 1.00 (the share of bootstrap resamples of the questions in which it is best)."
+    )
+    assert second.startswith("No cell ties with it: the runner-up, fixed_tokens(size=400), is ")
+    # The threshold is a share.
+    bad = invoke(
+        "run", "--dataset", "demo", "--embedder", "fake()", "-c", "fixed_tokens(size=40)",
+        "--out", str(tmp_path / "bad"), "--no-cache", "--min-p-best", "1.5",
+    )  # fmt: skip
+    assert bad.exit_code == 2 and "1.5 is not a share" in bad.output
 
 
 def test_no_report_ends_with_the_recommendation_and_no_path(tmp_path: Path) -> None:
     lines = run(tmp_path / "out", "--no-report")
     assert not (tmp_path / "out" / "report.html").exists()
-    assert lines[-2].startswith("Recommended for demo x fake(dimension=64): ")
-    assert lines[-1].startswith(("Tied with it", "No cell ties with it"))
+    assert lines[-4].startswith("No single winner for demo x fake(dimension=64): ")
+    assert lines[-3].startswith("Tied with it")
+    assert lines[-2].startswith("Choose on cost within the group: ")
+    assert lines[-1].startswith("Separating ")
     assert not any(line.startswith("Report:") for line in lines)
 
 
@@ -65,7 +113,7 @@ def test_without_plotly_the_recommendation_is_still_there(
     monkeypatch.setitem(sys.modules, "plotly.offline", None)
     lines = run(tmp_path / "out")
     assert not (tmp_path / "out" / "report.html").exists()
-    assert lines[-2].startswith("Recommended for demo x fake(dimension=64): ")
+    assert lines[-4].startswith("No single winner for demo x fake(dimension=64): ")
     assert not any(line.startswith("Report:") for line in lines)
 
 

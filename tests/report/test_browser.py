@@ -111,6 +111,9 @@ def check_rendered(opened: Page, n_rows: int) -> None:
         assert div.locator(".main-svg").count() >= 1, plot
     assert page.locator("#recommendation .card").count() == 1
     assert page.locator("#recommendation .rec-best .value").count() == 1
+    verdict = page.locator("#recommendation .rec-verdict").inner_text()
+    assert "P(best) = " in verdict and ("Single winner" in verdict or "No single winner" in verdict)
+    assert page.locator('#leaderboard-table th[data-key="pBest"]').count() == 1
     assert page.locator("#comparisons table.embedder-pairs tbody tr").count() == len(CHUNKERS)
     assert page.locator("#q-list .q-item").count() == 64
     assert page.locator("#doc-view .cb").count() > 0  # chunk boundaries

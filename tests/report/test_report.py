@@ -26,6 +26,7 @@ from chunkmark.datasets import load_demo, write_jsonl
 from chunkmark.errors import ChunkmarkError, MissingDependencyError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import compare_paired
+from chunkmark.metrics.selection import p_best, questions_needed
 from chunkmark.report import ReportError, ReportOptions, build_report
 from chunkmark.report import html as report_html
 from chunkmark.report.data import (
@@ -39,6 +40,7 @@ from chunkmark.report.data import (
 )
 from chunkmark.report.html import embed_json
 from chunkmark.report.inspector import build_inspector, load_report_dataset
+from chunkmark.report.payload import num
 from chunkmark.report.settings import DEFAULT_SCORING, Scoring, retrieval_of, top_k
 from chunkmark.report.stats import StatsOptions, analyse, pareto_front
 
@@ -251,6 +253,48 @@ def test_recommendation_finds_the_best_and_the_cheapest_tied_cell() -> None:
     assert comparisons.embedder_pairs == {"synthetic": []}
 
 
+def test_a_tied_group_is_no_single_winner_and_says_what_would_separate_it() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.8, 200)
+    noise = rng.normal(0, 0.01, 200)
+    noise += 0.0005 - noise.mean()
+    values = {
+        0: {"iou": base + 0.02},
+        1: {"iou": base + 0.02 - noise},  # tied with 0, 0.0005 lower: below the 0.005 floor
+        2: {"iou": base - 0.3},
+    }
+    data = synthetic(values, tokens={0: 5000, 1: 1000, 2: 800}, retrieved={0: 1, 1: 1, 2: 1})
+    (rec,), _ = analyse(data, FAST)
+    assert rec.winner is None and len(rec.best.tied if rec.best else ()) == 2
+    shares = p_best({str(i): values[i]["iou"] for i in values}, resamples=2_000)
+    assert rec.p_best == tuple(((i, K5, D), shares[str(i)]) for i in (0, 1, 2))
+    assert rec.p_best_of((2, K5, D)) == 0.0 and 0.1 < rec.p_best_of((0, K5, D)) < 0.9
+    assert rec.top_two is not None and rec.top_two.b == (1, K5, D)
+    assert rec.top_two.needed == questions_needed(values[0]["iou"], values[1]["iou"])
+    assert rec.top_two.needed.n is None  # no realistic number: decide on cost
+    assert rec.cheapest is not None and rec.cheapest.b == (1, K5, D)
+
+
+def test_a_single_winner_needs_p_best_and_the_tests_to_agree() -> None:
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.2, 0.8, 200)
+    z = rng.normal(size=200)
+    gap = 0.1 * (z - z.mean()) / z.std(ddof=1) + 2.5 * 0.1 / np.sqrt(200)  # t = 2.5
+    values = {0: {"iou": base + gap}, 1: {"iou": base}, 2: {"iou": base - 0.2}}
+    data = synthetic(values, tokens={0: 10, 1: 10, 2: 10}, retrieved={0: 1, 1: 1, 2: 1})
+    (rec,), _ = analyse(data, FAST)
+    assert rec.best is not None and rec.best.tied == ((0, K5, D),)  # the tests separate them
+    share = rec.p_best_of((0, K5, D))
+    assert 0.97 < share < 1.0  # about Phi(2.5) = 0.994
+    assert rec.winner == (0, K5, D)
+    # The same data with a threshold above its P(best): no single winner, though nothing ties.
+    (strict,), _ = analyse(data, dataclasses.replace(FAST, min_p_best=0.9999))
+    assert strict.winner is None and strict.p_best == rec.p_best
+    assert strict.top_two is not None and strict.top_two.needed.n is not None
+    # 80% power needs t about 1.96 + 0.84 = 2.80 on average: 200 * (2.80 / 2.5)^2 = 251.
+    assert 245 <= strict.top_two.needed.n <= 260
+
+
 def test_recommendation_when_nothing_fits_the_budget() -> None:
     values = {0: {"iou": np.linspace(0, 1, 50)}, 1: {"iou": np.linspace(0, 0.5, 50)}}
     data = synthetic(values, tokens={0: 10, 1: 20}, retrieved={0: 5000, 1: 3000})
@@ -406,6 +450,22 @@ def test_the_recommendation_on_the_page_matches_the_analysis(run: Any, tmp_path:
         key=lambda r: (r.mean["recall"], str(r.cell)),
     )
     assert expected.best.mean == best_row.mean["recall"]
+    # P(best), the verdict and the questions to separate the top two travel to the page.
+    assert [(e["cell"], e["p"]) for e in rec["pBest"]] == [
+        (o[0], num(p, 4)) for o, p in expected.p_best
+    ]
+    assert rec["minPBest"] == 0.9 and expected.top_two is not None
+    assert rec["winner"] == (
+        None
+        if expected.winner is None
+        else {
+            "cell": expected.winner[0],
+            "retrieval": expected.winner[1],
+            "scoring": expected.winner[2],
+        }
+    )
+    assert rec["topTwo"]["n"] == expected.top_two.needed.n
+    assert rec["topTwo"]["b"]["cell"] == expected.top_two.b[0]
 
 
 def test_unknown_metric_or_k_are_refused(run: Any, tmp_path: Path) -> None:

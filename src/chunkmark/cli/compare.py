@@ -18,6 +18,7 @@ from chunkmark.cli import options
 from chunkmark.errors import ConfigError, SpecError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison, compare_paired
+from chunkmark.metrics.selection import QuestionsNeeded, questions_needed
 
 if TYPE_CHECKING:
     from chunkmark.report.settings import Scoring
@@ -108,7 +109,9 @@ def compare(
     old_dataset: Annotated[str | None, options.old_spelling("--dataset")] = None,
 ) -> None:
     """Is cell A better than cell B? The paired difference over the same questions, its 95%
-    interval, the randomisation test's p-value (t-test and Wilcoxon beside it) and a verdict.
+    interval, the randomisation test's p-value (t-test and Wilcoxon beside it), a verdict, and
+    how many questions would give 80% power to detect a difference that large (none below half
+    a point: decide on cost).
 
     The --pick-... options choose which rows of the runs are compared; they never add to a
     grid (that is what run's --chunker, --embedder, --retrieval and --k do).
@@ -150,6 +153,10 @@ def compare(
         typer.echo(json.dumps(found.to_dict(), indent=2))
         return
     _print(found.result, found.a, found.b, metric, found.retrieval, found.scoring, found.verdict)
+    if found.needed is not None:
+        Console().print(
+            f"[bold]questions needed:[/] {questions_line(found.needed, found.result.n)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -167,6 +174,7 @@ class CellComparison:
     result: PairedComparison
     alpha: float
     verdict: str
+    needed: QuestionsNeeded | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What ``chunkmark compare --json`` prints."""
@@ -185,6 +193,7 @@ class CellComparison:
             **self.result.to_dict(),
             "alpha": self.alpha,
             "verdict": self.verdict,
+            "questions_needed": None if self.needed is None else self.needed.to_dict(),
         }
 
 
@@ -238,6 +247,7 @@ def compare_cells(
     cell_b = _select(rows, b, chosen_dataset, chunker, embedder, "--b")
     values_a, values_b = _paired_values(rows, cell_a, cell_b)
     result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
+    needed = questions_needed(values_a, values_b, alpha=alpha) if result.n >= 2 else None
     return CellComparison(
         chosen_dataset,
         metric,
@@ -249,6 +259,7 @@ def compare_cells(
         result,
         alpha,
         _verdict(result, metric, alpha),
+        needed,
     )
 
 
@@ -443,6 +454,20 @@ def _print(
         f"A wins {result.wins}, ties {result.ties}, loses {result.losses}"
     )
     console.print(f"[bold]verdict:[/] {verdict}")
+
+
+def questions_line(needed: QuestionsNeeded, n: int) -> str:
+    """How many paired questions would detect a difference as large as the one observed."""
+    if needed.n is None:
+        return (
+            f"no realistic number of questions would separate A and B ({needed.reason}): "
+            "decide on cost"
+        )
+    return (
+        f"about {needed.n:,} paired questions would detect a difference of "
+        f"{100 * abs(needed.difference):.2f} points with {100 * needed.power:.0f}% power at "
+        f"alpha {needed.alpha:g} ({needed.method}; these cells share {n})"
+    )
 
 
 def _p(value: float | None) -> str:

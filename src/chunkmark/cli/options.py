@@ -148,6 +148,24 @@ Permutations = Annotated[
 ]
 NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/report.html.")]
 
+
+def _share(value: float) -> float:
+    if not 0.0 < value <= 1.0:
+        raise typer.BadParameter(f"{value:g} is not a share: use a number in (0, 1], e.g. 0.9.")
+    return value
+
+
+MinPBest = Annotated[
+    float,
+    typer.Option(
+        "--min-p-best",
+        help="Name a single winner only when its P(best) (its share of bootstrap resamples of "
+        "the questions in which it is best) is at least this and no cell is tied with it; "
+        "otherwise the recommendation is the tied group, chosen from on cost.",
+        callback=_share,
+    ),
+]
+
 # --- selecting rows of finished runs (compare, report, tune): never a grid flag -----------------
 
 PickRetrieval = Annotated[

@@ -1,25 +1,35 @@
-"""The last lines of ``chunkmark run``: the cell the report recommends, the cells tied with it
-and where the report is, computed by the report's own analysis (:mod:`chunkmark.report.stats`),
-which needs no plotly."""
+"""The last lines of ``chunkmark run``: the cell the report recommends (a single winner only when
+its P(best) and the paired tests agree), else the group tied with the best and its cheapest
+cell, and where the report is, computed by the report's own analysis
+(:mod:`chunkmark.report.stats`), which needs no plotly."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chunkmark.report.data import ReportData
-    from chunkmark.report.stats import Recommendation, StatsOptions
+    from chunkmark.report.stats import Recommendation, Separation, StatsOptions
 
 
-def recommendation_lines(out: Path, report: Path | None = None) -> list[str]:
+def recommendation_lines(
+    out: Path, report: Path | None = None, min_p_best: float | None = None
+) -> list[str]:
     """What the report of the run in ``out`` recommends, per dataset, as plain lines; then
-    ``report`` (the page written, if any)."""
+    ``report`` (the page written, if any). ``min_p_best``: the P(best) a single winner needs
+    (default: the report's)."""
     from chunkmark.errors import ChunkmarkError
 
     try:
-        data, recommendations = recommend(out)
+        options = None
+        if min_p_best is not None:
+            from chunkmark.report import ReportOptions
+
+            options = replace(ReportOptions().stats(), min_p_best=min_p_best)
+        data, recommendations = recommend(out, options)
     except ChunkmarkError as exc:
         lines = [f"No recommendation: {exc}"]
     else:
@@ -47,6 +57,8 @@ def recommend(
 
 
 def _lines(data: ReportData, r: Recommendation) -> list[str]:
+    """A single winner when P(best) and the paired tests agree; else the group tied with the
+    best, to be chosen from on cost, and the questions it would take to separate the top two."""
     from chunkmark.metrics import METRICS
 
     best = r.best
@@ -61,30 +73,71 @@ def _lines(data: ReportData, r: Recommendation) -> list[str]:
     label = METRICS[r.metric].label
     setting = data.short_retrievals()[r.retrieval]
     embedder = f" x {cells[best.cell].embedder_short}" if shared else ""
-    lines = [
-        f"Recommended for {r.dataset}{embedder}: {name(best.cell)}: {label} {_pct(best.mean)}% "
-        f"[{_pct(best.ci_low)}, {_pct(best.ci_high)}] with {setting}, {r.n_questions} questions."
-    ]
+    share = r.p_best_of(best.option)
+    measured = (
+        f"{name(best.cell)}: {label} {_pct(best.mean)}% [{_pct(best.ci_low)}, "
+        f"{_pct(best.ci_high)}] with {setting}, {r.n_questions} questions."
+    )
+    if best.versus is None or best.comparison is None:
+        return [f"Recommended for {r.dataset}{embedder}: {measured}", "It is the only cell scored."]
     others = [o for o in best.tied if o != best.option]
-    if others:
-        names = ", ".join(name(o[0]) for o in others)
-        cheapest = r.cheapest_tied
-        cheap = (
-            f"; the cheapest to index is {name(cheapest.cell)}"
-            if cheapest is not None and cheapest.cell != best.cell
-            else ""
-        )
-        lines.append(f"Tied with it (paired tests cannot tell them apart): {names}{cheap}.")
-    elif best.versus is not None and best.comparison is not None:
+    if r.winner is not None:
         gap = abs(best.comparison.difference)
         p = "n/a" if best.p_adjusted is None else f"{best.p_adjusted:.2g}"
-        lines.append(
+        return [
+            f"Recommended for {r.dataset}{embedder}: {measured} P(best) = {share:.2f} (the share "
+            "of bootstrap resamples of the questions in which it is best).",
             f"No cell ties with it: the runner-up, {name(best.versus[0])}, is "
-            f"{_pct(gap)} points behind (Holm-adjusted p = {p})."
-        )
+            f"{_pct(gap)} points behind (Holm-adjusted p = {p}).",
+        ]
+    lines = [
+        f"No single winner for {r.dataset}{embedder}: the best by mean is {measured} P(best) = "
+        f"{share:.2f}; a winner needs P(best) >= {r.min_p_best:g} and no cell tied with it."
+    ]
+    if others:
+        names = ", ".join(f"{name(o[0])} (P(best) = {r.p_best_of(o):.2f})" for o in others)
+        lines.append(f"Tied with it (paired tests cannot tell them apart): {names}.")
+        cheapest = r.cheapest_tied
+        if cheapest is not None:
+            lines.append(
+                f"Choose on cost within the group: the cheapest to index is "
+                f"{_cost(data, cheapest.cell, best.cell, name)}."
+            )
     else:
-        lines.append("It is the only cell scored.")
+        p = "n/a" if best.p_adjusted is None else f"{best.p_adjusted:.2g}"
+        lines.append(
+            f"No cell ties with it after Holm (the runner-up, {name(best.versus[0])}, has "
+            f"adjusted p = {p}), but it is best in only {100 * share:.0f}% of resamples."
+        )
+    if r.top_two is not None:
+        lines.append(_separation_line(r.top_two, name, r.n_questions))
     return lines
+
+
+def _cost(data: ReportData, cheap: int, best: int, name: Callable[[int], str]) -> str:
+    c, b = data.cells[cheap], data.cells[best]
+    if cheap == best:
+        return f"{name(cheap)} itself ({c.tokens_embedded:,} tokens embedded)"
+    return (
+        f"{name(cheap)} ({c.tokens_embedded:,} tokens embedded against "
+        f"{b.tokens_embedded:,} for {name(best)})"
+    )
+
+
+def _separation_line(s: Separation, name: Callable[[int], str], n: int) -> str:
+    """How many questions would separate the top two (or that no realistic number would)."""
+    q = s.needed
+    pair = f"{name(s.a[0])} and {name(s.b[0])}"
+    gap = f"{_pct(abs(q.difference))} points apart"
+    if q.n is None:
+        return (
+            f"No realistic number of questions would separate {pair} ({gap}; {q.reason}): "
+            "decide on cost."
+        )
+    return (
+        f"Separating {pair} ({gap}) would take about {q.n:,} questions for "
+        f"{100 * q.power:.0f}% power at alpha {q.alpha:g} (paired t-test; this run has {n})."
+    )
 
 
 def _pct(x: float) -> str:

@@ -53,6 +53,7 @@ def report(
         int, typer.Option(help="Resamples of each paired-bootstrap interval.")
     ] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
+    min_p_best: options.MinPBest = 0.9,
     title: Annotated[str | None, typer.Option(help="The page's title.")] = None,
     fmt: Annotated[
         str,
@@ -94,6 +95,7 @@ def report(
         bootstrap=bootstrap,
         seed=seed,
         title=title,
+        min_p_best=min_p_best,
     )
     result = build_report(runs, report_path(out), settings)
     console = Console(stderr=True)
@@ -141,10 +143,21 @@ def _print_recommendations(result: Report, console: Console) -> None:
         )
         line = (
             f"{rec.dataset}: best {rec.metric} with {short[rec.retrieval]}: {best.label} "
-            f"({100 * rec.best.mean:.2f}%)"
+            f"({100 * rec.best.mean:.2f}%, P(best) {rec.p_best_of(rec.best.option):.2f})"
         )
+        if rec.winner is None and len(rec.best.tied) > 1:
+            line += f"; no single winner: choose on cost among the {len(rec.best.tied)} tied"
+        elif rec.winner is None and rec.top_two is not None:
+            line += f"; no single winner: P(best) below {rec.min_p_best:g}"
         if cheap is not None and cheap.index != best.index:
             line += f"; cheapest tied with it: {cheap.label}"
+        if rec.winner is None and rec.top_two is not None:
+            needed = rec.top_two.needed
+            line += (
+                f"; questions to separate the top two: {needed.n:,}"
+                if needed.n is not None
+                else "; no realistic number of questions would separate the top two: decide on cost"
+            )
         if rec.budget is not None:
             line += (
                 f"; best recall within {rec.token_budget:g} tokens: {cells[rec.budget.cell].label}"

@@ -95,10 +95,13 @@ def run(
             help="With --executor ray: the cluster for ray.init ('auto': the one on this machine; 'ray://HOST:10001': a remote one). [default: a local Ray started for this run]"
         ),
     ] = None,
+    min_p_best: options.MinPBest = 0.9,
     quiet: options.Quiet = False,
 ) -> None:
+    from functools import partial
+
     from chunkmark.experiments.runner import evaluate
-    from chunkmark.report import write_run_report
+    from chunkmark.report import ReportOptions, write_run_report
 
     scoring = {"excerpts": excerpts, "unit": unit, "denominator": denominator}
     config = options.experiment(
@@ -146,7 +149,7 @@ def run(
             config,
             progress=progress,
             embed_progress=embed_progress,
-            report_writer=write_run_report,
+            report_writer=partial(write_run_report, options=ReportOptions(min_p_best=min_p_best)),
         )
     screen = Console(width=None if sys.stdout.isatty() else 140)
     for table in results_tables(results.overall()):
@@ -172,7 +175,9 @@ def run(
         console.print(report_error_line(results.out, results.report_error), highlight=False)
     # The answer last: what the report recommends, then where the report is (no cell, no answer).
     finished = results.cells_computed + results.cells_resumed
-    for line in recommendation_lines(results.out, results.files.get("report")) if finished else []:
+    report_page = results.files.get("report")
+    lines = recommendation_lines(results.out, report_page, min_p_best) if finished else []
+    for line in lines:
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
     if results.failures:
         raise typer.Exit(FAILED_EXIT)

@@ -46,15 +46,17 @@ def write_run_report(
     out: Path,
     datasets: Sequence[Dataset] = (),
     progress: Callable[[str], None] | None = None,
+    options: ReportOptions | None = None,
 ) -> RunReport:
     """Write ``out/report.html`` for a finished run of ``datasets`` (already in memory: the
     inspector need not load them again). The run's own files are already written, so a report
     that cannot be built (plotly missing, a run it cannot read, or a fault in the report itself)
-    loses nothing: it is returned as ``error`` (and said to ``progress``), never raised."""
+    loses nothing: it is returned as ``error`` (and said to ``progress``), never raised.
+    ``options``: how the page is built (the defaults without it)."""
     say = progress or (lambda _msg: None)
     known = {d.fingerprint: d for d in datasets}
     try:
-        report = build_report([out], out / REPORT_NAME, datasets=known)
+        report = build_report([out], out / REPORT_NAME, options, datasets=known)
     except ChunkmarkError as exc:  # MissingDependencyError when plotly is not installed
         error = str(exc)
     except Exception as exc:  # a fault in the report must not cost the run its results

@@ -23,6 +23,7 @@ from typing import Any
 from chunkmark.datasets import Dataset
 from chunkmark.errors import MissingDependencyError
 from chunkmark.files import write_bytes_atomic
+from chunkmark.metrics.selection import MIN_P_BEST
 from chunkmark.report.data import ReportData, load_prices, load_runs
 from chunkmark.report.inspector import build_inspector, load_report_dataset
 from chunkmark.report.payload import (
@@ -58,7 +59,8 @@ _SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
 @dataclass(frozen=True)
 class ReportOptions:
     """How the report is built: the metric, retrieval setting and scoring of the
-    recommendation and comparisons, the token budget, the price file, and the tests' settings.
+    recommendation and comparisons, the token budget, the price file, and the tests' settings
+    (``min_p_best``: the P(best) a single winner needs).
 
     ``retrieval`` is a setting spec (``top_k(k=5)``, ``bm25(k=5)``, ``token_budget(tokens=1024)``)
     matched against the runs' settings; without it, ``k`` means ``top_k(k=<k>)``; without
@@ -77,6 +79,7 @@ class ReportOptions:
     bootstrap: int = 10_000
     seed: int = 0
     title: str | None = None
+    min_p_best: float = MIN_P_BEST
 
     def stats(self) -> StatsOptions:
         return StatsOptions(
@@ -89,6 +92,7 @@ class ReportOptions:
             permutations=self.permutations,
             bootstrap=self.bootstrap,
             seed=self.seed,
+            min_p_best=self.min_p_best,
         )
 
 
@@ -207,6 +211,8 @@ def _payload(
                 "permutations": stats.permutations,
                 "bootstrap": stats.bootstrap,
                 "seed": stats.seed,
+                "minPBest": stats.min_p_best,
+                "power": stats.power,
             },
             "prices": data.prices.to_dict(),
         },

@@ -26,6 +26,7 @@ from chunkmark.report.stats import (
     Option,
     Pick,
     Recommendation,
+    Separation,
     pareto_front,
 )
 from chunkmark.specs import parse_spec
@@ -332,6 +333,31 @@ def recommendation_payload(r: Recommendation) -> dict[str, Any]:
         "tokenBudget": num(r.token_budget),
         "smallest": _option(r.smallest_retrieval),
         "test": r.test,
+        "pBest": [{**(_option(o) or {}), "p": num(p, 4)} for o, p in r.p_best],
+        "minPBest": r.min_p_best,
+        "winner": _option(r.winner),
+        "topTwo": separation_payload(r.top_two),
+        "cheapestSeparation": separation_payload(r.cheapest),
+    }
+
+
+def separation_payload(s: Separation | None) -> dict[str, Any] | None:
+    """The questions needed to separate two options; ``n`` null: no realistic number."""
+    if s is None:
+        return None
+    q = s.needed
+    return {
+        "a": _option(s.a),
+        "b": _option(s.b),
+        "n": q.n,
+        "difference": num(q.difference),
+        "sd": num(q.sd),
+        "power": q.power,
+        "alpha": q.alpha,
+        "minDifference": q.min_difference,
+        "maxQuestions": q.max_questions,
+        "reason": q.reason,
+        "method": q.method,
     }
 
 

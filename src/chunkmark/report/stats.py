@@ -5,6 +5,12 @@ questions (paired), with the sign-flip randomisation test; groups tied with the 
 :func:`~chunkmark.metrics.paired.tied_with_best` (Holm-adjusted p-values), and shown as a group,
 not an order. Cells are compared at one retrieval setting and one scoring (see
 :func:`choose_setting`), so every comparison pairs like with like.
+
+A single winner is named only when two things agree: the best cell's P(best) (its share of joint
+bootstrap resamples of the questions in which it is best, :func:`~chunkmark.metrics.selection.p_best`)
+is at least ``min_p_best``, and no cell is tied with it. Otherwise the recommendation is the
+group (the best and the cells tied with it), to be chosen from on cost, with the questions it
+would take to separate the top two (:func:`~chunkmark.metrics.selection.questions_needed`).
 """
 
 from __future__ import annotations
@@ -24,6 +30,16 @@ from chunkmark.metrics.paired import (
     holm,
     tied_with_best,
 )
+from chunkmark.metrics.selection import (
+    MAX_QUESTIONS,
+    MIN_DIFFERENCE,
+    MIN_P_BEST,
+    POWER,
+    QuestionsNeeded,
+    names_single_winner,
+    p_best,
+    questions_needed,
+)
 from chunkmark.report.data import FloatArray, ReportData, RowKey
 from chunkmark.report.errors import ReportError
 from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring
@@ -37,7 +53,11 @@ Option = RowKey  # (cell index, retrieval setting, scoring key)
 class StatsOptions:
     """The settings of every test in the report: the metric, the retrieval setting
     (``retrieval``, else ``top_k(k=<k>)``, else the default of :func:`choose_retrieval`), the
-    scoring (a :attr:`Scoring.key`; None: the defaults when present) and the tests' own."""
+    scoring (a :attr:`Scoring.key`; None: the defaults when present) and the tests' own.
+
+    ``min_p_best`` is the P(best) a single winner needs (resampled ``bootstrap`` times);
+    ``power``, ``min_difference`` and ``max_questions`` are those of the questions needed to
+    separate two cells (:func:`~chunkmark.metrics.selection.questions_needed`, at ``alpha``)."""
 
     metric: str = "iou"
     retrieval: str | None = None
@@ -48,6 +68,10 @@ class StatsOptions:
     permutations: int = 10_000
     bootstrap: int = 10_000
     seed: int = 0
+    min_p_best: float = MIN_P_BEST
+    power: float = POWER
+    min_difference: float = MIN_DIFFERENCE
+    max_questions: int = MAX_QUESTIONS
 
 
 def pareto_front(
@@ -109,9 +133,25 @@ class Pick:
 
 
 @dataclass(frozen=True)
+class Separation:
+    """How many questions would separate two options: ``a`` (the best) against ``b``."""
+
+    a: Option
+    b: Option
+    needed: QuestionsNeeded
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """The recommendation for one dataset at the chosen metric, retrieval setting and
-    scoring."""
+    scoring.
+
+    ``p_best`` holds every option's P(best), best first; ``winner`` is the best option when it
+    is a single winner (P(best) at least ``min_p_best`` and nothing tied with it), else None:
+    then the group ``best.tied`` is the answer, chosen from on cost (``cheapest_tied``).
+    ``top_two`` is the questions needed to separate the best from the runner-up by mean,
+    ``cheapest`` those to separate the best from the cheapest tied option (None when it is the
+    best)."""
 
     dataset: str
     metric: str
@@ -124,6 +164,15 @@ class Recommendation:
     token_budget: float
     smallest_retrieval: Option | None  # when nothing fits the budget
     test: str = RANDOMISATION
+    p_best: tuple[tuple[Option, float], ...] = ()
+    min_p_best: float = MIN_P_BEST
+    winner: Option | None = None
+    top_two: Separation | None = None
+    cheapest: Separation | None = None
+
+    def p_best_of(self, option: Option) -> float:
+        """An option's P(best) (NaN for one not compared)."""
+        return dict(self.p_best).get(option, math.nan)
 
 
 @dataclass(frozen=True)
@@ -345,6 +394,23 @@ def _recommendation(
         every = _options(data, dataset, *setting)
         smallest = min(every, key=lambda o: _row_tokens(data, o)) if every else None
     n = len(next(iter(best.values.values()))) if best is not None else 0
+    shares: tuple[tuple[Option, float], ...] = ()
+    winner = top_two = separate_cheapest = None
+    if best is not None and best_pick is not None and n > 0:
+        found = p_best(
+            {str(i): best.values[o] for i, o in enumerate(best.order)},
+            direction=METRICS[best.metric].direction,
+            resamples=options.bootstrap,
+            seed=options.seed,
+        )
+        shares = tuple((o, found[str(i)]) for i, o in enumerate(best.order))
+        top = best.order[0]
+        if names_single_winner(found["0"], len(best.tied), options.min_p_best):
+            winner = top
+        if len(best.order) > 1:
+            top_two = _separation(best, top, best.order[1], options)
+        if cheapest is not None and cheapest.option != top:
+            separate_cheapest = _separation(best, top, cheapest.option, options)
     return Recommendation(
         dataset,
         options.metric,
@@ -356,7 +422,27 @@ def _recommendation(
         budget_pick,
         options.token_budget,
         smallest,
+        p_best=shares,
+        min_p_best=options.min_p_best,
+        winner=winner,
+        top_two=top_two,
+        cheapest=separate_cheapest,
     )
+
+
+def _separation(group: _Group, a: Option, b: Option, options: StatsOptions) -> Separation | None:
+    """The questions needed to separate ``a`` from ``b`` (None with fewer than two questions)."""
+    if len(group.values[a]) < 2:
+        return None
+    needed = questions_needed(
+        group.values[a],
+        group.values[b],
+        power=options.power,
+        alpha=options.alpha,
+        min_difference=options.min_difference,
+        max_questions=options.max_questions,
+    )
+    return Separation(a, b, needed)
 
 
 def _pairs_of(

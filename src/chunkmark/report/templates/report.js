@@ -118,6 +118,46 @@
       el("ul", { class: "tied-group" }, names.map((n) => el("li", { text: n }))));
   }
 
+  function pBestOf(rec, o) {
+    const found = (rec.pBest || []).find((e) => sameOption(e, o));
+    return found ? found.p : null;
+  }
+
+  function separationText(sep, rec) {
+    if (!sep) return "";
+    const pair = `${optionName(sep.a)} and ${optionName(sep.b)}`;
+    const gap = `${pct(Math.abs(sep.difference), METRICS[rec.metric].digits)} points apart`;
+    if (sep.n === null) return `No realistic number of questions would separate ${pair} (${gap}; ${sep.reason}): decide on cost.`;
+    return `Separating ${pair} (${gap}) would take about ${int(sep.n)} questions for ${Math.round(100 * sep.power)}% power at α = ${sep.alpha} (${sep.method}; this run has ${int(rec.n)}).`;
+  }
+
+  function verdictBox(rec) {
+    const share = pBestOf(rec, rec.best);
+    const shareText = `P(best) = ${fixed(share, 2)} (its share of ${OPTS.bootstrap.toLocaleString("en-US")} bootstrap resamples of the questions in which it is best)`;
+    const box = el("div", { class: "rec-verdict" });
+    if (rec.winner) {
+      box.append(el("p", {}, el("b", { text: `Single winner: ${optionName(rec.winner)}` }),
+        `: ${shareText}, at least ${rec.minPBest}, and no cell is tied with it after Holm.`));
+      return box;
+    }
+    if (!rec.best.versus) return box;
+    const others = rec.best.tied.length - 1;
+    box.append(el("p", {}, el("b", { text: "No single winner" }),
+      `: the best by mean, ${optionName(rec.best)}, has ${shareText}; a winner needs at least ${rec.minPBest} and no cell tied with it` +
+      (others > 0 ? `, and ${others} cell(s) are tied with it.` : "; no cell is tied with it after Holm.")));
+    if (others > 0 && rec.cheapestTied) {
+      box.append(el("p", { text: `Choose on cost within the group: the cheapest to index is ${optionName(rec.cheapestTied)}` +
+        (sameOption(rec.cheapestTied, rec.best) ? " (the best itself)." : ".") }));
+    }
+    const shares = (rec.pBest || []).filter((e) => e.p > 0).map((e) => `${optionName(e)}: ${fixed(e.p, 2)}`);
+    if (shares.length) box.append(el("p", { class: "muted", text: `P(best): ${shares.join("; ")} (the others 0).` }));
+    const sep = separationText(rec.topTwo, rec);
+    if (sep) box.append(el("p", { text: sep }));
+    const cheapSep = separationText(rec.cheapestSeparation, rec);
+    if (cheapSep && !(rec.topTwo && sameOption(rec.cheapestSeparation.b, rec.topTwo.b))) box.append(el("p", { text: cheapSep }));
+    return box;
+  }
+
   function renderFailures() {
     const box = clear(document.getElementById("failures"));
     if (!DATA.failures.length) { box.hidden = true; return; }
@@ -144,6 +184,7 @@
         body.append(card);
         continue;
       }
+      card.append(verdictBox(rec));
       const best = el("div", { class: "rec-best" }, el("h4", { text: `Best ${metricLabel(m)}` }), pickLine(rec.best), testLine(rec.best, rec, "cell"),
         tiedList(rec.best, "The group tied with the best"));
       card.append(best);
@@ -192,6 +233,8 @@
       cols.push({ key: m, label: METRICS[m].label, title: METRICS[m].description, metric: m, num: true,
         asc: METRICS[m].direction === "lower", value: (r) => r.mean[m] });
     }
+    cols.push({ key: "pBest", label: "P(best)", num: true, title: "share of bootstrap resamples of the questions in which the cell is best (at the recommendation's metric, retrieval setting and scoring)",
+      value: (r) => rowPBest(r), show: (r) => fixed(rowPBest(r), 2) });
     cols.push(
       { key: "chunks", label: "chunks", num: true, asc: true, value: (r) => cellOf(r.cell).nChunks, show: (r) => int(cellOf(r.cell).nChunks) },
       { key: "meanTokens", label: "mean chunk tokens", num: true, asc: true, value: (r) => cellOf(r.cell).meanTokens, show: (r) => fixed(cellOf(r.cell).meanTokens, 1) },
@@ -202,6 +245,15 @@
       { key: "cost", label: "est. cost", title: "tokens embedded x the embedder's price per million tokens", num: true, asc: true, value: (r) => cellOf(r.cell).cost, show: (r) => dollars(cellOf(r.cell).cost) },
     );
     return cols;
+  }
+
+  function rowPBest(row) {
+    for (const rec of DATA.recommendations) {
+      if (!rec.best || rec.dataset !== cellOf(row.cell).dataset) continue;
+      const p = pBestOf(rec, row);
+      if (p !== null) return p;
+    }
+    return null;
   }
 
   function badgeFor(row) {

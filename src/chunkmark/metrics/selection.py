@@ -1,0 +1,217 @@
+"""Picking a winner from many cells: the chance each is best, and how many questions would
+separate two.
+
+- **P(best)** (:func:`p_best`): the questions are resampled with replacement (one set of
+  resampled question ids shared by every cell, so the cells stay paired), each cell's mean is
+  taken on every resample, and a cell's P(best) is the share of resamples in which it is best.
+  Picking the top of a field inflates its lead; P(best) says how often the same data, drawn
+  again, would pick it again.
+- **Questions needed** (:func:`questions_needed`): from the paired differences between two
+  cells, the number of questions at which a two-sided paired t-test at ``alpha`` detects their
+  observed mean difference with the stated power, taking the observed mean and standard
+  deviation of the differences as the truth. The power is computed exactly for the t-test from
+  the noncentral t distribution (the normal approximation only gives the starting guess). When
+  the difference is below a floor, or the number would exceed a ceiling, the answer is "no
+  realistic number" (:attr:`QuestionsNeeded.n` is ``None``).
+
+Same inputs and seed, same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkmark.metrics.paired import DECIMALS
+
+FloatArray = npt.NDArray[np.float64]
+Direction = Literal["higher", "lower"]
+RESAMPLES = 10_000
+# A winner is named only when its P(best) reaches this (and the paired tests agree).
+MIN_P_BEST = 0.9
+POWER = 0.8
+ALPHA = 0.05
+# Below this absolute mean difference (in metric units: 0.005 is half a point of a percentage
+# metric), no number of questions is called realistic.
+MIN_DIFFERENCE = 0.005
+# Above this many questions, neither.
+MAX_QUESTIONS = 100_000
+_CELLS_X_QUESTIONS = 4_000_000  # values held at once while resampling
+
+
+def p_best(
+    cells: Mapping[str, npt.ArrayLike],
+    *,
+    direction: Direction = "higher",
+    tolerance: float = 0.0,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Each cell's share of joint bootstrap resamples of the questions in which it is best.
+
+    ``cells`` maps names to per-question values, all over the same questions in the same order.
+    Every resample draws ``n`` question positions with replacement (seeded), the same positions
+    for every cell, and compares the cells' means on them (``direction`` says whether higher or
+    lower is better).
+
+    With ``tolerance`` 0, a resample's best is the cell with the best mean; cells whose means
+    are equal there (to :data:`~chunkmark.metrics.paired.DECIMALS` places) split that resample
+    equally, so the shares add up to 1 and two identical cells get one half each. With a
+    positive ``tolerance``, a cell counts in every resample where its mean is within
+    ``tolerance`` of the best mean (the shares then add up to 1 or more).
+
+    A cell with a NaN among its values is never best (its share is 0).
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be at least 0, got {tolerance}")
+    if not cells:
+        return {}
+    names = list(cells)
+    values = np.vstack([np.asarray(cells[name], dtype=np.float64) for name in names])
+    if values.ndim != 2:
+        raise ValueError("each cell's values must be 1-D")
+    n = values.shape[1]
+    if n == 0:
+        raise ValueError("no questions to resample")
+    sign = 1.0 if direction == "higher" else -1.0
+    values = sign * values
+    broken = np.isnan(values).any(axis=1)
+    values[broken] = 0.0  # replaced below by -inf means
+    rng = np.random.default_rng(seed)
+    shares = np.zeros(len(names))
+    block = max(1, min(resamples, _CELLS_X_QUESTIONS // (len(names) * n)))
+    for start in range(0, resamples, block):
+        rows = min(block, resamples - start)
+        idx = rng.integers(0, n, size=(rows, n))
+        means = np.round(values[:, idx].mean(axis=2), DECIMALS)  # (cells, rows)
+        means[broken] = -np.inf
+        top = means.max(axis=0)
+        if tolerance > 0:
+            shares += (means >= top - tolerance).sum(axis=1)
+        else:
+            best = means == top
+            shares += (best / best.sum(axis=0)).sum(axis=1)
+    return {name: float(s / resamples) for name, s in zip(names, shares, strict=True)}
+
+
+def names_single_winner(share: float, tied: int, min_p_best: float = MIN_P_BEST) -> bool:
+    """The rule for naming one winner: the best cell's P(best) is at least ``min_p_best`` and
+    the paired tests tie no other cell with it (``tied`` counts the group, the best included:
+    :func:`~chunkmark.metrics.paired.tied_with_best`)."""
+    return tied == 1 and share >= min_p_best
+
+
+@dataclass(frozen=True)
+class QuestionsNeeded:
+    """How many paired questions a two-sided paired t-test at ``alpha`` needs to detect
+    ``difference`` (the observed mean of the differences, with ``sd`` their sample standard
+    deviation) with probability ``power``.
+
+    ``n`` is ``None`` when no realistic number would: ``reason`` says why (the difference is
+    below ``min_difference``, the number exceeds ``max_questions``, or it cannot be computed).
+    """
+
+    n: int | None
+    difference: float
+    sd: float
+    power: float
+    alpha: float
+    min_difference: float
+    max_questions: int
+    reason: str | None = None
+    method: str = "paired t-test, power from the noncentral t"
+
+    @property
+    def realistic(self) -> bool:
+        return self.n is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def t_test_power(n: int, effect: float, alpha: float = ALPHA) -> float:
+    """Power of the two-sided one-sample (paired) t-test with ``n`` questions at ``alpha`` when
+    the true standardised mean difference is ``effect`` (mean / sd): ``P(|T| > t_crit)`` with
+    ``T`` noncentral t on ``n - 1`` degrees of freedom, noncentrality ``effect * sqrt(n)``."""
+    from scipy import stats
+
+    if n < 2:
+        return 0.0
+    df = n - 1
+    critical = float(stats.t.isf(alpha / 2.0, df))
+    nc = abs(effect) * math.sqrt(n)
+    return float(stats.nct.sf(critical, df, nc) + stats.nct.cdf(-critical, df, nc))
+
+
+def questions_needed(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike | None = None,
+    *,
+    power: float = POWER,
+    alpha: float = ALPHA,
+    min_difference: float = MIN_DIFFERENCE,
+    max_questions: int = MAX_QUESTIONS,
+) -> QuestionsNeeded:
+    """The questions a paired comparison of ``a`` and ``b`` needs: the smallest ``n`` at which
+    the two-sided paired t-test at ``alpha`` has at least ``power`` to detect the observed mean
+    difference, taking the observed mean and sample standard deviation of ``d = a - b`` as the
+    truth (``b`` left out: ``a`` holds the differences).
+
+    The normal approximation ``n = ((z(1 - alpha/2) + z(power)) * sd / |mean|)^2`` is the
+    starting guess; the answer is the exact t-test power from the noncentral t
+    (:func:`t_test_power`), which needs a few more questions than the normal approximation
+    when ``n`` is small. "No realistic number" (``n`` is ``None``) when ``|mean| <
+    min_difference``, when ``n`` would exceed ``max_questions``, or when the values hold a NaN.
+    Differences that are all equal and not zero give ``n = 2``, the smallest t-test.
+    """
+    from scipy import stats
+
+    x = np.asarray(a, dtype=np.float64)
+    d = x if b is None else x - np.asarray(b, dtype=np.float64)
+    if d.ndim != 1 or len(d) < 2:
+        raise ValueError(f"need at least two paired differences, got shape {d.shape}")
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha} and {power}")
+    d = np.round(d, DECIMALS) + 0.0
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+
+    def answer(n: int | None, reason: str | None = None) -> QuestionsNeeded:
+        return QuestionsNeeded(n, mean, sd, power, alpha, min_difference, max_questions, reason)
+
+    if math.isnan(mean) or math.isnan(sd):
+        return answer(None, "a value is missing (NaN)")
+    if abs(mean) < min_difference:
+        return answer(None, f"the difference is below {min_difference:g}")
+    if sd == 0.0:
+        return answer(2)
+    effect = abs(mean) / sd
+    z = float(stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power))
+    guess = (z / effect) ** 2
+    if guess > max_questions:
+        return answer(None, f"more than {max_questions:,} questions")
+    # The t-test needs at least the normal approximation's n; search up from just below it.
+    low = max(1, math.floor(guess) - 1)  # power(low) < target, or low == 1
+    while t_test_power(low, effect, alpha) >= power and low > 1:
+        low = max(1, low // 2)
+    high = max(low + 1, math.ceil(guess))
+    while t_test_power(high, effect, alpha) < power:
+        high *= 2
+        if high > 2 * max_questions:
+            return answer(None, f"more than {max_questions:,} questions")
+    while high - low > 1:  # power(low) < target <= power(high)
+        mid = (low + high) // 2
+        if t_test_power(mid, effect, alpha) >= power:
+            high = mid
+        else:
+            low = mid
+    if high > max_questions:
+        return answer(None, f"more than {max_questions:,} questions")
+    return answer(high)

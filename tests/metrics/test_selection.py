@@ -1,0 +1,134 @@
+"""P(best) and questions needed, against independent references: exact enumeration of every
+bootstrap resample, hand cases, the noncentral-t power written out here, and simulated t-tests."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from chunkmark.metrics.selection import p_best, questions_needed
+
+
+def exact_p_best(cells: dict[str, list[float]]) -> dict[str, float]:
+    """Every one of the n^n equally likely resamples, ties at the top split equally."""
+    names = list(cells)
+    values = np.array([cells[k] for k in names], dtype=np.float64)
+    n = values.shape[1]
+    shares = dict.fromkeys(names, 0.0)
+    total = 0
+    for draw in itertools.product(range(n), repeat=n):
+        means = [round(sum(row[i] for i in draw) / n, 9) for row in values]
+        top = max(means)
+        winners = [name for name, m in zip(names, means, strict=True) if m == top]
+        for name in winners:
+            shares[name] += 1.0 / len(winners)
+        total += 1
+    return {k: v / total for k, v in shares.items()}
+
+
+def test_p_best_matches_exact_enumeration_of_every_resample() -> None:
+    cells = {
+        "a": [0.9, 0.1, 0.5, 0.4, 0.3],
+        "b": [0.2, 0.6, 0.5, 0.5, 0.5],
+        "c": [0.5, 0.5, 0.0, 0.6, 0.2],
+    }
+    exact = exact_p_best(cells)  # 3,125 resamples
+    got = p_best(cells, resamples=40_000, seed=3)
+    for name in cells:
+        # binomial standard error of a share from 40,000 draws is at most 0.0025
+        assert got[name] == pytest.approx(exact[name], abs=0.01), (name, got, exact)
+    assert sum(got.values()) == pytest.approx(1.0)
+    assert min(exact.values()) > 0.05  # the case is not trivial: every cell wins sometimes
+
+
+def test_a_dominating_cell_is_always_best_and_identical_cells_split() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0, 1, 60)
+    got = p_best({"low": base, "high": base + 0.01, "lower": base - 0.2}, resamples=2_000)
+    assert got == {"low": 0.0, "high": 1.0, "lower": 0.0}
+    twins = p_best({"x": base, "y": base.copy(), "z": base - 0.5}, resamples=2_000)
+    assert twins == {"x": 0.5, "y": 0.5, "z": 0.0}
+
+
+def test_lower_is_better_tolerance_and_nan() -> None:
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0, 1, 80)
+    low = p_best({"a": base, "b": base + 0.1}, direction="lower", resamples=500)
+    assert low == {"a": 1.0, "b": 0.0}
+    # b is behind by 0.002 on every question: never best, always within 0.01 of the best.
+    near = {"a": base, "b": base - 0.002}
+    assert p_best(near, resamples=500)["b"] == 0.0
+    assert p_best(near, tolerance=0.01, resamples=500) == {"a": 1.0, "b": 1.0}
+    broken = base + 1.0
+    broken[3] = math.nan
+    assert p_best({"a": base, "nan": broken}, resamples=500) == {"a": 1.0, "nan": 0.0}
+
+
+def test_p_best_is_seeded() -> None:
+    rng = np.random.default_rng(4)
+    cells = {str(i): rng.uniform(0, 1, 30) for i in range(4)}
+    assert p_best(cells, seed=7, resamples=3_000) == p_best(cells, seed=7, resamples=3_000)
+
+
+def power_by_noncentral_t(n: int, mean: float, sd: float, alpha: float = 0.05) -> float:
+    """The textbook power of the two-sided one-sample t-test, written out independently."""
+    df = n - 1
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    delta = mean / (sd / math.sqrt(n))
+    return float(1 - stats.nct.cdf(crit, df, delta) + stats.nct.cdf(-crit, df, delta))
+
+
+def differences(mean: float, sd: float, n: int = 300, seed: int = 0) -> np.ndarray:
+    """Paired differences whose sample mean and sd (ddof=1) are exactly ``mean`` and ``sd``."""
+    z = np.random.default_rng(seed).normal(size=n)
+    z = (z - z.mean()) / z.std(ddof=1)
+    out: np.ndarray = mean + sd * z
+    return out
+
+
+@pytest.mark.parametrize(("mean", "sd"), [(0.02, 0.1), (0.05, 0.1), (0.3, 0.4), (-0.01, 0.2)])
+def test_questions_needed_is_the_smallest_n_with_80_percent_power(mean: float, sd: float) -> None:
+    result = questions_needed(differences(mean, sd))
+    assert result.n is not None and result.realistic
+    assert result.difference == pytest.approx(mean) and result.sd == pytest.approx(sd)
+    assert power_by_noncentral_t(result.n, abs(mean), sd) >= 0.8
+    assert power_by_noncentral_t(result.n - 1, abs(mean), sd) < 0.8
+    # The normal approximation (z-test formula) is a lower bound, close for all but tiny n.
+    normal = ((stats.norm.ppf(0.975) + stats.norm.ppf(0.8)) * sd / abs(mean)) ** 2
+    assert normal <= result.n <= normal + 3
+
+
+def test_questions_needed_by_simulation() -> None:
+    """At the n returned, simulated paired t-tests on normal differences with that mean and sd
+    reject about 80% of the time; at half of it, far less often."""
+    mean, sd = 0.03, 0.12
+    n = questions_needed(differences(mean, sd)).n
+    assert n is not None
+    rng = np.random.default_rng(5)
+
+    def rejection_rate(size: int) -> float:
+        draws = rng.normal(mean, sd, size=(4_000, size))
+        return float((stats.ttest_1samp(draws, 0.0, axis=1).pvalue < 0.05).mean())
+
+    assert rejection_rate(n) == pytest.approx(0.8, abs=0.025)  # sd of the rate: 0.0063
+    assert rejection_rate(n // 2) < 0.6
+
+
+def test_no_realistic_number() -> None:
+    rng = np.random.default_rng(6)
+    a = rng.uniform(0, 1, 100)
+    tiny = questions_needed(a + 0.001, a + rng.normal(0, 0.0001, 100))
+    assert tiny.n is None and not tiny.realistic and tiny.reason is not None
+    assert "below 0.005" in tiny.reason
+    # Above the floor, but the differences are so noisy that it would take millions.
+    noisy = questions_needed(differences(0.006, 2.0))
+    assert noisy.n is None and "more than 100,000" in (noisy.reason or "")
+    # The floor and ceiling are settings.
+    assert questions_needed(differences(0.006, 2.0), max_questions=10**9).n is not None
+    assert questions_needed(differences(0.001, 0.01), min_difference=0.0).n is not None
+    assert questions_needed(np.array([0.1, np.nan, 0.2])).n is None
+    assert questions_needed(np.full(10, 0.2)).n == 2  # constant differences: the smallest test
