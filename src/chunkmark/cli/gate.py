@@ -125,7 +125,6 @@ def gate(
     result: g.GateResult | None = None
     if old is not None:
         try:
-            old, new = g.hashed(old, new)
             g.check_sides(old, new)
             result = g.gate(
                 old, new, max_drop=max_drop, alpha=alpha, permutations=permutations, seed=seed

@@ -343,18 +343,13 @@ def check_sides(baseline: Side, run: Side) -> None:
         )
     if baseline.fingerprint == run.fingerprint:
         return  # the fingerprint covers every question id, text and excerpt
-    if baseline.question_hash is None or run.question_hash is None:
-        raise GateError(
-            "Cannot tell whether the baseline's questions are the run's: the datasets' "
-            "fingerprints differ and a question hash is missing.",
-            "Keep the dataset the run names readable, or rebuild the baseline with "
-            "--update-baseline.",
-            exit_code=QUESTIONS_DIFFER,
-        )
-    if baseline.question_hash != run.question_hash:
+    # Other fingerprints with the same ids: the question hashes (which read the datasets) tell
+    # other excerpts from other documents.
+    mine_hash, their_hash = with_hash(run).question_hash, with_hash(baseline).question_hash
+    if their_hash != mine_hash:
         raise GateError(
             f"The run's questions differ from the baseline's: same ids, other excerpts (question "
-            f"hash {run.question_hash[:12]} against {baseline.question_hash[:12]}).",
+            f"hash {str(mine_hash)[:12]} against {str(their_hash)[:12]}).",
             "Gate against a baseline of these questions: rebuild it with --update-baseline.",
             exit_code=QUESTIONS_DIFFER,
         )
@@ -399,8 +394,10 @@ def with_hash(side: Side) -> Side:
         return side
     if not side.source:
         raise GateError(
-            f"{side.origin} names no dataset source to hash its questions.",
-            "Rerun `chunkmark run`.",
+            f"{side.origin} is of a dataset with another fingerprint and names no source to "
+            "compare its questions with.",
+            "Gate a run of the baseline's dataset, or rebuild the baseline with --update-baseline.",
+            exit_code=INCOMPATIBLE,
         )
     return _replace(side, question_hash=question_hash(side.source))
 
@@ -414,14 +411,6 @@ def _replace(side: Side, **changes: Any) -> Side:
 def replace_cells(side: Side, cells: dict[Cell, FloatArray]) -> Side:
     """``side`` with other cells."""
     return _replace(side, cells=cells)
-
-
-def hashed(baseline: Side, run: Side) -> tuple[Side, Side]:
-    """Both sides with their question hashes when their fingerprints differ: only then is the
-    hash needed (equal fingerprints mean equal questions), and computing it reads the dataset."""
-    if baseline.fingerprint == run.fingerprint:
-        return baseline, run
-    return (with_hash(baseline) if baseline.source else baseline), with_hash(run)
 
 
 # --- reading a results folder -----------------------------------------------------------------
