@@ -119,7 +119,8 @@ def test_the_verdicts_and_holm_adjustment_match_hand_computation(
 ) -> None:
     base = write_run(tmp_path / "base", BASE)
     run = write_run(tmp_path / "run", WORSE)
-    code, out, err = gate(capsys, run, "--baseline", base, "--json", "--permutations", "200000")
+    flips = ("--permutations", "200000")
+    code, out, err = gate(capsys, run, "--baseline", base, "--json", "--one-sided", *flips)
     assert code == g.REGRESSION == 3, err
     got = {(c["chunker"]): c for c in json.loads(out)["cells"]}
     assert got[A]["drop_points"] == pytest.approx(37.5) and got[B]["drop_points"] == pytest.approx(
@@ -138,8 +139,20 @@ def test_the_verdicts_and_holm_adjustment_match_hand_computation(
         "no drop",
     ]
     assert got[C]["change"] == pytest.approx(0.075) and got[C]["ci_low"] >= 0
+    # Two-sided (the default): p = 2/64, 2/32 and 2/8; Holm: 3/32, max(3/32, 2/16), 1/4 -> no
+    # cell is significant at 0.05, so the same run passes.
+    code, out, err = gate(capsys, run, "--baseline", base, "--json", *flips)
+    assert code == 0, err
+    two = {(c["chunker"]): c for c in json.loads(out)["cells"]}
+    for cell, p, p_holm in ((A, 2 / 64, 3 / 32), (B, 2 / 32, 2 / 16), (C, 2 / 8, 2 / 8)):
+        assert two[cell]["p_value"] == pytest.approx(p, abs=0.003)
+        assert two[cell]["p_holm"] == pytest.approx(p_holm, abs=0.006)
+    assert two[A]["status"] == "drop not significant"
+    assert json.loads(out)["test"].startswith("two-sided")
     # The margin: a 37.5-point drop passes a 40-point --max-drop.
-    code, out, _ = gate(capsys, run, "--baseline", base, "--max-drop", "40", "--json")
+    code, out, _ = gate(
+        capsys, run, "--baseline", base, "--max-drop", "40", "--json", "--one-sided"
+    )
     assert code == 0 and json.loads(out)["passed"] is True
     statuses = [c["status"] for c in json.loads(out)["cells"]]
     assert statuses[0] == "drop within --max-drop"
@@ -173,15 +186,15 @@ def test_a_baseline_file_round_trips_and_gates_like_its_folder(
         (c, EMBEDDER): v for c, v in BASE.items()
     }
     assert side.question_hash == fingerprint and side.metric == "recall"
-    from_file = gate(capsys, run, "--baseline", file, "--json")
-    from_folder = gate(capsys, run, "--baseline", base, "--json")
+    from_file = gate(capsys, run, "--baseline", file, "--json", "--one-sided")
+    from_folder = gate(capsys, run, "--baseline", base, "--json", "--one-sided")
     assert from_file[0] == from_folder[0] == 3
     cells = [json.loads(r[1])["cells"] for r in (from_file, from_folder)]
     assert cells[0] == cells[1]
     # Ratchet: the worse run becomes the baseline deliberately; gating it again passes.
-    code, out, _ = gate(capsys, run, "--baseline", file, "--update-baseline")
+    code, out, _ = gate(capsys, run, "--baseline", file, "--update-baseline", "--one-sided")
     assert code == 0 and "regression" in out and "replaces the baseline" in out
-    assert gate(capsys, run, "--baseline", file)[0] == 0
+    assert gate(capsys, run, "--baseline", file, "--one-sided")[0] == 0
 
 
 def test_other_questions_are_refused_with_the_fix(

@@ -51,6 +51,14 @@ def gate(
     alpha: Annotated[
         float, typer.Option(help="Significance level, after Holm's correction across cells.")
     ] = 0.05,
+    one_sided: Annotated[
+        bool,
+        typer.Option(
+            "--one-sided",
+            help="Test for a drop one-sided at --alpha (more power, twice the false alarms of "
+            "the default two-sided test).",
+        ),
+    ] = False,
     retrieval: options.PickRetrieval = None,
     k: options.PickK = None,
     chunkers: Annotated[
@@ -98,7 +106,7 @@ def gate(
 ) -> None:
     """Does RUN regress against BASELINE? Each gated cell is paired with the baseline's by
     question id; it fails only when its metric drops by more than --max-drop points AND the drop
-    is significant (one-sided sign-flip randomisation test, Holm-adjusted across the gated
+    is significant (two-sided sign-flip randomisation test, Holm-adjusted across the gated
     cells). Otherwise it passes and prints how much each cell moved, with 95% intervals.
 
     Prints a markdown table (for a pull-request comment) or, with --json, JSON. The retrieval
@@ -127,7 +135,13 @@ def gate(
         try:
             g.check_sides(old, new)
             result = g.gate(
-                old, new, max_drop=max_drop, alpha=alpha, permutations=permutations, seed=seed
+                old,
+                new,
+                max_drop=max_drop,
+                alpha=alpha,
+                permutations=permutations,
+                seed=seed,
+                one_sided=one_sided,
             )
         except g.GateError as exc:
             if not update_baseline:

@@ -10,12 +10,15 @@ For each gated cell, ``d = run - baseline`` per question (signed so that negativ
 the metric's direction). The cell is a **regression** when
 
 - its drop, ``-mean(d)`` in points, exceeds ``max_drop``, and
-- the one-sided sign-flip randomisation test of mean(d) < 0 is significant at ``alpha`` after
+- the two-sided sign-flip randomisation test of mean(d) = 0 is significant at ``alpha`` after
   Holm's correction across the gated cells.
 
-One-sided because the gate only ever fails on a drop: an improvement is never a failure, so the
-test spends its whole ``alpha`` on the direction that matters. Every cell is also reported with
-the 95% paired-bootstrap interval of its change, whatever its verdict.
+Two-sided by default: a drop is significant where the usual test at ``alpha`` finds the run
+differs from the baseline, and the run is worse. That is the one-sided test at ``alpha / 2``, so
+on pure noise a check fails at most ``alpha / 2`` of the time (2.5%), while a paired regression
+of a few points is still caught (docs/gate.md measures both). ``one_sided=True`` tests mean(d) <
+0 at the full ``alpha``: more power, twice the false alarms. Every cell is also reported with the
+95% paired-bootstrap interval of its change, whatever its verdict.
 
 Bad input raises :class:`GateError` with an exit status of its own (:data:`EXIT_CODES`).
 """
@@ -95,7 +98,8 @@ class Side:
 @dataclass(frozen=True)
 class CellCheck:
     """One gated cell: the means, the change (run - baseline, metric units) with its interval,
-    the one-sided p-value of a drop, Holm-adjusted across the gated cells, and the verdict."""
+    the p-value (two-sided, or one-sided for a drop), Holm-adjusted across the gated cells, and
+    the verdict."""
 
     chunker: str
     embedder: str
@@ -127,6 +131,7 @@ class GateResult:
     permutations: int
     seed: int
     cells: list[CellCheck]
+    one_sided: bool = False
     baseline: str = ""
     run: str = ""
     notes: list[str] = field(default_factory=list)
@@ -139,6 +144,11 @@ class GateResult:
     def exit_code(self) -> int:
         return PASSED if self.passed else REGRESSION
 
+    @property
+    def test(self) -> str:
+        """The test named in the output."""
+        return f"{'one' if self.one_sided else 'two'}-sided sign-flip randomisation test"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
@@ -150,7 +160,7 @@ class GateResult:
             "questions": self.n_questions,
             "max_drop": self.max_drop,
             "alpha": self.alpha,
-            "test": "one-sided sign-flip randomisation test of a drop, Holm across cells",
+            "test": f"{self.test}, Holm across cells",
             "permutations": self.permutations,
             "seed": self.seed,
             "baseline": self.baseline,
@@ -189,12 +199,13 @@ def check_cells(
     permutations: int = 10_000,
     bootstrap: int = 10_000,
     seed: int = 0,
+    one_sided: bool = False,
 ) -> list[CellCheck]:
     """Each cell of ``baseline`` against the same cell of ``run`` (paired values, same order).
 
     ``max_drop`` is in points (100 x the metric's unit). A cell is a regression when its drop
-    exceeds ``max_drop`` and its one-sided p-value, Holm-adjusted across the cells, is below
-    ``alpha``."""
+    exceeds ``max_drop`` and its p-value (two-sided, or one-sided for a drop), Holm-adjusted
+    across the cells, is below ``alpha``."""
     sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
     cells = list(baseline)
     diffs: list[FloatArray] = []
@@ -206,11 +217,16 @@ def check_cells(
         diffs.append(sign * (r - b))  # negative: worse
     pvalues: list[float | None] = []
     for d in diffs:
-        one_sided = permutation_test(d, permutations=permutations, seed=seed, alternative="less")
-        pvalues.append(None if math.isnan(one_sided) else one_sided)
+        p = permutation_test(
+            d,
+            permutations=permutations,
+            seed=seed,
+            alternative="less" if one_sided else "two-sided",
+        )
+        pvalues.append(None if math.isnan(p) else p)
     adjusted = holm(pvalues)
     out = []
-    for cell, d, p, p_adj in zip(cells, diffs, pvalues, adjusted, strict=True):
+    for cell, d, p_value, p_adj in zip(cells, diffs, pvalues, adjusted, strict=True):
         b = np.asarray(baseline[cell], dtype=np.float64)
         r = np.asarray(run[cell], dtype=np.float64)
         change = float(np.mean(r - b))
@@ -229,7 +245,7 @@ def check_cells(
                 change=change,
                 ci_low=low,
                 ci_high=high,
-                p_value=p,
+                p_value=p_value,
                 p_holm=p_adj,
                 drop=drop + 0.0,
                 status=_status(drop, p_adj, alpha, max_drop, sign * low, sign * high, d),
@@ -270,6 +286,7 @@ def gate(
     alpha: float = 0.05,
     permutations: int = 10_000,
     seed: int = 0,
+    one_sided: bool = False,
 ) -> GateResult:
     """The run against the baseline over the baseline's cells (see :func:`check_sides` first)."""
     order = {q: i for i, q in enumerate(run.question_ids)}
@@ -282,6 +299,7 @@ def gate(
         alpha=alpha,
         permutations=permutations,
         seed=seed,
+        one_sided=one_sided,
     )
     return GateResult(
         dataset=run.dataset,
@@ -294,6 +312,7 @@ def gate(
         permutations=permutations,
         seed=seed,
         cells=checks,
+        one_sided=one_sided,
         baseline=baseline.origin,
         run=run.origin,
     )
@@ -623,6 +642,7 @@ def write_baseline(path: Path, side: Side, *, run: str = "") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=1, ensure_ascii=False)
     write_bytes_atomic(path, (text + "\n").encode("utf-8"))
+    path.chmod(0o644)  # a file to commit, readable like the repository's others
 
 
 def read_baseline(path: Path) -> Side:
@@ -721,8 +741,9 @@ def markdown(result: GateResult, labels: Mapping[Cell, str] | None = None) -> st
         head,
         "",
         f"{label} with {result.retrieval} on {result.dataset}, {result.n_questions} paired "
-        f"questions. A cell fails when it drops by more than {result.max_drop:g} points and the "
-        f"drop is significant (one-sided sign-flip test, Holm across {len(result.cells)} "
+        f"questions. A cell fails when it drops by more than {result.max_drop:g} "
+        f"point{'' if result.max_drop == 1 else 's'} and the "
+        f"drop is significant ({result.test}, Holm across {len(result.cells)} "
         f"cells, alpha {result.alpha:g}).",
         "",
         f"| cell | baseline | run | change (points) | {100 * LEVEL:.0f}% interval | p | "
