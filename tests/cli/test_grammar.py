@@ -142,7 +142,7 @@ def test_the_experiment_file_is_the_first_argument_everywhere() -> None:
 def test_no_selecting_command_shows_a_grid_flag() -> None:
     grid = {"-c", "--chunker", "-e", "--embedder", "-r", "--retrieval", "--k", "-d", "--dataset"}
     grid |= {"--excerpts", "--unit", "--denominator"}
-    for name in ("compare", "report", "tune"):
+    for name in ("compare", "gate", "report", "tune"):
         command = root().commands[name]
         shown = {o for p in command.params if not getattr(p, "hidden", False) for o in p.opts}
         assert not (shown & grid) - ({"-d", "--dataset"} if name == "tune" else set()), name

@@ -48,6 +48,26 @@ def test_permutation_p_matches_the_exact_enumeration_on_a_tiny_case() -> None:
     assert permutation_test(d, permutations=40_000, seed=3) == pytest.approx(0.25, abs=0.01)
 
 
+def test_one_sided_p_values_match_the_exact_enumeration() -> None:
+    # d = (-1, -2, 3, -4, -0.5): the exact one-sided p of mean(d) < 0 counts the sign vectors
+    # whose sum is at most the observed -4.5, and of mean(d) > 0 those at least it.
+    d = np.array([-1.0, -2.0, 3.0, -4.0, -0.5])
+    sums = [float(np.dot(s, np.abs(d))) for s in itertools.product([-1, 1], repeat=5)]
+    less = np.mean([v <= d.sum() + 1e-12 for v in sums])
+    greater = np.mean([v >= d.sum() - 1e-12 for v in sums])
+    assert (less, greater) == (8 / 32, 26 / 32)
+    got_less = permutation_test(d, permutations=100_000, seed=5, alternative="less")
+    assert got_less == pytest.approx(less, abs=0.006)
+    got_greater = permutation_test(d, permutations=100_000, seed=5, alternative="greater")
+    assert got_greater == pytest.approx(greater, abs=0.006)
+    # "greater" on -d is "less" on d, flip for flip.
+    assert permutation_test(-d, permutations=5_000, seed=2, alternative="greater") == (
+        permutation_test(d, permutations=5_000, seed=2, alternative="less")
+    )
+    with pytest.raises(ValueError, match="alternative"):
+        permutation_test(d, alternative="both")  # type: ignore[arg-type]
+
+
 def _student_t_two_sided(t: float, df: int) -> float:
     """P(|T| >= |t|) for Student's t with ``df`` degrees of freedom, by Simpson's rule on the
     density written from its formula (no scipy)."""

@@ -33,7 +33,7 @@ INTERRUPTED_EXIT = 130
 
 # ``chunkmark --help`` lists the commands in these panels, in this order.
 PANELS: dict[str, tuple[str, ...]] = {
-    "Evaluate": ("run", "plan", "tune", "compare", "report", "suite"),
+    "Evaluate": ("run", "plan", "tune", "compare", "gate", "report", "suite"),
     "Data": ("datasets", "synth", "relations"),
     "Components": (
         "chunkers",
@@ -118,8 +118,8 @@ def main() -> None:
     try:
         _register_commands()
         code = app(standalone_mode=False)
-    except ChunkmarkError as exc:
-        _exit_with([f"error: {_one_line(str(exc))}"], USAGE_EXIT)
+    except ChunkmarkError as exc:  # a command may give its errors their own status (gate)
+        _exit_with([f"error: {_one_line(str(exc))}"], getattr(exc, "exit_code", USAGE_EXIT))
     except typer.Abort:
         _exit_with(["aborted"], INTERRUPTED_EXIT)
     except KeyboardInterrupt:
@@ -147,6 +147,7 @@ def _register_commands() -> None:
         chunkers,
         compare,
         datasets,
+        gate,
         listing,
         mcp_command,
         plan,
@@ -167,6 +168,7 @@ def _register_commands() -> None:
     plan.register(app)
     tune.register(app)
     compare.register(app)
+    gate.register(app)
     report.register(app)
     suite.register(app)
     relations_run.add_commands(relations.register(app))

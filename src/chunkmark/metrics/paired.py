@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["higher", "lower"]
+Alternative = Literal["two-sided", "less", "greater"]
 PERMUTATIONS = 10_000
 BOOTSTRAP = 10_000
 # The fewest sign flips behind a p-value chunkmark prints (compare, report): p cannot go below
@@ -121,15 +122,31 @@ def compare_paired(
     )
 
 
-def permutation_test(d: npt.ArrayLike, *, permutations: int = PERMUTATIONS, seed: int = 0) -> float:
-    """Two-sided sign-flip randomisation test of mean(d) = 0: ``p = (b + 1) / (R + 1)``; NaN
-    when ``d`` holds a NaN (nothing can be tested)."""
+def permutation_test(
+    d: npt.ArrayLike,
+    *,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    alternative: Alternative = "two-sided",
+) -> float:
+    """Sign-flip randomisation test of mean(d) = 0: ``p = (b + 1) / (R + 1)``; NaN when ``d``
+    holds a NaN (nothing can be tested).
+
+    ``b`` counts the flipped means at least as extreme as the observed one: in absolute value
+    (``alternative="two-sided"``), at most it (``"less"``: the alternative is mean(d) < 0) or
+    at least it (``"greater"``). The same seed draws the same sign vectors for each."""
     diffs = np.asarray(d, dtype=np.float64)
     if permutations < 1:
         raise ValueError(f"permutations must be at least 1, got {permutations}")
+    if alternative not in ("two-sided", "less", "greater"):
+        raise ValueError(f"alternative must be two-sided, less or greater, got {alternative!r}")
     if np.isnan(diffs).any():
         return math.nan
-    observed = abs(diffs.mean())
+    # One-sided "less" is "greater" on -d; two-sided compares absolute means.
+    sign = -1.0 if alternative == "less" else 1.0
+    observed = sign * diffs.mean()
+    if alternative == "two-sided":
+        observed = abs(observed)
     # A flipped mean equal to the observed one up to rounding counts as reaching it.
     reach = observed - 1e-12 * max(1.0, float(np.abs(diffs).sum()))
     rng = np.random.default_rng(seed)
@@ -137,7 +154,9 @@ def permutation_test(d: npt.ArrayLike, *, permutations: int = PERMUTATIONS, seed
     for start in range(0, permutations, _BLOCK):
         rows = min(_BLOCK, permutations - start)
         signs = rng.integers(0, 2, size=(rows, len(diffs)), dtype=np.int8) * 2 - 1
-        means = np.abs(signs @ diffs) / len(diffs)
+        means = sign * (signs @ diffs) / len(diffs)
+        if alternative == "two-sided":
+            means = np.abs(means)
         hits += int((means >= reach).sum())
     return (hits + 1) / (permutations + 1)
 

@@ -1,0 +1,784 @@
+"""The regression gate: a run against a baseline on the same questions, failing only on a drop
+that is both larger than a margin and significant after Holm's correction (docs/gate.md).
+
+A *side* is what the gate compares: per-question values of one metric at one retrieval setting
+and scoring, for some (chunker, embedder) cells of one dataset, in one question order. A side is
+read from a results folder (:func:`read_run`) or from a baseline file (:func:`read_baseline`,
+written by :func:`write_baseline`: small JSON a repository commits).
+
+For each gated cell, ``d = run - baseline`` per question (signed so that negative is worse for
+the metric's direction). The cell is a **regression** when
+
+- its drop, ``-mean(d)`` in points, exceeds ``max_drop``, and
+- the two-sided sign-flip randomisation test of mean(d) = 0 is significant at ``alpha`` after
+  Holm's correction across the gated cells.
+
+Two-sided by default: a drop is significant where the usual test at ``alpha`` finds the run
+differs from the baseline, and the run is worse. That is the one-sided test at ``alpha / 2``, so
+on pure noise a check fails at most ``alpha / 2`` of the time (2.5%), while a paired regression
+of a few points is still caught (docs/gate.md measures both). ``one_sided=True`` tests mean(d) <
+0 at the full ``alpha``: more power, twice the false alarms. Every cell is also reported with the
+95% paired-bootstrap interval of its change, whatever its verdict.
+
+Bad input raises :class:`GateError` with an exit status of its own (:data:`EXIT_CODES`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkmark.errors import ChunkmarkError
+from chunkmark.files import write_bytes_atomic
+from chunkmark.metrics import METRICS
+from chunkmark.metrics.paired import holm, paired_bootstrap_ci, permutation_test
+from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring, retrieval_of
+
+FloatArray = npt.NDArray[np.float64]
+Cell = tuple[str, str]  # chunker, embedder (canonical specs)
+
+PASSED = 0
+REGRESSION = 3
+QUESTIONS_DIFFER = 4
+INCOMPATIBLE = 5
+MISSING_CELL = 6
+BAD_BASELINE = 7
+USAGE = 2
+# Exit status -> what it means (docs/gate.md lists the same table; tests check they agree).
+EXIT_CODES: dict[int, str] = {
+    PASSED: "passed: no gated cell dropped by more than --max-drop with a significant drop",
+    1: "unexpected error (a bug): one line naming a log file with the traceback",
+    USAGE: "usage error: an unknown option or metric, a run folder that cannot be read",
+    REGRESSION: "regression found: a gated cell dropped by more than --max-drop, significantly",
+    QUESTIONS_DIFFER: "the run and the baseline hold different questions (ids or excerpts)",
+    INCOMPATIBLE: "the baseline is of another dataset, metric, retrieval setting or scoring",
+    MISSING_CELL: "a gated cell is missing from the run",
+    BAD_BASELINE: "the baseline file or folder cannot be read (corrupt, not a baseline)",
+}
+
+BASELINE_FORMAT = "chunkmark-gate-baseline"
+BASELINE_VERSION = 1
+DEFAULT_MAX_DROP = 1.0  # points
+LEVEL = 0.95
+
+
+class GateError(ChunkmarkError):
+    """Bad input to the gate; ``exit_code`` is its status in :data:`EXIT_CODES`."""
+
+    def __init__(self, problem: str, fix: str | None = None, *, exit_code: int = USAGE) -> None:
+        super().__init__(problem, fix)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class Side:
+    """Per-question values of one metric for some cells of one dataset, in one question order."""
+
+    dataset: str
+    fingerprint: str
+    metric: str
+    retrieval: str
+    scoring: Scoring
+    question_ids: tuple[str, ...]
+    cells: dict[Cell, FloatArray]
+    question_hash: str | None = None  # None: not computed yet (see :func:`question_hash`)
+    source: str | None = None  # where the dataset was loaded from, to compute the hash
+    origin: str = ""  # the folder or file it was read from
+
+
+@dataclass(frozen=True)
+class CellCheck:
+    """One gated cell: the means, the change (run - baseline, metric units) with its interval,
+    the p-value (two-sided, or one-sided for a drop), Holm-adjusted across the gated cells, and
+    the verdict."""
+
+    chunker: str
+    embedder: str
+    n: int
+    baseline: float
+    run: float
+    change: float
+    ci_low: float
+    ci_high: float
+    p_value: float | None  # None: a NaN among the values, nothing tested
+    p_holm: float
+    drop: float  # points, positive when the run is worse (for the metric's direction)
+    status: str  # regression, within margin, not significant, improved, unchanged
+
+    @property
+    def regression(self) -> bool:
+        return self.status == "regression"
+
+
+@dataclass(frozen=True)
+class GateResult:
+    dataset: str
+    metric: str
+    retrieval: str
+    scoring: Scoring
+    n_questions: int
+    max_drop: float
+    alpha: float
+    permutations: int
+    seed: int
+    cells: list[CellCheck]
+    one_sided: bool = False
+    baseline: str = ""
+    run: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not any(c.regression for c in self.cells)
+
+    @property
+    def exit_code(self) -> int:
+        return PASSED if self.passed else REGRESSION
+
+    @property
+    def test(self) -> str:
+        """The test named in the output."""
+        return f"{'one' if self.one_sided else 'two'}-sided sign-flip randomisation test"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "dataset": self.dataset,
+            "metric": self.metric,
+            "retrieval": self.retrieval,
+            "scoring": self.scoring.columns(),
+            "questions": self.n_questions,
+            "max_drop": self.max_drop,
+            "alpha": self.alpha,
+            "test": f"{self.test}, Holm across cells",
+            "permutations": self.permutations,
+            "seed": self.seed,
+            "baseline": self.baseline,
+            "run": self.run,
+            "cells": [
+                {
+                    "chunker": c.chunker,
+                    "embedder": c.embedder,
+                    "n": c.n,
+                    "baseline": c.baseline,
+                    "run": c.run,
+                    "change": c.change,
+                    "ci_low": c.ci_low,
+                    "ci_high": c.ci_high,
+                    "drop_points": c.drop,
+                    "p_value": c.p_value,
+                    "p_holm": c.p_holm,
+                    "status": c.status,
+                }
+                for c in self.cells
+            ],
+            "notes": self.notes,
+        }
+
+
+# --- the test ---------------------------------------------------------------------------------
+
+
+def check_cells(
+    baseline: Mapping[Cell, npt.ArrayLike],
+    run: Mapping[Cell, npt.ArrayLike],
+    *,
+    metric: str = "recall",
+    max_drop: float = DEFAULT_MAX_DROP,
+    alpha: float = 0.05,
+    permutations: int = 10_000,
+    bootstrap: int = 10_000,
+    seed: int = 0,
+    one_sided: bool = False,
+) -> list[CellCheck]:
+    """Each cell of ``baseline`` against the same cell of ``run`` (paired values, same order).
+
+    ``max_drop`` is in points (100 x the metric's unit). A cell is a regression when its drop
+    exceeds ``max_drop`` and its p-value (two-sided, or one-sided for a drop), Holm-adjusted
+    across the cells, is below ``alpha``."""
+    sign = 1.0 if METRICS[metric].direction == "higher" else -1.0
+    cells = list(baseline)
+    diffs: list[FloatArray] = []
+    for cell in cells:
+        b = np.asarray(baseline[cell], dtype=np.float64)
+        r = np.asarray(run[cell], dtype=np.float64)
+        if b.shape != r.shape or b.ndim != 1 or len(b) == 0:
+            raise ValueError(f"cell {cell}: values of shapes {b.shape} and {r.shape} do not pair")
+        diffs.append(sign * (r - b))  # negative: worse
+    pvalues: list[float | None] = []
+    for d in diffs:
+        p = permutation_test(
+            d,
+            permutations=permutations,
+            seed=seed,
+            alternative="less" if one_sided else "two-sided",
+        )
+        pvalues.append(None if math.isnan(p) else p)
+    adjusted = holm(pvalues)
+    out = []
+    for cell, d, p_value, p_adj in zip(cells, diffs, pvalues, adjusted, strict=True):
+        b = np.asarray(baseline[cell], dtype=np.float64)
+        r = np.asarray(run[cell], dtype=np.float64)
+        change = float(np.mean(r - b))
+        if np.isnan(d).any():
+            low = high = math.nan
+        else:
+            low, high = paired_bootstrap_ci(r - b, resamples=bootstrap, level=LEVEL, seed=seed)
+        drop = -100.0 * sign * change
+        out.append(
+            CellCheck(
+                chunker=cell[0],
+                embedder=cell[1],
+                n=len(d),
+                baseline=float(np.mean(b)),
+                run=float(np.mean(r)),
+                change=change,
+                ci_low=low,
+                ci_high=high,
+                p_value=p_value,
+                p_holm=p_adj,
+                drop=drop + 0.0,
+                status=_status(drop, p_adj, alpha, max_drop, sign * low, sign * high, d),
+            )
+        )
+    return out
+
+
+def _status(
+    drop: float,
+    p_holm: float,
+    alpha: float,
+    max_drop: float,
+    low: float,
+    high: float,
+    d: FloatArray,
+) -> str:
+    if math.isnan(drop):
+        return "not tested (NaN values)"
+    significant = p_holm < alpha
+    if drop > max_drop and significant:
+        return "regression"
+    if drop > 0 and significant:
+        return "drop within --max-drop"
+    if drop > 0:
+        return "drop not significant"
+    if not np.any(d):
+        return "unchanged"
+    # sign-adjusted interval: its lower end above zero is an improvement no resample undoes
+    return "improved" if min(low, high) > 0 else "no drop"
+
+
+def gate(
+    baseline: Side,
+    run: Side,
+    *,
+    max_drop: float = DEFAULT_MAX_DROP,
+    alpha: float = 0.05,
+    permutations: int = 10_000,
+    seed: int = 0,
+    one_sided: bool = False,
+) -> GateResult:
+    """The run against the baseline over the baseline's cells (see :func:`check_sides` first)."""
+    order = {q: i for i, q in enumerate(run.question_ids)}
+    idx = np.asarray([order[q] for q in baseline.question_ids], dtype=np.int64)
+    checks = check_cells(
+        baseline.cells,
+        {cell: run.cells[cell][idx] for cell in baseline.cells},
+        metric=baseline.metric,
+        max_drop=max_drop,
+        alpha=alpha,
+        permutations=permutations,
+        seed=seed,
+        one_sided=one_sided,
+    )
+    return GateResult(
+        dataset=run.dataset,
+        metric=baseline.metric,
+        retrieval=baseline.retrieval,
+        scoring=baseline.scoring,
+        n_questions=len(baseline.question_ids),
+        max_drop=max_drop,
+        alpha=alpha,
+        permutations=permutations,
+        seed=seed,
+        cells=checks,
+        one_sided=one_sided,
+        baseline=baseline.origin,
+        run=run.origin,
+    )
+
+
+def check_sides(baseline: Side, run: Side) -> None:
+    """Refuse a pair the gate cannot compare: another dataset, metric, setting or scoring, a
+    missing cell, other questions (a :class:`GateError` with its exit status)."""
+    if baseline.metric != run.metric:
+        raise GateError(
+            f"The baseline {baseline.origin} holds {baseline.metric!r} and the gate reads "
+            f"{run.metric!r}.",
+            f"Pass --metric {baseline.metric}, or rebuild the baseline with --update-baseline.",
+            exit_code=INCOMPATIBLE,
+        )
+    if baseline.retrieval != run.retrieval or baseline.scoring != run.scoring:
+        raise GateError(
+            f"The baseline {baseline.origin} is at {baseline.retrieval} ({baseline.scoring.label})"
+            f" and the run at {run.retrieval} ({run.scoring.label}).",
+            f"Pass --pick-retrieval '{baseline.retrieval}', or rebuild the baseline with "
+            "--update-baseline.",
+            exit_code=INCOMPATIBLE,
+        )
+    if baseline.fingerprint != run.fingerprint and baseline.dataset != run.dataset:
+        raise GateError(
+            f"The baseline {baseline.origin} is of dataset {baseline.dataset!r} "
+            f"({baseline.fingerprint}) and the run of {run.dataset!r} ({run.fingerprint}).",
+            "Gate a run of the baseline's dataset, or rebuild the baseline with --update-baseline.",
+            exit_code=INCOMPATIBLE,
+        )
+    missing = [cell for cell in baseline.cells if cell not in run.cells]
+    if missing:
+        listing = "; ".join(f"{c} x {e}" for c, e in missing[:4])
+        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        raise GateError(
+            f"The run {run.origin} lacks {len(missing)} gated cell(s): {listing}{more}.",
+            "Run those cells too, or gate fewer with --pick-chunker/--pick-embedder.",
+            exit_code=MISSING_CELL,
+        )
+    mine, theirs = set(run.question_ids), set(baseline.question_ids)
+    if mine != theirs:
+        raise GateError(
+            f"The run {run.origin} has {len(mine & theirs)} of the baseline's {len(theirs)} "
+            f"questions and {len(mine - theirs)} others: the question sets differ.",
+            "Run the baseline's questions, or rebuild the baseline with --update-baseline.",
+            exit_code=QUESTIONS_DIFFER,
+        )
+    if baseline.fingerprint == run.fingerprint:
+        return  # the fingerprint covers every question id, text and excerpt
+    # Other fingerprints with the same ids: the question hashes (which read the datasets) tell
+    # other excerpts from other documents.
+    mine_hash, their_hash = with_hash(run).question_hash, with_hash(baseline).question_hash
+    if their_hash != mine_hash:
+        raise GateError(
+            f"The run's questions differ from the baseline's: same ids, other excerpts (question "
+            f"hash {str(mine_hash)[:12]} against {str(their_hash)[:12]}).",
+            "Gate against a baseline of these questions: rebuild it with --update-baseline.",
+            exit_code=QUESTIONS_DIFFER,
+        )
+    raise GateError(
+        f"The baseline {baseline.origin} has the run's questions over other documents "
+        f"(dataset fingerprint {baseline.fingerprint} against {run.fingerprint}).",
+        "Gate a run of the baseline's documents, or rebuild the baseline with --update-baseline.",
+        exit_code=INCOMPATIBLE,
+    )
+
+
+# --- the question hash ------------------------------------------------------------------------
+
+
+def question_hash(source: str) -> str:
+    """SHA-256 of every question's id, document and excerpts (spans and text), sorted by id.
+
+    Documents may change around the excerpts without changing it; any question added, removed
+    or re-anchored changes it."""
+    from chunkmark.datasets import load_dataset
+
+    try:
+        dataset = load_dataset(source)
+    except (ChunkmarkError, OSError) as exc:
+        raise GateError(
+            f"Cannot read the dataset {source} to hash its questions: {exc}",
+            "Run the gate where the run's dataset can be read.",
+            exit_code=USAGE,
+        ) from None
+    texts = {d.id: d.text for d in dataset.documents}
+    h = hashlib.sha256()
+    for q in sorted(dataset.questions, key=lambda q: q.id):
+        text = texts.get(q.doc_id, "")
+        excerpts = [[s.start, s.end, text[s.start : s.end]] for s in q.excerpts]
+        h.update(json.dumps([q.id, q.doc_id, excerpts], ensure_ascii=False).encode())
+    return h.hexdigest()
+
+
+def with_hash(side: Side) -> Side:
+    """``side`` with its question hash, computed from its dataset when missing."""
+    if side.question_hash is not None:
+        return side
+    if not side.source:
+        raise GateError(
+            f"{side.origin} is of a dataset with another fingerprint and names no source to "
+            "compare its questions with.",
+            "Gate a run of the baseline's dataset, or rebuild the baseline with --update-baseline.",
+            exit_code=INCOMPATIBLE,
+        )
+    return _replace(side, question_hash=question_hash(side.source))
+
+
+def _replace(side: Side, **changes: Any) -> Side:
+    from dataclasses import replace
+
+    return replace(side, **changes)
+
+
+def replace_cells(side: Side, cells: dict[Cell, FloatArray]) -> Side:
+    """``side`` with other cells."""
+    return _replace(side, cells=cells)
+
+
+# --- reading a results folder -----------------------------------------------------------------
+
+_COLUMNS = ("dataset", "chunker", "embedder", "retrieval", "k", "excerpts", "unit", "denominator")
+
+
+@dataclass(frozen=True)
+class Picks:
+    """Which rows of a run the gate reads (the ``--pick-...`` options); None: the default."""
+
+    retrieval: str | None = None
+    k: str | None = None
+    dataset: str | None = None
+    chunkers: tuple[str, ...] = ()
+    embedders: tuple[str, ...] = ()
+
+
+def read_run(
+    path: Path,
+    metric: str,
+    picks: Picks,
+    *,
+    retrieval: str | None = None,
+    exit_code: int = USAGE,
+    role: str = "run",
+) -> Side:
+    """A results folder's values of ``metric`` at the picked (else ``retrieval``, else the
+    run's primary) setting and scoring, for the picked cells (all by default)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from chunkmark.report.data import manifest_datasets
+
+    fix = "Pass the folder a `chunkmark run` wrote (its --out)."
+    manifest_file, results_file = path / "manifest.json", path / "results.parquet"
+    if not manifest_file.is_file() or not results_file.is_file():
+        raise GateError(
+            f"The {role} {path} holds no manifest.json and results.parquet.",
+            fix,
+            exit_code=exit_code,
+        )
+    try:
+        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+        schema = pq.read_schema(results_file)
+        if metric not in schema.names:
+            raise GateError(
+                f"The {role} {path} has no {metric!r} values.",
+                "Use a metric it holds, or rerun it with this chunkmark version.",
+                exit_code=INCOMPATIBLE if role == "baseline" else USAGE,
+            )
+        wanted = [c for c in (*_COLUMNS, "question_id", metric) if c in schema.names]
+        table = pq.read_table(results_file, columns=wanted).to_pydict()
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, pa.ArrowInvalid) as exc:
+        raise GateError(
+            f"Cannot read the {role} {path}: {exc}.", fix, exit_code=exit_code
+        ) from None
+    datasets = manifest_datasets(manifest) if isinstance(manifest, dict) else []
+    if not datasets:
+        raise GateError(f"{manifest_file} names no dataset.", fix, exit_code=exit_code)
+    names = [str(d.get("name")) for d in datasets]
+    if picks.dataset is not None:
+        if picks.dataset not in names:
+            raise GateError(
+                f"The {role} {path} holds no dataset {picks.dataset!r}.",
+                f"Use --pick-dataset with one of: {', '.join(names)}.",
+                exit_code=INCOMPATIBLE if role == "baseline" else USAGE,
+            )
+        info = datasets[names.index(picks.dataset)]
+    elif len(datasets) > 1:
+        raise GateError(
+            f"The {role} {path} holds several datasets: {', '.join(names)}.",
+            "Pick one with --pick-dataset.",
+        )
+    else:
+        info = datasets[0]
+    name = str(info.get("name"))
+    n = len(table["question_id"])
+    column = {c: table.get(c, [None] * n) for c in _COLUMNS}
+    rows = [i for i in range(n) if (column["dataset"][i] or name) == name]
+    settings = list(dict.fromkeys(_retrieval(column, i) for i in rows))
+    asked = picks.retrieval
+    if asked is None and picks.k is None and retrieval is not None and retrieval in settings:
+        asked = retrieval
+    try:
+        setting = choose_retrieval(settings, asked, picks.k, GateError)
+    except GateError as exc:
+        raise GateError(exc.problem, exc.fix, exit_code=exit_code) from None
+    scorings = {_scoring(column, i) for i in rows}
+    scoring = choose_scoring(scorings)
+    chunker_picks = {_canonical("chunker", s) for s in picks.chunkers}
+    embedder_picks = {_canonical("embedder", s) for s in picks.embedders}
+    values: dict[Cell, dict[str, float]] = {}
+    for i in rows:
+        if _retrieval(column, i) != setting or _scoring(column, i) != scoring:
+            continue
+        cell = (str(column["chunker"][i]), str(column["embedder"][i]))
+        if chunker_picks and cell[0] not in chunker_picks:
+            continue
+        if embedder_picks and cell[1] not in embedder_picks:
+            continue
+        value = table[metric][i]
+        values.setdefault(cell, {})[str(table["question_id"][i])] = (
+            math.nan if value is None else float(value)
+        )
+    ids = _question_ids(values, path, role, exit_code)
+    return Side(
+        dataset=name,
+        fingerprint=str(info.get("fingerprint")),
+        metric=metric,
+        retrieval=setting,
+        scoring=scoring,
+        question_ids=ids,
+        cells={
+            cell: np.asarray([v.get(q, math.nan) for q in ids], dtype=np.float64)
+            for cell, v in sorted(values.items())
+        },
+        source=str(info.get("source") or "") or None,
+        origin=str(path),
+    )
+
+
+def _retrieval(column: Mapping[str, list[Any]], i: int) -> str:
+    return retrieval_of({"retrieval": column["retrieval"][i], "k": column["k"][i]})
+
+
+def _scoring(column: Mapping[str, list[Any]], i: int) -> Scoring:
+    return Scoring.from_row({c: column[c][i] for c in ("excerpts", "unit", "denominator")})
+
+
+def _question_ids(
+    values: Mapping[Cell, Mapping[str, float]], path: Path, role: str, exit_code: int
+) -> tuple[str, ...]:
+    """The questions every cell has, in the first cell's order; cells that disagree are an
+    error (a run's cells are scored on the same questions)."""
+    if not values:
+        raise GateError(
+            f"The {role} {path} holds no rows for the picked cells.",
+            "Check --pick-chunker/--pick-embedder against the cells it holds.",
+            exit_code=exit_code,
+        )
+    first = next(iter(values.values()))
+    for cell, v in values.items():
+        if set(v) != set(first):
+            raise GateError(
+                f"The {role} {path}: cell {cell[0]} x {cell[1]} was scored on other questions "
+                "than its other cells.",
+                "Rerun it with `chunkmark run`.",
+                exit_code=exit_code,
+            )
+    return tuple(first)
+
+
+def _canonical(kind: str, spec: str) -> str:
+    if kind == "chunker":
+        from chunkmark.chunkers import CHUNKERS as registry
+    else:
+        from chunkmark.embedders import EMBEDDERS as registry  # type: ignore[assignment]
+    return str(registry.resolve(spec))
+
+
+def pick_cells(side: Side, picks: Picks) -> Side:
+    """``side`` with only the cells the picks name (every cell without picks)."""
+    chunkers = {_canonical("chunker", s) for s in picks.chunkers}
+    embedders = {_canonical("embedder", s) for s in picks.embedders}
+    kept = {
+        cell: v
+        for cell, v in side.cells.items()
+        if (not chunkers or cell[0] in chunkers) and (not embedders or cell[1] in embedders)
+    }
+    if not kept:
+        listing = "; ".join(f"{c} x {e}" for c, e in list(side.cells)[:4])
+        raise GateError(
+            f"The picks name none of the baseline's cells ({listing}).",
+            "Check --pick-chunker/--pick-embedder.",
+        )
+    return _replace(side, cells=kept)
+
+
+# --- the baseline file ------------------------------------------------------------------------
+
+
+def write_baseline(path: Path, side: Side, *, run: str = "") -> None:
+    """Write ``side`` (with its question hash) as a baseline file, atomically."""
+    from chunkmark.version import __version__
+
+    side = with_hash(side)
+    data = {
+        "format": BASELINE_FORMAT,
+        "version": BASELINE_VERSION,
+        "chunkmark": __version__,
+        "created": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "run": run,
+        "dataset": {"name": side.dataset, "fingerprint": side.fingerprint},
+        "metric": side.metric,
+        "retrieval": side.retrieval,
+        "scoring": side.scoring.columns(),
+        "questions": {"count": len(side.question_ids), "hash": side.question_hash},
+        "question_ids": list(side.question_ids),
+        "cells": [
+            {
+                "chunker": c,
+                "embedder": e,
+                "mean": float(np.mean(v)),
+                "values": [float(x) for x in v],
+            }
+            for (c, e), v in side.cells.items()
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    write_bytes_atomic(path, (text + "\n").encode("utf-8"))
+    path.chmod(0o644)  # a file to commit, readable like the repository's others
+
+
+def read_baseline(path: Path) -> Side:
+    """A baseline file; anything wrong in it is one :class:`GateError` line (exit
+    :data:`BAD_BASELINE`) naming the key."""
+    fix = f"Rebuild it: chunkmark gate RUN --baseline {path} --update-baseline."
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GateError(
+            f"The baseline file {path} does not exist.",
+            f"Write it first: chunkmark gate RUN --baseline {path} --update-baseline.",
+            exit_code=BAD_BASELINE,
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GateError(f"Cannot read {path}: {exc}.", fix, exit_code=BAD_BASELINE) from None
+    except json.JSONDecodeError as exc:
+        raise GateError(
+            f"{path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
+            fix,
+            exit_code=BAD_BASELINE,
+        ) from None
+
+    def bad(key: str, what: str) -> GateError:
+        return GateError(f"{path}: {key} {what}.", fix, exit_code=BAD_BASELINE)
+
+    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
+        raise bad("format", f"is not {BASELINE_FORMAT!r}: not a chunkmark gate baseline")
+    if data.get("version") != BASELINE_VERSION:
+        raise bad("version", f"is {data.get('version')!r}, this chunkmark reads {BASELINE_VERSION}")
+    dataset = _field(data, "dataset", dict, bad)
+    name = _field(dataset, "name", str, bad, "dataset.name")
+    fingerprint = _field(dataset, "fingerprint", str, bad, "dataset.fingerprint")
+    metric = _field(data, "metric", str, bad)
+    if metric not in METRICS:
+        raise bad("metric", f"{metric!r} is not a chunkmark metric")
+    retrieval = _field(data, "retrieval", str, bad)
+    scoring_data = _field(data, "scoring", dict, bad)
+    try:
+        scoring = Scoring.from_row(scoring_data)
+    except ValueError as exc:
+        raise bad("scoring", str(exc).rstrip(".")) from None
+    questions = _field(data, "questions", dict, bad)
+    digest = _field(questions, "hash", str, bad, "questions.hash")
+    ids = _field(data, "question_ids", list, bad)
+    if not ids or not all(isinstance(q, str) for q in ids) or len(set(ids)) != len(ids):
+        raise bad("question_ids", "must be a non-empty list of distinct strings")
+    cells: dict[Cell, FloatArray] = {}
+    for i, entry in enumerate(_field(data, "cells", list, bad)):
+        where = f"cells[{i}]"
+        if not isinstance(entry, dict):
+            raise bad(where, "is not an object")
+        chunker = _field(entry, "chunker", str, bad, f"{where}.chunker")
+        embedder = _field(entry, "embedder", str, bad, f"{where}.embedder")
+        values = _field(entry, "values", list, bad, f"{where}.values")
+        if len(values) != len(ids) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
+        ):
+            raise bad(f"{where}.values", f"must be {len(ids)} numbers, one per question id")
+        cells[(chunker, embedder)] = np.asarray(values, dtype=np.float64)
+    if not cells:
+        raise bad("cells", "is empty")
+    return Side(
+        dataset=name,
+        fingerprint=fingerprint,
+        metric=metric,
+        retrieval=retrieval,
+        scoring=scoring,
+        question_ids=tuple(ids),
+        cells=cells,
+        question_hash=digest,
+        origin=str(path),
+    )
+
+
+def _field(data: Mapping[str, Any], key: str, kind: type, bad: Any, name: str | None = None) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind):
+        raise bad(name or key, "is missing" if value is None else f"is not a {kind.__name__}")
+    return value
+
+
+# --- output -----------------------------------------------------------------------------------
+
+
+def markdown(result: GateResult, labels: Mapping[Cell, str] | None = None) -> str:
+    """The result as a pull-request comment: a headline, what was tested, one row per cell."""
+    label = METRICS[result.metric].label
+    failed = [c for c in result.cells if c.regression]
+    head = (
+        f"### chunkmark gate: regression in {len(failed)} of {len(result.cells)} cell(s)"
+        if failed
+        else f"### chunkmark gate: passed ({len(result.cells)} cell(s))"
+    )
+    lines = [
+        head,
+        "",
+        f"{label} with {result.retrieval} on {result.dataset}, {result.n_questions} paired "
+        f"questions. A cell fails when it drops by more than {result.max_drop:g} "
+        f"point{'' if result.max_drop == 1 else 's'} and the "
+        f"drop is significant ({result.test}, Holm across {len(result.cells)} "
+        f"cells, alpha {result.alpha:g}).",
+        "",
+        f"| cell | baseline | run | change (points) | {100 * LEVEL:.0f}% interval | p | "
+        "p (Holm) | verdict |",
+        "|---|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for c in result.cells:
+        name = (labels or {}).get((c.chunker, c.embedder), f"{c.chunker} × {c.embedder}")
+        verdict = f"**{c.status}**" if c.regression else c.status
+        lines.append(
+            f"| {name} | {100 * c.baseline:.2f} | {100 * c.run:.2f} | {100 * c.change:+.2f} | "
+            f"[{100 * c.ci_low:+.2f}, {100 * c.ci_high:+.2f}] | {_p(c.p_value)} | "
+            f"{_p(c.p_holm)} | {verdict} |"
+        )
+    lines += [""] + [f"- {note}" for note in result.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def short_labels(cells: Iterable[Cell]) -> dict[Cell, str]:
+    """Each cell's short name (``Registry.short``), the embedder left out when all share it."""
+    from chunkmark.report.data import short_name
+
+    cells = list(cells)
+    one_embedder = len({e for _, e in cells}) == 1
+    return {
+        (c, e): short_name("chunker", c)
+        + ("" if one_embedder else f" × {short_name('embedder', e)}")
+        for c, e in cells
+    }
+
+
+def describe(codes: Sequence[int] = tuple(EXIT_CODES)) -> str:
+    """The exit statuses as one line each (``--help`` and docs/gate.md)."""
+    return "\n".join(f"{code}: {EXIT_CODES[code]}" for code in codes)
