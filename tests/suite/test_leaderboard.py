@@ -338,7 +338,9 @@ def test_a_missing_budget_names_the_budgets(suite_dir: Path) -> None:
 
 
 @pytest.mark.integration
-def test_the_command_writes_both_files_and_prints_json(suite_dir: Path, tmp_path: Path) -> None:
+def test_the_command_writes_both_files_and_prints_json(
+    board: Leaderboard, suite_dir: Path, tmp_path: Path
+) -> None:
     app = typer.Typer()
     app.command()(leaderboard_command)
     args = [str(suite_dir), "--out", str(tmp_path), "--budget", str(BUDGET)]
@@ -353,6 +355,8 @@ def test_the_command_writes_both_files_and_prints_json(suite_dir: Path, tmp_path
         assert rank["low"] <= rank["value"] <= rank["high"]
     assert Path(summary["files"]["html"]) == tmp_path / "leaderboard.html"
     markdown = (tmp_path / "leaderboard.md").read_text(encoding="utf-8")
+    # regenerated from the same folder with the same seed: the same table
+    assert markdown == to_markdown(board)
     for heading in (
         "## Top 5 at 256 tokens",
         "Kendall's tau",
@@ -361,14 +365,6 @@ def test_the_command_writes_both_files_and_prints_json(suite_dir: Path, tmp_path
         "### Set: fairytaleqa",
     ):
         assert heading in markdown
-
-
-@pytest.mark.integration
-def test_the_board_is_the_same_when_rebuilt(board: Leaderboard, suite_dir: Path) -> None:
-    again = build_leaderboard(
-        suite_dir, budget=BUDGET, resamples=RESAMPLES, permutations=PERMUTATIONS
-    )
-    assert to_markdown(again) == to_markdown(board)
 
 
 # --- the page in Chromium ----------------------------------------------------------------------

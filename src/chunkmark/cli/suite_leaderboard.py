@@ -54,6 +54,7 @@ def leaderboard_command(
     quiet: options.Quiet = False,
 ) -> None:
     """Build the suite's leaderboard and print its top cells."""
+    from chunkmark.report.data import short_name
     from chunkmark.suite.leaderboard import build_leaderboard, summary, write_leaderboard
 
     console = Console(stderr=True)
@@ -81,7 +82,8 @@ def leaderboard_command(
     for i, row in enumerate(board.top, 1):
         rank = row.mean_rank
         typer.echo(
-            f"{i}. {row.chunker} x {row.embedder} x {row.setting}: mean rank {rank.value:.2f} "
+            f"{i}. {short_name('chunker', row.chunker)} x {short_name('embedder', row.embedder)} x "
+            f"{row.setting}: mean rank {rank.value:.2f} "
             f"[{rank.low:.2f}, {rank.high:.2f}], tied with the best in {row.tied_sets} of {row.sets} sets"
         )
     for note in board.notes:
