@@ -1,2 +1,2 @@
-"""The benchmark suite: one grid over many sets (``chunkmark suite run``) and the leaderboard
-that reads it back."""
+"""The benchmark suite: one grid over many sets (``run``: ``chunkmark suite run``) and the
+leaderboard that reads the suite folder back (``leaderboard``: ``chunkmark suite leaderboard``)."""
