@@ -81,7 +81,7 @@ def redocred(source: Path, out: Path) -> dict[str, Any]:
         "kept": len(loaded.questions),
         "dropped": {},
         "mean_chars": statistics.fmean(len(d.text) for d in loaded.documents),
-        "placed": {"exact": 0, "normalised": 0, "structural": excerpts, "repaired": 0},
+        "placed": {"exact": 0, "normalised": 0, "structural": excerpts, "repaired": 0, "elided": 0},
         "not_placed": 0,
         "first_of_several": 0,
         "seconds": time.perf_counter() - start,
@@ -99,7 +99,7 @@ def chroma(folder: Path) -> dict[str, Any]:
         "kept": len(dataset.questions),
         "dropped": {},
         "mean_chars": statistics.fmean(len(d.text) for d in dataset.documents),
-        "placed": {"exact": excerpts, "normalised": 0, "structural": 0, "repaired": 0},
+        "placed": {"exact": excerpts, "normalised": 0, "structural": 0, "repaired": 0, "elided": 0},
         "not_placed": 0,
         "first_of_several": 0,
         "seconds": time.perf_counter() - start,
@@ -109,7 +109,7 @@ def chroma(folder: Path) -> dict[str, Any]:
 def print_table(rows: list[dict[str, Any]]) -> None:
     header = (
         "| set | documents | questions raw | kept | dropped (by reason) | mean doc chars "
-        "| evidence looked for | exact | normalised | structural | repaired | not placed "
+        "| evidence looked for | exact | normalised | structural | repaired | elided | not placed "
         "| first of several | seconds |"
     )
     print(header)
@@ -126,6 +126,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"| {r['set']} | {r['documents']:,} | {r['raw']:,} | {r['kept']:,} | {dropped} "
             f"| {r['mean_chars']:,.0f} | {looked:,} | {share(p['exact'])} "
             f"| {share(p['normalised'])} | {share(p['structural'])} | {share(p['repaired'])} "
+            f"| {share(p['elided'])} "
             f"| {share(r['not_placed'])} | {r['first_of_several']:,} | {r['seconds']:.1f} |"
         )
     print(

@@ -382,3 +382,44 @@ def test_download_through_a_local_mirror(
         assert (tmp_path / "cache/datasets/raw/covid_qa/LICENSE").read_bytes() != b"altered"
     finally:
         server.close()
+
+
+def test_elided_evidence_spans_its_pieces_in_order() -> None:
+    text = "Term. The parties agree to  deliver the goods, subject to clause 4, within thirty days."
+    locator = Locator(text)
+    found = locator.elided(["The parties agree to deliver", "within thirty days."], 100)
+    assert not isinstance(found, str) and found.method == "elided"
+    assert text[found.span.start : found.span.end] == text[len("Term. ") :]
+    # the cut part may not be longer than max_gap characters
+    assert locator.elided(["The parties agree", "thirty days."], 10) == "not found"
+    # pieces out of order are not a passage of the text
+    assert locator.elided(["within thirty days.", "The parties"], 100) == "not found"
+    assert locator.elided(["  ", ""], 100) == "empty"
+    twice = Locator("a b. c d. a b. c d.")
+    assert twice.elided(["a b.", "c d."], 5) == "ambiguous"
+    first = twice.elided(["a b.", "c d."], 5, many="first")
+    assert not isinstance(first, str) and (first.span.start, first.span.end) == (0, 9)
+    assert first.occurrences == 2
+
+
+@given(
+    st.text(alphabet="abcdefgh ", min_size=30, max_size=120),
+    st.integers(0, 9),
+    st.integers(3, 12),
+    st.integers(1, 8),
+    st.integers(3, 12),
+)
+def test_elided_pieces_are_found_where_they_were_cut(
+    text: str, start: int, head: int, cut: int, tail: int
+) -> None:
+    end = min(len(text), start + head + cut + tail)
+    passage = text[start:end]
+    pieces = [passage[:head], passage[head + cut :]]
+    if not all(p.strip() for p in pieces):
+        return
+    found = Locator(text).elided(pieces, cut + 5, many="first")
+    assert not isinstance(found, str)
+    assert found.span.start <= start + (len(pieces[0]) - len(pieces[0].lstrip()))
+    placed = text[found.span.start : found.span.end]
+    assert " ".join(placed.split()).startswith(" ".join(pieces[0].split()))
+    assert " ".join(placed.split()).endswith(" ".join(pieces[1].split()))

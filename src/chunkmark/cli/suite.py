@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from chunkmark.cli import options, suite_download
+from chunkmark.cli import options, suite_download, suite_leaderboard
 from chunkmark.datasets.suite import Sample
 from chunkmark.errors import ChunkmarkError
 from chunkmark.suite.run import GRIDS, SuiteSet, run_suite
@@ -33,6 +33,7 @@ def register(app: typer.Typer) -> None:
     group = typer.Typer(add_completion=False, no_args_is_help=True)
     group.callback()(suite_group)
     group.command("run")(run_command)
+    suite_leaderboard.register(group)
     app.add_typer(group, name="suite")
 
 

@@ -170,6 +170,7 @@ def _redocred(
                 "normalised": 0,
                 "structural": sum(len(q.excerpts) for q in loaded.questions),
                 "repaired": 0,
+                "elided": 0,
             },
             "not_placed": {},
             "first_of_several": 0,

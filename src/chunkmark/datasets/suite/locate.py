@@ -7,6 +7,11 @@ document's own offsets, from the first matched character to the last, so
 ``document[start:end]`` is the document's text, whitespace as the document has it. Nothing else
 is forgiven: no case folding, no quote or dash folding, no fuzzy match.
 
+Evidence shortened by its annotators (CUAD's ``<omitted>``) is placed by :meth:`Locator.elided`:
+every piece, whitespace-normalised, found in order, each within ``max_gap`` characters of the one
+before, and the span runs from the first piece's first character to the last piece's last
+(``elided``), the text the annotator cut included, as they marked it.
+
 Evidence that occurs more than once is *ambiguous*. What to do is the caller's choice
 (``many``): ``"first"`` places it at its first occurrence and says so
 (:attr:`Placement.occurrences` above 1, counted in the manifest), ``"drop"`` places nothing.
@@ -22,7 +27,7 @@ from typing import Literal
 from chunkmark.spans import Span
 
 Many = Literal["first", "drop"]
-Method = Literal["exact", "normalised"]
+Method = Literal["exact", "normalised", "elided"]
 Miss = Literal["empty", "not found", "ambiguous"]
 
 _WHITESPACE = re.compile(r"\s+")
@@ -122,3 +127,24 @@ class Locator:
             return "ambiguous"
         best = distances[0][1]
         return Span(best, best + len(evidence))
+
+    def elided(self, pieces: list[str], max_gap: int, *, many: Many = "drop") -> Placement | Miss:
+        """Place evidence given as ``pieces`` of a passage with parts cut out (see the module
+        docstring): the first occurrence where every piece follows the one before within
+        ``max_gap`` normalised characters."""
+        needles = [normalise(p) for p in pieces]
+        needles = [n for n in needles if n]
+        if not needles:
+            return "empty"
+        gap = rf"[\s\S]{{0,{max_gap}}}?"
+        pattern = re.compile(gap.join(re.escape(n) for n in needles))
+        text, offsets = self._normalised
+        match = pattern.search(text)
+        if match is None:
+            return "not found"
+        again = pattern.search(text, match.start() + 1)
+        count = 1 if again is None else 2
+        if count > 1 and many == "drop":
+            return "ambiguous"
+        span = Span(offsets[match.start()], offsets[match.end() - 1] + 1)
+        return Placement(span, "elided", count)

@@ -20,9 +20,10 @@ MANIFEST_FILE = "manifest.json"
 
 # How a kept excerpt was placed: text found as given; found after whitespace normalisation;
 # given by the set's structure (a turn range, a section id); found near an offset the set
-# stated wrongly (COVID-QA).
-Placed = Literal["exact", "normalised", "structural", "repaired"]
-PLACED: tuple[Placed, ...] = ("exact", "normalised", "structural", "repaired")
+# stated wrongly (COVID-QA); pieces of a passage its annotators shortened, found in order (CUAD's
+# ``<omitted>``).
+Placed = Literal["exact", "normalised", "structural", "repaired", "elided"]
+PLACED: tuple[Placed, ...] = ("exact", "normalised", "structural", "repaired", "elided")
 
 # Why a source question was dropped.
 Reason = Literal[
