@@ -24,6 +24,7 @@ from chunkmark.datasets import load_demo
 from chunkmark.metrics import bootstrap_ci
 from chunkmark.suite.leaderboard import (
     METRICS_SHOWN,
+    NO_EMBEDDER,
     Leaderboard,
     LeaderboardError,
     build_leaderboard,
@@ -205,17 +206,18 @@ def results_rows(folder: Path, retrieval: str) -> dict[tuple[str, str], dict[str
 def test_every_cell_has_an_interval(board: Leaderboard) -> None:
     assert [b.name for b in board.sets] == ["demo", "fairytaleqa", "stitched"]
     for set_board in board.sets:
-        # 3 chunkers x 2 embedders x 4 settings
-        assert len(set_board.cells) == 24
+        # 3 chunkers x (2 embedders x 3 dense settings + BM25 once: it reads no vectors)
+        assert len(set_board.cells) == 21
+        assert {c.embedder for c in set_board.cells if c.setting == "bm25 @256"} == {NO_EMBEDDER}
         for cell in set_board.cells:
             for metric in METRICS_SHOWN:
                 e = cell.metrics[metric]
                 assert math.isfinite(e.low) and math.isfinite(e.high), (cell.key, metric)
                 assert e.low <= e.value <= e.high, (cell.key, metric)
-    assert len(board.ranking) == 12  # 3 chunkers x 2 embedders x 2 settings at 256 tokens
+    assert len(board.ranking) == 9  # 3 chunkers x (2 embedders dense + BM25 once) at 256 tokens
     for row in board.ranking:
         assert row.mean_rank.low <= row.mean_rank.value <= row.mean_rank.high
-        assert row.mean_rank.low >= 1 and row.mean_rank.high <= 12
+        assert row.mean_rank.low >= 1 and row.mean_rank.high <= 9
     # in the markdown, every metric and mean-rank column of every table holds an interval
     interval = re.compile(r"^\d+\.\d{2,3} \[\d+\.\d{2,3}, \d+\.\d{2,3}\]$")
     checked = 0
@@ -231,7 +233,7 @@ def test_every_cell_has_an_interval(board: Leaderboard) -> None:
                 checked += 1
     # the per-set tables (3 sets x 24 cells x 3 metrics), the top 5 and the ranking (17 rows x
     # a mean rank and a metric per set)
-    assert checked == 3 * 24 * 3 + (5 + 12) * 4
+    assert checked == 3 * 21 * 3 + (5 + 9) * 4
 
 
 METRIC_COLUMNS = ("recall", "IoU", "containment recall")
@@ -299,13 +301,18 @@ def test_tau_and_ranks_agree_with_the_summaries(board: Leaderboard, suite_dir: P
             for (chunker, embedder), mean in summary_means(
                 suite_dir / set_board.name, spec
             ).items():
-                means[set_board.name][(chunker, embedder, label)] = mean
+                if label.startswith("bm25"):  # the same keyword ranking under every embedder
+                    key = (chunker, NO_EMBEDDER, label)
+                    assert means[set_board.name].get(key, mean) == mean
+                    means[set_board.name][key] = mean
+                else:
+                    means[set_board.name][(chunker, embedder, label)] = mean
     keys = sorted(means["demo"])
     for a in means:
         for b in means:
             expected = kendalltau([means[a][k] for k in keys], [means[b][k] for k in keys])
             assert board.tau[(a, b)].tau == pytest.approx(expected.statistic)
-            assert board.tau[(a, b)].n == 12
+            assert board.tau[(a, b)].n == 9
     for row in board.ranking:
         assert row.means == pytest.approx({s: means[s][row.key] for s in means})
     # the best cell of each set is tied with itself
@@ -318,7 +325,8 @@ def test_tau_and_ranks_agree_with_the_summaries(board: Leaderboard, suite_dir: P
 @pytest.mark.integration
 def test_variance_and_rho_cover_every_set(board: Leaderboard) -> None:
     for split in board.variance:
-        assert split.n == 3 * 24 and split.balanced
+        # BM25 is counted once, not under each embedder: the grid is no longer fully crossed
+        assert split.n == 3 * 21 and not split.balanced
         assert sum(split.shares.values()) + split.rest == pytest.approx(1.0)
         assert all(0.0 <= s <= 1.0 for s in split.shares.values())
     names = {r.diagnostic for r in board.rho}
@@ -328,7 +336,7 @@ def test_variance_and_rho_cover_every_set(board: Leaderboard) -> None:
     stitched = next(b for b in board.sets if b.name == "stitched")
     assert all(0.0 <= c.diagnostics["boundary F1"] <= 1.0 for c in stitched.cells)
     cut = next(r for r in board.rho if r.diagnostic == "excerpts cut" and r.metric == "recall")
-    assert cut.n == 3 * 12 and cut.within_sets == 3 and -1.0 <= cut.rho <= 1.0
+    assert cut.n == 3 * 9 and cut.within_sets == 3 and -1.0 <= cut.rho <= 1.0
 
 
 @pytest.mark.integration
@@ -386,16 +394,16 @@ def test_the_page_renders_offline_with_an_interval_in_every_metric_cell(
         assert opened.requests == [files["html"].resolve().as_uri()]
         assert page.locator("link, script, img, iframe").count() == 0
         rank_rows = page.locator("table.rank tbody tr")
-        assert rank_rows.count() == 5 + 12  # the top 5, then every ranked cell
+        assert rank_rows.count() == 5 + 9  # the top 5, then every ranked cell
         # mean rank and one metric per set: each with its interval
         ranked = page.locator("table.rank tbody td.num")
-        assert ranked.count() == (5 + 12) * (1 + 3)
+        assert ranked.count() == (5 + 9) * (1 + 3)
         assert page.locator("table.rank tbody td.num .ci").count() == ranked.count()
         per_set = page.locator("section h3")
         assert per_set.count() == 3
         metric_cells = page.locator("table:not(.matrix) td.num:has(.ci)")
         # every cell of every set: its three metrics; plus the ranking tables
-        assert metric_cells.count() == 3 * 24 * 3 + (5 + 12) * 4
+        assert metric_cells.count() == 3 * 21 * 3 + (5 + 9) * 4
         shown = page.locator("main").inner_text()
         assert not re.search(r"\b(nan|None|null|undefined)\b", shown)
         browser_test.save_screenshot(page, tmp_path / "leaderboard.png")

@@ -56,6 +56,7 @@ from chunkmark.metrics import bootstrap_ci
 from chunkmark.metrics.paired import PERMUTATIONS, tied_with_best
 from chunkmark.report.data import ReportData, load_runs, read_chunks, short_name
 from chunkmark.report.settings import DEFAULT_SCORING
+from chunkmark.retrieval import RETRIEVAL, RETRIEVERS
 
 FloatArray = npt.NDArray[np.float64]
 Scope = Literal["corpus", "document"]
@@ -573,6 +574,22 @@ def diagnostic_values(diagnostics: Mapping[str, Any] | None) -> dict[str, float]
     return out
 
 
+NO_EMBEDDER = "none (keywords only)"
+"""The embedder column of a cell whose ranking reads no vectors (BM25): its rows are the same
+under every embedder of the grid, so the leaderboard counts the cell once, under this name."""
+
+
+def reads_vectors(retrieval: str) -> bool:
+    """Whether a retrieval setting's ranking reads the chunk vectors (False for BM25, scoped by
+    document or not), so that its rows depend on the embedder."""
+    built, _ = RETRIEVAL.build(retrieval)
+    ranker = built.ranker
+    if ranker.name == "in_document":
+        inner = dict(ranker.params).get("ranker", "exact()")
+        ranker = RETRIEVERS.resolve(str(inner))
+    return ranker.name != "bm25"
+
+
 def read_set(
     suite: Suite,
     suite_set: SuiteSet,
@@ -638,7 +655,11 @@ def read_set(
             m: np.asarray(scores.values[m], dtype=np.float64)[order] for m in METRICS_SHOWN
         }
         intervals = bootstrap_ci(per_question, n_resamples=resamples, level=level, seed=seed)
-        key: CellKey = (info.chunker, info.embedder, setting.label)
+        embedder_free = not reads_vectors(row.retrieval)
+        embedder = NO_EMBEDDER if embedder_free else info.embedder
+        key: CellKey = (info.chunker, embedder, setting.label)
+        if embedder_free and key in values:
+            continue  # the same keyword ranking under another embedder: counted once
         if key in values:
             raise LeaderboardError(
                 f"{folder}: two retrieval specs of the set map to the setting {setting.label!r}.",
@@ -651,7 +672,7 @@ def read_set(
             SetCell(
                 set=suite_set.name,
                 chunker=info.chunker,
-                embedder=info.embedder,
+                embedder=embedder,
                 setting=setting.label,
                 tokens=setting.tokens,
                 retrieval=row.retrieval,
@@ -662,7 +683,7 @@ def read_set(
                 },
                 retrieved_tokens=row.retrieved_tokens,
                 chunks=info.n_chunks,
-                tokens_embedded=info.tokens_embedded,
+                tokens_embedded=0 if embedder_free else info.tokens_embedded,
                 index_seconds=info.index_seconds,
                 diagnostics=diag,
             )
