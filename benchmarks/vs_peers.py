@@ -57,11 +57,14 @@ PEERS = {"chunktuner": "chunktuner", "chunkbench-rag": "chunkbench-rag[openai]"}
 
 
 def cpu_name() -> str:
+    """The CPU's model name, with its family and model numbers (a VM may show only a brand)."""
+    fields: dict[str, str] = {}
     with open("/proc/cpuinfo") as f:
         for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown CPU"
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name", "unknown CPU")
+    return f"{name} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
 
 
 def find_python312(given: str | None) -> str | None:
@@ -295,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
                     "id": q.id,
                     "text": q.text,
                     "doc_id": q.doc_id,
-                    "spans": [list(s) for s in q.excerpts],
+                    "spans": [[s.start, s.end] for s in q.excerpts],
                 }
                 for q in dataset.questions
             ],
