@@ -227,7 +227,25 @@ def main(argv: list[str] | None = None) -> None:
         "--chunktuner-corpora", nargs="+", default=["chatlogs", "state_of_the_union"]
     )
     parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument(
+        "--report-from", type=Path, default=None, help="print the report of WORK/runs.json again"
+    )
     args = parser.parse_args(argv)
+    if args.report_from is not None:
+        from chunkmark.datasets import load_dataset as load
+
+        saved = json.loads((args.report_from / "runs.json").read_text())
+        print(f"machine: {cpu_name()}, {os.cpu_count()} CPUs")
+        print("versions: " + ", ".join(f"{n} {v}" for n, v in saved["versions"].items()))
+        report(
+            saved["runs"],
+            saved["labels"],
+            load(args.data),
+            saved["corpora"],
+            saved["versions"],
+            saved["cannot"],
+        )
+        return
 
     from chunkmark.datasets import load_dataset
     from chunkmark.paths import resolve_cache_dir
@@ -328,6 +346,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{key} {phase}: {runs[key][phase]['seconds']:.1f} s", flush=True)
     finally:
         server.stop()
+    keep = {"runs": runs, "labels": labels, "corpora": args.chunktuner_corpora}
+    (work / "runs.json").write_text(json.dumps({**keep, "versions": versions, "cannot": cannot}))
     report(runs, labels, dataset, args.chunktuner_corpora, versions, cannot)
 
 
@@ -355,16 +375,19 @@ def report(
         if tool in versions:
             tool = f"{tool} {versions[tool]}"
         cold, warm = run["cold"], run["warm"]
-        if "hits" in run:
-            ids = questions if job == "whole" else in_subset
-            hits = [mean([run["hits"][s][q] for q in ids]) for s in labels]
+        if "hits" in run:  # a subset run numbers its own questions: all of them count
+            hits = [mean(list(run["hits"][s].values())) for s in labels]
         elif "hits" in next(iter(cold["out"]["results"].values())):
             hits = [mean(cold["out"]["results"][s]["hits"]) for s in labels]
         else:
             hits = [cold["out"]["results"][s]["hit"] for s in labels]
         print(
             f"{tool:<28} {job:<7} {cold['seconds']:>8.1f} {warm['seconds']:>8.1f}  "
-            f"{cold['inputs']:>6}/{cold['requests']:<6}  "
+            + (
+                f"{cold['inputs']:>6}/{cold['requests']:<6}  "
+                if cold["inputs"] >= 0
+                else f"{'n/a':>13}  "
+            )
             + "  ".join(f"{100 * h:>9.2f}%" for h in hits)
         )
     print(
@@ -428,7 +451,7 @@ def agreement(
                     errors.append(
                         f"{doc} (differs: {len(theirs)} vs {len(ours)} chunks, first at #{first})"
                     )
-            ids = [q.id for q in dataset.questions if q.doc_id in corpora]
+            ids = list(mine["hits"][s])  # the subset run's own questions
             ours = mean([mine["hits"][s][q] for q in ids])
             print(
                 f"size {s}: chunktuner's chunks equal chunkmark's on {', '.join(equal) or 'no corpus'}"
