@@ -198,6 +198,54 @@ def same_rows(a: Path, b: Path) -> bool:
     return bool(left == pq.read_table(b / "results.parquet").to_pydict())
 
 
+KEYS = ("dataset", "chunker", "embedder", "retrieval", "k", "question_id")
+
+
+def row_differences(a: Path, b: Path, shown: int = 3) -> list[str]:
+    """Where two runs' ``results.parquet`` differ: per metric column, how many rows, the
+    largest difference and the first rows (cell, k, question, both values); empty when the
+    rows are identical."""
+    import pyarrow.parquet as pq
+
+    left = pq.read_table(a / "results.parquet").to_pydict()
+    right = pq.read_table(b / "results.parquet").to_pydict()
+    if set(left) != set(right):
+        return [f"columns differ: {sorted(set(left) ^ set(right))}"]
+    keys = [k for k in KEYS if k in left]
+    rows_left = list(zip(*(left[k] for k in keys), strict=True))
+    if rows_left != list(zip(*(right[k] for k in keys), strict=True)):
+        return ["the rows are not the same (dataset, cell, k, question) in the same order"]
+    lines = []
+    for column in left:
+        if column in keys:
+            continue
+        differ = [
+            i
+            for i, (x, y) in enumerate(zip(left[column], right[column], strict=True))
+            if x != y and not (x != x and y != y)  # NaN equals NaN here
+        ]
+        if not differ:
+            continue
+        gaps = [
+            abs(left[column][i] - right[column][i])
+            for i in differ
+            if isinstance(left[column][i], (int, float))
+            and isinstance(right[column][i], (int, float))
+        ]
+        largest = f", largest difference {max(gaps):.3g}" if gaps else ""
+        lines.append(f"{column}: {len(differ)} of {len(rows_left)} rows differ{largest}")
+        for i in differ[:shown]:
+            row = dict(zip(keys, rows_left[i], strict=True))
+            lines.append(
+                f"  {row.get('chunker')} x {row.get('embedder')} {row.get('retrieval') or ''} "
+                f"k={row.get('k')} question {row.get('question_id')}: "
+                f"{left[column][i]!r} vs {right[column][i]!r}"
+            )
+    if not lines and (a / "summary.csv").read_bytes() != (b / "summary.csv").read_bytes():
+        lines.append("results.parquet is identical; summary.csv differs")
+    return lines
+
+
 def cell_files(out: Path) -> list[Path]:
     """The cells a run has written (not the failed ones' records)."""
     cells = out / "cells"
@@ -239,6 +287,15 @@ def killed_run(cluster: TwoNodeCluster, *args: str) -> dict[str, Any]:
     }
 
 
+def report_rows(name: str, local: Path, other: Path) -> None:
+    """Whether ``other``'s rows are identical to the local run's, and where they differ."""
+    same = same_rows(local, other)
+    print(f"{name} rows identical to local: {same}")
+    if not same:
+        for line in row_differences(local, other):
+            print(f"  {line}")
+
+
 def cpu_name() -> str:
     with open("/proc/cpuinfo") as f:
         for line in f:
@@ -269,7 +326,10 @@ def main(argv: list[str] | None = None) -> None:
         )
         try:
             ray_args = ("--executor", "ray", "--address", cluster.address)
-            status, local_s, output = run(cluster, str(grid), "--out", str(work / "local"))
+            # like with like: every run computes everything (no cache, no chunk store)
+            status, local_s, output = run(
+                cluster, str(grid), "--out", str(work / "local"), "--no-cache"
+            )
             if status != 0:
                 sys.exit(output)
             status, ray_s, output = run(
@@ -281,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"grid: {args.data}, {' '.join(args.chunkers)} x fake(), {cells} cells")
             print(f"local run: {local_s:.1f} s")
             print(f"two-node run: {ray_s:.1f} s (ratio {ray_s / local_s:.2f})")
-            print(f"two-node rows identical to local: {same_rows(work / 'local', work / 'ray')}")
+            report_rows("two-node", work / "local", work / "ray")
             killed = killed_run(
                 cluster, str(grid), "--out", str(work / "killed"), "--no-cache", *ray_args
             )
@@ -304,7 +364,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{resumed} cells resumed, {len(manifest['cells']) - resumed} computed, "
                 f"{len(manifest['failures'])} failed"
             )
-            print(f"rerun rows identical to local: {same_rows(work / 'local', work / 'killed')}")
+            report_rows("rerun", work / "local", work / "killed")
         finally:
             cluster.stop()
 

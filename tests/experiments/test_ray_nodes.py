@@ -57,7 +57,9 @@ def test_two_nodes_give_the_local_rows_and_survive_losing_the_worker(
     assert status == 0, output
     status, output = _run(cluster, grid, tmp_path / "ray", *on_ray)
     assert status == 0, output
-    assert nodes.same_rows(tmp_path / "local", tmp_path / "ray")
+    assert nodes.same_rows(tmp_path / "local", tmp_path / "ray"), nodes.row_differences(
+        tmp_path / "local", tmp_path / "ray"
+    )
     # the work ran on the worker node: with it gone, nothing can run the tasks
     killed = nodes.killed_run(
         cluster, str(grid), "--out", str(tmp_path / "killed"), "--no-cache", *on_ray
@@ -75,7 +77,9 @@ def test_two_nodes_give_the_local_rows_and_survive_losing_the_worker(
     manifest = json.loads((tmp_path / "killed" / "manifest.json").read_text())
     assert sum(c["resumed"] for c in manifest["cells"]) == killed["cells"]
     assert not manifest["failures"]
-    assert nodes.same_rows(tmp_path / "local", tmp_path / "killed")
+    assert nodes.same_rows(tmp_path / "local", tmp_path / "killed"), nodes.row_differences(
+        tmp_path / "local", tmp_path / "killed"
+    )
 
 
 def test_a_task_without_a_node_offering_its_resources_fails_its_cell(

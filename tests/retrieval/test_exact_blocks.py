@@ -14,8 +14,12 @@ from chunkmark.retrieval.exact import merge_top_k
 
 
 def reference(queries: np.ndarray, docs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every similarity, fully sorted by (-score, chunk index), cut to k."""
-    sims = queries @ docs.T
+    """Every similarity (one product, on one BLAS thread), fully sorted by (-score, chunk
+    index), cut to k."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        sims = queries @ docs.T
     n = sims.shape[1]
     ids = np.array([np.lexsort((np.arange(n), -row))[:k] for row in sims], dtype=np.int64)
     ids = ids.reshape(len(queries), min(k, n))
@@ -60,7 +64,8 @@ def test_blocked_search_equals_a_full_sort(problem: tuple) -> None:
 
 
 def test_one_chunk_block_is_the_one_product_over_all_chunks() -> None:
-    """Up to block_chunks chunks, scores are exactly those of queries @ chunks.T."""
+    """Up to block_chunks chunks, scores are exactly those of queries @ chunks.T (computed on
+    one BLAS thread)."""
     rng = np.random.default_rng(3)
     docs = l2_normalise(rng.normal(size=(3000, 64)))
     queries = l2_normalise(rng.normal(size=(200, 64)))
@@ -127,3 +132,35 @@ def test_block_sizes_must_be_positive() -> None:
 
     with pytest.raises(ValueError, match="at least 1"):
         ExactIndex(block_chunks=0)
+
+
+def test_scores_do_not_depend_on_the_number_of_blas_threads() -> None:
+    """A multithreaded float32 product rounds some sums differently than a single-threaded one
+    (the reason a Ray task, on one BLAS thread, ranked near-ties unlike a local run): the
+    index's scores are the same bits whatever BLAS was allowed, and equal to a float64
+    reference up to float32 rounding."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(7)
+    docs = l2_normalise(rng.standard_normal((3000, 64)))
+    queries = l2_normalise(rng.standard_normal((600, 64)))
+    with threadpool_limits(1, user_api="blas"):
+        plain_single = queries @ docs.T
+    with threadpool_limits(4, user_api="blas"):
+        plain_multi = queries @ docs.T
+    # the premise: BLAS itself gives other bits on other thread counts
+    assert not np.array_equal(plain_single, plain_multi)
+    results = []
+    for threads in (1, 2, 4):
+        for rows, chunks in ((1024, 16_384), (100, 700)):
+            with threadpool_limits(threads, user_api="blas"):
+                index = ExactIndex(block_rows=rows, block_chunks=chunks)
+                index.add(docs)
+                results.append(((rows, chunks), index.search(queries, 10)))
+    for shape, (ids, scores) in results:
+        first_ids, first_scores = next(r for s, r in results if s == shape)
+        assert np.array_equal(ids, first_ids) and np.array_equal(scores, first_scores)
+        exact = np.take_along_axis(queries.astype(np.float64) @ docs.T.astype(np.float64), ids, 1)
+        np.testing.assert_allclose(scores, exact, atol=1e-6)
+        ref_ids, _ = reference(queries.astype(np.float64), docs.astype(np.float64), 10)
+        assert (ids == ref_ids).mean() > 0.999  # near-ties aside, the true top 10

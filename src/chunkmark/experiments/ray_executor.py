@@ -20,7 +20,8 @@ runs ``chunkmark``) is the only one that writes files:
 
 Rows are the local executor's: the same chunks, the same vectors (equal for a deterministic
 embedder; for a neural model, equal up to float rounding where batches are composed
-differently), the same search and scoring code. A task whose worker dies is run again up to
+differently, and equal once the driver's cache holds them), the same search and scoring code,
+whose results do not depend on the number of threads a worker has. A task whose worker dies is run again up to
 ``ray.max_retries`` times, then its cell is recorded as failed; cells already written stay,
 and a rerun into the same results folder computes only what is missing.
 """

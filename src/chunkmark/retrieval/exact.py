@@ -11,10 +11,25 @@ their merge follow that one order, so the merged ranking is the exact top k of a
 a ranking ``k`` deep is a prefix of a deeper one. Scores are float32 matrix products; BLAS may
 round a product's last bit differently for matrices of different shapes, so an index of more
 than ``block_chunks`` chunks can differ in a score's last bit from one product over all of
-them. An index of at most ``block_chunks`` chunks computes exactly that one product.
+them. An index of at most ``block_chunks`` chunks computes exactly that one product (on one
+BLAS thread).
+
+The scores do not depend on how many threads BLAS may use. A multithreaded matrix product
+splits the matrices among its threads, and the tiles a score falls in decide how its sum is
+rounded, so the same product gives other last bits with another thread count (a Ray task runs
+with one BLAS thread, a local run with every core). Each block product therefore runs on one
+BLAS thread, and the blocks run in parallel on a pool of as many threads as BLAS had, whose
+top-k lists are merged in block order: the same vectors give the same scores, bit for bit,
+on any number of threads. The search then holds one block of similarities per thread.
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -93,22 +108,29 @@ class ExactIndex:
         scores = np.zeros((len(q), k), dtype=np.float32)
         if k == 0:
             return ids, scores
-        for lo in range(0, len(q), self.block_rows):
-            block = q[lo : lo + self.block_rows]
-            ids[lo : lo + len(block)], scores[lo : lo + len(block)] = self._search_rows(
-                block, data, k
-            )
-        return ids, scores
+        rows = range(0, len(q), self.block_rows)
+        starts = range(0, len(data), self.block_chunks)
 
-    def _search_rows(
-        self, block: FloatArray, data: FloatArray, k: int
-    ) -> tuple[IntArray, FloatArray]:
-        """The top ``k`` of every chunk for a block of queries, one chunk block at a time."""
-        best_ids, best_scores = top_k(block @ data[: self.block_chunks].T, k)
-        for start in range(self.block_chunks, len(data), self.block_chunks):
-            ids, scores = top_k(block @ data[start : start + self.block_chunks].T, k)
-            best_ids, best_scores = merge_top_k(best_ids, best_scores, ids + start, scores, k)
-        return best_ids, best_scores
+        def product(block: tuple[int, int]) -> tuple[IntArray, FloatArray]:
+            lo, start = block
+            part = q[lo : lo + self.block_rows] @ data[start : start + self.block_chunks].T
+            found, best = top_k(part, k)
+            return found + start, best
+
+        with single_threaded_blas() as threads:
+            blocks = [(lo, start) for lo in rows for start in starts]
+            if threads > 1 and len(blocks) > 1:
+                with ThreadPoolExecutor(min(threads, len(blocks))) as pool:
+                    tops = list(pool.map(product, blocks))
+            else:
+                tops = [product(block) for block in blocks]
+        for i, lo in enumerate(rows):
+            row_tops = tops[i * len(starts) : (i + 1) * len(starts)]
+            best_ids, best_scores = row_tops[0]
+            for more_ids, more_scores in row_tops[1:]:
+                best_ids, best_scores = merge_top_k(best_ids, best_scores, more_ids, more_scores, k)
+            ids[lo : lo + len(best_ids)], scores[lo : lo + len(best_ids)] = best_ids, best_scores
+        return ids, scores
 
 
 def merge_top_k(
@@ -120,3 +142,36 @@ def merge_top_k(
     scores = np.concatenate((scores_a, scores_b), axis=1)
     order = np.lexsort((ids, -scores), axis=1)[:, :k]
     return np.take_along_axis(ids, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_threads = 1
+_blas_limiter: Any = None
+
+
+@contextmanager
+def single_threaded_blas() -> Iterator[int]:
+    """BLAS limited to one thread while the block is running (in every thread of the process:
+    the limit is the BLAS library's own setting); yields how many threads BLAS had before.
+
+    Searches running at the same time share one limit, lifted when the last one ends.
+    """
+    global _blas_users, _blas_threads, _blas_limiter
+    from threadpoolctl import ThreadpoolController
+
+    with _blas_lock:
+        if _blas_users == 0:
+            controller = ThreadpoolController().select(user_api="blas")
+            _blas_threads = max([int(lib["num_threads"]) for lib in controller.info()] or [1])
+            _blas_limiter = controller.limit(limits=1)
+        _blas_users += 1
+        threads = _blas_threads
+    try:
+        yield threads
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0 and _blas_limiter is not None:
+                _blas_limiter.restore_original_limits()
+                _blas_limiter = None
