@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     # The runner takes its report writer and analyses from above (chunkmark.evaluate, the
     # command line, relations): experiments imports neither report nor relations.
     ("experiments and synth", frozenset({"experiments", "synth"})),
-    ("report and relations", frozenset({"relations", "report"})),
+    ("report, relations and audit", frozenset({"audit", "relations", "report"})),
     ("command line", frozenset({"cli"})),
     ("package face", frozenset({FACE, "__main__"})),
 )

@@ -93,12 +93,13 @@ def test_rank_checks_its_inputs() -> None:
 
 
 def test_registries_list_rankers_and_settings() -> None:
-    assert [e.name for e in RETRIEVERS] == ["bm25", "exact", "faiss", "hybrid", "rerank"]
+    assert [e.name for e in RETRIEVERS] == ["bm25", "exact", "faiss", "hybrid", "rerank", "store"]
     assert [e.name for e in RETRIEVAL] == [
         "bm25",
         "faiss",
         "hybrid",
         "rerank",
+        "store",
         "threshold",
         "token_budget",
         "top_k",

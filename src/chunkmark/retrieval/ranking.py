@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray, RankerStats, ranker_stats
+from chunkmark.retrieval.base import (
+    RETRIEVERS,
+    FloatArray,
+    IntArray,
+    RankerStats,
+    Retriever,
+    ranker_stats,
+)
 from chunkmark.specs import Spec
 
 
@@ -25,13 +32,26 @@ def rank(
     depth its settings need: every ranker's ranking at a smaller depth is a prefix of it.
     Raises :class:`~chunkmark.errors.SpecError` for a bad spec.
     """
+    ranker, _ = RETRIEVERS.build(ranker_spec)
+    return rank_with(ranker, vectors, texts, query_vectors, query_texts, depth)
+
+
+def rank_with(
+    ranker: Retriever,
+    vectors: FloatArray,
+    texts: Sequence[str],
+    query_vectors: FloatArray,
+    query_texts: Sequence[str],
+    depth: int,
+) -> tuple[IntArray, FloatArray, RankerStats]:
+    """:func:`rank` with a ranker already built (one whose search a spec cannot carry, such as
+    a vector store's own search for ``chunkmark audit``)."""
     if depth < 0:
         raise ValueError(f"depth must be at least 0, got {depth}")
     if len(vectors) != len(texts):
         raise ValueError(f"{len(vectors)} chunk vectors for {len(texts)} chunk texts")
     if len(query_vectors) != len(query_texts):
         raise ValueError(f"{len(query_vectors)} query vectors for {len(query_texts)} query texts")
-    ranker, _ = RETRIEVERS.build(ranker_spec)
     ranker.index(vectors, texts)
     ranking, scores = ranker.search(query_vectors, query_texts, depth)
     return ranking, scores, ranker_stats(ranker)
