@@ -222,7 +222,10 @@ def float_rows(rows: Any, dim: int | None = None) -> FloatArray:
     """Stored vectors as one float32 array (an empty collection: ``(0, dim or 0)``)."""
     if rows is None or len(rows) == 0:
         return np.zeros((0, dim or 0), dtype=np.float32)
-    return np.asarray([np.asarray(r, dtype=np.float32) for r in rows], dtype=np.float32)
+    return np.asarray(
+        [np.asarray(r.to_numpy() if hasattr(r, "to_numpy") else r, dtype=np.float32) for r in rows],
+        dtype=np.float32,
+    )
 
 
 def split_payload(
