@@ -28,7 +28,10 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         utils.ensure_prefix_permissions(data)
         entry = pwd.getpwnam(user)
         os.chown(data, entry.pw_uid, entry.pw_gid)
-    pgserver.initdb(["--auth=trust", "--encoding=utf8", "-U", "postgres"], pgdata=data, user=user)
+    # Every command runs in the data folder: the server's user may not enter the test's cwd.
+    pgserver.initdb(
+        ["--auth=trust", "--encoding=utf8", "-U", "postgres"], pgdata=data, user=user, cwd=data
+    )
     port = utils.find_suitable_port("127.0.0.1")
     log = Path(data) / "server.log"
     pgserver.pg_ctl(
@@ -36,6 +39,7 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pgdata=data,
         user=user,
         timeout=60,
+        cwd=data,
     )
     url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     try:
@@ -43,4 +47,4 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         yield url
     finally:
-        pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=user, timeout=60)
+        pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data, user=user, timeout=60, cwd=data)
