@@ -60,7 +60,10 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     # The runner takes its report writer and analyses from above (chunkmark.evaluate, the
     # command line, relations): experiments imports neither report nor relations.
     ("experiments and synth", frozenset({"experiments", "synth"})),
-    ("report, relations and the suite", frozenset({"relations", "report", "suite"})),
+    (
+        "report, relations, audit and the suite",
+        frozenset({"audit", "relations", "report", "suite"}),
+    ),
     ("command line", frozenset({"cli"})),
     ("package face", frozenset({FACE, "__main__"})),
 )

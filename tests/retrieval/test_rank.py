@@ -100,6 +100,7 @@ def test_registries_list_rankers_and_settings() -> None:
         "hybrid",
         "in_document",
         "rerank",
+        "store",
     ]
     assert [e.name for e in RETRIEVAL] == [
         "bm25",
@@ -107,6 +108,7 @@ def test_registries_list_rankers_and_settings() -> None:
         "hybrid",
         "in_document",
         "rerank",
+        "store",
         "threshold",
         "token_budget",
         "top_k",

@@ -14,6 +14,7 @@ from chunkmark.chunkers import (  # noqa: F401
     recursive,
     semantic,
     sentences,
+    stored,
     structure,
     tokens,
 )

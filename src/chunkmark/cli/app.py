@@ -33,7 +33,7 @@ INTERRUPTED_EXIT = 130
 
 # ``chunkmark --help`` lists the commands in these panels, in this order.
 PANELS: dict[str, tuple[str, ...]] = {
-    "Evaluate": ("run", "plan", "tune", "compare", "gate", "report", "suite"),
+    "Evaluate": ("run", "plan", "tune", "compare", "gate", "report", "suite", "audit", "export"),
     "Data": ("datasets", "synth", "relations"),
     "Components": (
         "chunkers",
@@ -143,6 +143,7 @@ def _register_commands() -> None:
         return
     _registered = True
     from chunkmark.cli import (
+        audit,
         cache,
         chunkers,
         compare,
@@ -174,6 +175,7 @@ def _register_commands() -> None:
     relations_run.add_commands(relations.register(app))
     cache.register(app)
     mcp_command.register(app)
+    audit.register(app)
     panel = {name: title for title, names in PANELS.items() for name in names}
     for command in app.registered_commands:
         command.rich_help_panel = panel[str(command.name)]

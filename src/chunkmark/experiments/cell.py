@@ -24,7 +24,7 @@ is a :class:`CellEnv`.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +53,14 @@ from chunkmark.metrics import (
     min_k_depth,
     score_chunking,
 )
-from chunkmark.retrieval import RETRIEVAL, RankContext, RetrievalSetting, rank
+from chunkmark.retrieval import (
+    RETRIEVAL,
+    RankContext,
+    RetrievalSetting,
+    Retriever,
+    rank,
+    rank_with,
+)
 from chunkmark.retrieval.settings import valid_depth
 from chunkmark.retrieval.vectors import VectorFile
 from chunkmark.specs import Spec
@@ -277,14 +284,54 @@ class Cell:
             check_same_embedder(
                 env.query_identity or env.identity, env.identity, query_vectors, vectors
             )
-            embedding: EmbedderStats = env.embedder.stats() - before
-            scored = _Scored(self, chunks, tokens)
-            columns, rankings, stats = scored.run(texts, vectors, query_vectors, timer)
-            with timer("score"):
-                check = query_signal(
-                    scored.questions, scored.table, query_vectors, vectors, env.seed
-                )
+            result = self._score(env, chunks, tokens, texts, vectors, query_vectors, timer, {})
             del vectors  # the vector file's map closes before its folder is deleted
+        result.embedding = env.embedder.stats() - before
+        result.model_seconds_attributed = attributed
+        result.chunking = chunk_stats
+        result.chunks_reused = reused
+        return result
+
+    def run_stored(
+        self,
+        env: CellEnv,
+        chunks: list[Chunk],
+        tokens: IntArray,
+        vectors: FloatArray,
+        rankers: Mapping[str, Retriever],
+        timer: PhaseTimer | None = None,
+    ) -> CellResult:
+        """Score chunks that were chunked and embedded elsewhere (a vector store's collection,
+        read by ``chunkmark audit``): ``chunks`` in dataset order with their cl100k ``tokens``
+        and stored ``vectors`` (one row each, L2-normalised). Nothing is chunked or embedded
+        but the questions; every later step is :meth:`run`'s. ``rankers`` holds built rankers
+        by canonical spec for rankings a spec cannot produce (the store's own search)."""
+        timer = timer or PhaseTimer()
+        query_vectors = env.query_vectors()
+        before = env.embedder.stats()
+        if len(vectors) != len(chunks):
+            raise ValueError(f"{len(vectors)} vectors for {len(chunks)} chunks")
+        texts = ChunkTexts(self.dataset, chunks)
+        result = self._score(env, chunks, tokens, texts, vectors, query_vectors, timer, rankers)
+        result.embedding = env.embedder.stats() - before
+        return result
+
+    def _score(
+        self,
+        env: CellEnv,
+        chunks: list[Chunk],
+        tokens: IntArray,
+        texts: Sequence[str],
+        vectors: FloatArray,
+        query_vectors: FloatArray,
+        timer: PhaseTimer,
+        rankers: Mapping[str, Retriever],
+    ) -> CellResult:
+        """Retrieve, score and check the chunks (every phase after embedding)."""
+        scored = _Scored(self, chunks, tokens)
+        columns, rankings, stats = scored.run(texts, vectors, query_vectors, timer, rankers)
+        with timer("score"):
+            check = query_signal(scored.questions, scored.table, query_vectors, vectors, env.seed)
         per_doc: dict[str, int] = {d.id: 0 for d in self.dataset.documents}
         for c in chunks:
             per_doc[c.doc_id] += 1
@@ -299,14 +346,11 @@ class Cell:
             chunks_per_doc=per_doc,
             columns=columns,
             timings=dict(timer.seconds),
-            embedding=embedding,
+            embedding=EmbedderStats(),
             question_ids=[q.id for q in self.dataset.questions],
             rankings=rankings,
             retrieval_stats=stats,
             query_check=check,
-            model_seconds_attributed=attributed,
-            chunking=chunk_stats,
-            chunks_reused=reused,
             fingerprint=self.dataset.fingerprint,
             diagnostics=diagnostics,
         )
@@ -360,6 +404,7 @@ class _Scored:
         vectors: FloatArray,
         query_vectors: FloatArray,
         timer: PhaseTimer,
+        rankers: Mapping[str, Retriever],
     ) -> tuple[
         dict[str, list[Any]],
         dict[str, tuple[IntArray, npt.NDArray[np.float32]]],
@@ -381,15 +426,29 @@ class _Scored:
         query_docs = [q.doc_id for q in dataset.questions]
         with timer("search"):
             for ranker, depth in _depths(settings, ctx).items():
-                ranking, scores, ranker_stats = rank(
-                    ranker,
-                    vectors,
-                    texts,
-                    query_vectors,
-                    query_texts,
-                    depth,
-                    chunk_docs=chunk_docs,
-                    query_docs=query_docs,
+                built = rankers.get(str(ranker))
+                ranking, scores, ranker_stats = (
+                    rank(
+                        ranker,
+                        vectors,
+                        texts,
+                        query_vectors,
+                        query_texts,
+                        depth,
+                        chunk_docs=chunk_docs,
+                        query_docs=query_docs,
+                    )
+                    if built is None
+                    else rank_with(
+                        built,
+                        vectors,
+                        texts,
+                        query_vectors,
+                        query_texts,
+                        depth,
+                        chunk_docs=chunk_docs,
+                        query_docs=query_docs,
+                    )
                 )
                 rankings[str(ranker)] = (ranking, np.asarray(scores, np.float32))
                 if ranker_stats:

@@ -1,15 +1,16 @@
-"""Retrieval: rankers (``RETRIEVERS``: exact dense, bm25, hybrid, rerank, faiss, in_document)
-order the chunks for each question; settings (``RETRIEVAL``: top_k, token_budget, threshold,
-bm25, hybrid, rerank, faiss, in_document) decide how much of one ranking each question gets."""
+"""Retrieval: rankers (``RETRIEVERS``: exact dense, bm25, hybrid, rerank, faiss, in_document,
+and a vector store's own search, ``store``, which only ``chunkmark audit`` can ask) order the
+chunks for each question; settings (``RETRIEVAL``: top_k, token_budget, threshold, bm25, hybrid,
+rerank, faiss, in_document, store) decide how much of one ranking each question gets."""
 
-from chunkmark.retrieval import ann, bm25, dense, hybrid, rerank, scoped
+from chunkmark.retrieval import ann, bm25, dense, hybrid, rerank, scoped, store
 from chunkmark.retrieval.ann import FaissRetriever
 from chunkmark.retrieval.base import RETRIEVERS, RankerStats, Retriever, ranker_stats
 from chunkmark.retrieval.bm25 import BM25Retriever
 from chunkmark.retrieval.dense import ExactRetriever
 from chunkmark.retrieval.exact import ExactIndex
 from chunkmark.retrieval.hybrid import HybridRetriever, fuse
-from chunkmark.retrieval.ranking import rank
+from chunkmark.retrieval.ranking import rank, rank_with
 from chunkmark.retrieval.rerank import (
     FakeCrossEncoder,
     RerankerError,
@@ -27,6 +28,7 @@ from chunkmark.retrieval.settings import (
     TopK,
     top_k_selection,
 )
+from chunkmark.retrieval.store import StoreRetriever
 
 __all__ = [
     "RETRIEVAL",
@@ -46,6 +48,7 @@ __all__ = [
     "Retriever",
     "Selection",
     "SentenceTransformersCrossEncoder",
+    "StoreRetriever",
     "Threshold",
     "TokenBudget",
     "TopK",
@@ -55,8 +58,10 @@ __all__ = [
     "fuse",
     "hybrid",
     "rank",
+    "rank_with",
     "ranker_stats",
     "rerank",
     "scoped",
+    "store",
     "top_k_selection",
 ]

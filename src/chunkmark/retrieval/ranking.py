@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray, RankerStats, ranker_stats
+from chunkmark.retrieval.base import (
+    RETRIEVERS,
+    FloatArray,
+    IntArray,
+    RankerStats,
+    Retriever,
+    ranker_stats,
+)
 from chunkmark.specs import Spec
 
 
@@ -39,16 +46,41 @@ def rank(
     ``-1`` entries where a question's document has no more chunks.
     Raises :class:`~chunkmark.errors.SpecError` for a bad spec.
     """
+    ranker, _ = RETRIEVERS.build(ranker_spec)
+    return rank_with(
+        ranker,
+        vectors,
+        texts,
+        query_vectors,
+        query_texts,
+        depth,
+        chunk_docs=chunk_docs,
+        query_docs=query_docs,
+    )
+
+
+def rank_with(
+    ranker: Retriever,
+    vectors: FloatArray,
+    texts: Sequence[str],
+    query_vectors: FloatArray,
+    query_texts: Sequence[str],
+    depth: int,
+    *,
+    chunk_docs: Sequence[str] | None = None,
+    query_docs: Sequence[str] | None = None,
+) -> tuple[IntArray, FloatArray, RankerStats]:
+    """:func:`rank` with a ranker already built (one whose search a spec cannot carry, such as
+    a vector store's own search for ``chunkmark audit``)."""
     if depth < 0:
         raise ValueError(f"depth must be at least 0, got {depth}")
     if len(vectors) != len(texts):
         raise ValueError(f"{len(vectors)} chunk vectors for {len(texts)} chunk texts")
     if len(query_vectors) != len(query_texts):
         raise ValueError(f"{len(query_vectors)} query vectors for {len(query_texts)} query texts")
-    ranker, _ = RETRIEVERS.build(ranker_spec)
     if isinstance(ranker, DocumentScoped):
         if chunk_docs is None or query_docs is None:
-            raise ValueError(f"{ranker_spec} needs chunk_docs and query_docs")
+            raise ValueError("an in_document ranker needs chunk_docs and query_docs")
         ranker.set_documents(chunk_docs, query_docs)
     ranker.index(vectors, texts)
     ranking, scores = ranker.search(query_vectors, query_texts, depth)
