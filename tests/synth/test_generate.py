@@ -575,6 +575,34 @@ def test_cli_dry_run_and_run(
 # --- styles, modes and layouts --------------------------------------------------------------
 
 
+def test_a_model_repeating_its_answer_gets_a_new_correction_each_time(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    # At temperature 0 a model asked again after a duplicate may answer the same duplicate:
+    # each correction lists every rejected answer so far, so every attempt is a new request
+    # (the same correction twice would be answered from the cache, asking nothing).
+    def stubborn(number: int, user: str) -> Scripted | None:
+        asked = asked_section(user)
+        if not asked:
+            return None
+        first = asked.splitlines()[1].removeprefix("- ")
+        facts = FACT.findall(window_text(user))
+        return Scripted(json.dumps({"question": first, "passages": facts[-1:]}))
+
+    synth_server.responder = stubborn
+    out = tmp_path / "out"
+    report = run(synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=4)
+    c = counts(out)
+    skipped = c["windows_skipped"]
+    assert skipped >= 1 and c["duplicate"] == MAX_ATTEMPTS * skipped
+    assert report.llm.cache_hits == 0 and report.llm.requests == c["answers"]
+    prompts = synth_server.user_prompts()
+    assert len(set(prompts)) == len(prompts)  # no request asked twice
+    last = prompts[-1]
+    assert "Your previous answer 1 was:" in last and "Your previous answer 2 was:" in last
+    assert last.count("this question was already asked") == MAX_ATTEMPTS - 1
+
+
 def test_collapsed_copied_and_repeated_questions_are_rejected(
     synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
 ) -> None:

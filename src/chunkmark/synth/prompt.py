@@ -20,7 +20,7 @@ from chunkmark.synth import excerpts as ex
 from chunkmark.synth.plan import Slot
 from chunkmark.tokenizers import count_tokens
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
 ASKED_LIMIT = 40  # earlier questions of a document listed in a prompt (the latest ones)
 ENCODING = "cl100k_base"
@@ -113,12 +113,19 @@ def _section(name: str, items: Sequence[str], limit: int) -> str:
     return "\n" + Template(prompt_text(name)).substitute({name: listed}) + "\n"
 
 
-def correction_prompt(prompt: str, answer: str, reason: str) -> str:
-    """The prompt asked again after an unusable answer: the answer and what was wrong."""
-    shown = answer.strip()
-    if len(shown) > _SHOWN_ANSWER:
-        shown = shown[:_SHOWN_ANSWER] + " [...]"
-    values = {"prompt": prompt, "answer": shown or "(nothing)", "reason": reason}
+def correction_prompt(prompt: str, rejected: Sequence[tuple[str, str]]) -> str:
+    """The prompt asked again after unusable answers: every rejected answer of the slot so far
+    (``(answer, reason)`` in order) and what was wrong with it. Listing them all keeps each
+    correction a new request: at temperature 0 a model that repeats its answer would otherwise
+    be sent the same correction again (and answered from the cache)."""
+    parts = []
+    for number, (answer, reason) in enumerate(rejected, start=1):
+        shown = answer.strip()
+        if len(shown) > _SHOWN_ANSWER:
+            shown = shown[:_SHOWN_ANSWER] + " [...]"
+        which = "Your previous answer" if len(rejected) == 1 else f"Your previous answer {number}"
+        parts.append(f"{which} was:\n{shown or '(nothing)'}\n\nIt cannot be used: {reason}.\n")
+    values = {"prompt": prompt, "answers": "\n".join(parts)}
     return Template(prompt_text("correction")).substitute(values)
 
 
