@@ -70,6 +70,20 @@ PIECES_SCHEMA: dict[str, Any] = {
 }
 
 
+# How many passages (or piece ranges) a style's answer may cite; the schema asks for as many.
+STYLE_PASSAGES = {"factoid": (1, 3), "multi": (2, 3), "paraphrased": (1, 3)}
+
+
+def style_schema(schema: dict[str, Any], style: str) -> dict[str, Any]:
+    """``schema`` with its list of passages (or piece ranges) bounded to the number the style
+    cites (``minItems``/``maxItems``), so a server constraining its output to the schema cannot
+    write an answer with too few or too many."""
+    low, high = STYLE_PASSAGES[style]
+    key = "passages" if "passages" in schema["properties"] else "pieces"
+    listed = {**schema["properties"][key], "minItems": low, "maxItems": high}
+    return {**schema, "properties": {**schema["properties"], key: listed}}
+
+
 def build_prompt(
     doc: Document,
     slot: Slot,
@@ -96,12 +110,12 @@ def build_prompt(
     if mode == "exact":
         values["text"] = doc.text[slot.start : slot.end]
         user = Template(prompt_text("exact")).substitute(values)
-        return Prompt(system, user, EXACT_SCHEMA)
+        return Prompt(system, user, style_schema(EXACT_SCHEMA, slot.style))
     pieces = tuple(ex.cut_pieces(doc.text, slot.window))
     values["text"] = ex.number_pieces(doc.text, pieces)
     values["pieces"] = str(len(pieces))
     user = Template(prompt_text("approximate")).substitute(values)
-    return Prompt(system, user, PIECES_SCHEMA, pieces)
+    return Prompt(system, user, style_schema(PIECES_SCHEMA, slot.style), pieces)
 
 
 def _section(name: str, items: Sequence[str], limit: int) -> str:
