@@ -118,3 +118,13 @@ def test_adopt_a_build_only_with_the_same_flags(tmp_path: Path) -> None:
     other = _build_folder(tmp_path / "other", native)
     with pytest.raises(local.LocalLLMError, match="not configured with -DGGML_NATIVE=OFF"):
         local.adopt_server(other, tmp_path / "cache2")
+
+
+def test_spec_reaches_the_server_with_a_timeout_for_cpu_inference() -> None:
+    from chunkmark.llm import build_llm
+
+    server = local.LocalServer(None, 8123, "smollm2-135m", Path("log"))  # type: ignore[arg-type]
+    llm = build_llm(server.spec(), cache_dir=None, seed=0)
+    assert llm.identity()["host"] == "127.0.0.1:8123"
+    assert llm.timeout == local.TIMEOUT == 600.0  # type: ignore[attr-defined]
+    assert build_llm(server.spec(timeout=30.0), cache_dir=None).timeout == 30.0  # type: ignore[attr-defined]

@@ -62,6 +62,9 @@ SERVER = "llama-server"
 SEED = 0
 DEFAULT_CONTEXT = 8192
 DEFAULT_THREADS = 1
+# Seconds a request may take: a long answer from a CPU server takes minutes, and a request the
+# client gives up on is cancelled by the server, so a retry would start again from nothing.
+TIMEOUT = 600.0
 
 
 class LocalLLMError(ChunkmarkError):
@@ -371,7 +374,9 @@ class LocalServer:
         return self.url + "/v1"
 
     def spec(self, **params: object) -> str:
-        """The ``openai(...)`` LLM spec that reaches this server (``params`` are added)."""
+        """The ``openai(...)`` LLM spec that reaches this server, with a :data:`TIMEOUT` sized
+        for CPU inference (``params`` are added or replace it)."""
+        params = {"timeout": TIMEOUT, **params}
         extra = "".join(f", {k}={v!r}" for k, v in params.items())
         return f"openai(model={self.model!r}, base_url={self.base_url!r}{extra})"
 
