@@ -19,7 +19,7 @@ Per feature, with wall time and the client's requests, retries and tokens:
   calls, corrections, fallbacks, propositions, the share aligned.
 - ``llm_semantic``: the first demo document: windows, corrections, fallbacks, chunks.
 - ``relations``: three Re-DocRED documents (``relations prepare --docs 3 --seed 0``), one
-  chunk per document, the LLM extractor: records parsed, malformed, incomplete answers,
+  chunk per document, the LLM extractor (answers up to 1,024 tokens): records parsed, malformed, incomplete answers,
   unmatched names, extraction recall against gold.
 
 Results go to ``OUT/<model>-t<threads>/<feature>.json`` and are printed as they finish; the
@@ -183,7 +183,9 @@ def llm_semantic(server: Any, out: Path, spec: str) -> dict[str, Any]:
 def relations(server: Any, out: Path, spec: str) -> dict[str, Any]:
     from typer.testing import CliRunner
 
-    from chunkmark.cli.app import app
+    from chunkmark.cli.app import _register_commands, app
+
+    _register_commands()
 
     data, run_out = out / "redocred3", out / "relations_run"
     runner = CliRunner()
@@ -192,7 +194,7 @@ def relations(server: Any, out: Path, spec: str) -> dict[str, Any]:
         prepare = ["relations", "prepare", "--redocred", str(source), "--out", str(data)]
         result = runner.invoke(app, [*prepare, "--docs", "3", "--seed", "0"])
         assert result.exit_code == 0, result.output
-    extractor = f"llm(llm={spec!r})"
+    extractor = f"llm(llm={spec!r}, max_tokens=1024)"
     args = ["relations", "run", "--dataset", str(data), "-c", "fixed_tokens(size=1200)"]
     args += ["-e", "fake()", "--k", "1", "--extractor", extractor, "--out", str(run_out)]
     result = runner.invoke(app, [*args, "--cache-dir", str(out / "cache"), "--no-report"])

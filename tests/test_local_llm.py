@@ -175,7 +175,9 @@ def test_llm_semantic(local_llm: LocalServer, tmp_path: Path) -> None:
 def test_relations_run_with_llm_extractor(
     local_llm: LocalServer, tmp_path: Path, redocred_json: Path
 ) -> None:
-    from chunkmark.cli.app import app
+    from chunkmark.cli.app import _register_commands, app
+
+    _register_commands()
 
     data, out = tmp_path / "set", tmp_path / "out"
     runner = CliRunner()
