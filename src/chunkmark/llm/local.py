@@ -62,6 +62,7 @@ SERVER = "llama-server"
 SEED = 0
 DEFAULT_CONTEXT = 8192
 DEFAULT_THREADS = 1
+SERVE_PORT = 8091  # serve's port: the LLM answer cache keys on host:port, so keep it fixed
 # Seconds a request may take: a long answer from a CPU server takes minutes, and a request the
 # client gives up on is cancelled by the server, so a retry would start again from nothing.
 TIMEOUT = 600.0
@@ -484,7 +485,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     inst.add_argument("--from-build", default=None, help="adopt a finished build folder")
     serve = sub.add_parser("serve", help="start llama-server on 127.0.0.1 and wait for Ctrl-C")
     serve.add_argument("--model", choices=sorted(MODELS), default=SMALLEST)
-    serve.add_argument("--port", type=int, default=None)
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=SERVE_PORT,
+        help="the port (the answer cache keys on host and port: keep it to reuse answers)",
+    )
     serve.add_argument("--threads", type=int, default=DEFAULT_THREADS)
     serve.add_argument("--context", type=int, default=DEFAULT_CONTEXT)
     for p in (inst, serve):
