@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-baseline release-check clean
+.PHONY: demo test lint bench bench-baseline release-check llm-server clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+## llm-server: build llama.cpp's llama-server and install the smallest local model, once (cached;
+## the build takes about 25 min on 2 cores; docs/llm.md)
+llm-server: $(STAMP)
+	$(BIN)/python -m chunkmark.llm.local install
 
 ## release-check: build sdist and wheel, twine check them, install the wheel in a fresh venv, run the demo
 release-check: $(STAMP)

@@ -11,12 +11,16 @@ the count of tests that ran and that skipped.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from skipping import HARDWARE, REQUIRE_ALL, require_all
+
+if TYPE_CHECKING:
+    from chunkmark.llm.local import LocalServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,3 +86,23 @@ def _offline_env() -> None:
     cache = shared_dir() / "tiktoken_cache"
     if cache.exists():
         os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(cache))
+
+
+LOCAL_MODEL_ENV = "CHUNKMARK_LOCAL_LLM"  # which installed model the local server runs
+
+
+@pytest.fixture(scope="session")
+def local_llm() -> Iterator[LocalServer]:
+    """llama.cpp's ``llama-server`` on 127.0.0.1 with the smallest local model (or the one
+    ``$CHUNKMARK_LOCAL_LLM`` names), started once per session; installed by ``.ci/run`` with
+    ``python -m chunkmark.llm.local install``. Missing, the tests skip (a failure in CI)."""
+    from chunkmark.llm import local
+
+    name = os.environ.get(LOCAL_MODEL_ENV, local.SMALLEST)
+    for path in (local.server_path(), local.model_path(name)):
+        if not path.exists():
+            pytest.skip(
+                f"{path} is not installed (python -m chunkmark.llm.local install --model {name})"
+            )
+    with local.start(name, threads=local.DEFAULT_THREADS) as server:
+        yield server

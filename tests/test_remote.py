@@ -192,8 +192,9 @@ def test_connection_errors_are_retried_then_fail_clearly() -> None:
 def test_timeouts_are_retried_then_say_so() -> None:
     client = Client(max_retries=1)
     assert client._call(script(APITimeoutError("slow"))) == "ok"
-    with pytest.raises(FakeError, match="timed out after 2 attempts"):
+    with pytest.raises(FakeError, match="timed out after 2 attempts") as info:
         client._call(script(APITimeoutError("slow"), APITimeoutError("slow")))
+    assert info.value.fix is not None and "the network" in info.value.fix  # a remote host
 
 
 def test_missing_key_on_the_default_host_names_the_variable(

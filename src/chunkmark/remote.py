@@ -157,12 +157,28 @@ class RemoteClient(ABC):
 
     def _connection_error(self, timed_out: bool, attempt: int) -> ChunkmarkError:
         what = "timed out" if timed_out else "failed"
+        fix = (
+            f"Check base_url (or {self.base_url_env}) and the network; "
+            "raise timeout or max_retries for a slow endpoint."
+        )
+        if timed_out and self.is_local:
+            # a server on this machine cancels a request its client gave up on, so a retry
+            # starts again from nothing: only a longer timeout helps
+            fix = (
+                f"A model served from this machine can take minutes per answer: raise timeout "
+                f"(it is {self.timeout:g} s; e.g. timeout=600.0)."
+            )
         return self.error_type(
             f"The request to the {self._wording().endpoint} {self.host} {what} "
             f"after {attempt + 1} attempts.",
-            f"Check base_url (or {self.base_url_env}) and the network; "
-            "raise timeout or max_retries for a slow endpoint.",
+            fix,
         )
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the endpoint is on this machine (a loopback address or localhost)."""
+        host = urlsplit(self.base_url).hostname or ""
+        return host == "localhost" or host.startswith("127.") or host == "::1"
 
     def _status_error(self, exc: Any, attempt: int) -> ChunkmarkError:
         wording = self._wording()

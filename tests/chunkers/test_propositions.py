@@ -48,10 +48,31 @@ def answer(*props: str) -> str:
         ('```json\n{"propositions": ["A."]}\n```', ["A."]),
         ('Here they are: {"propositions": ["A.", " "]} Done.', ["A."]),
         ('{"propositions": []}', []),
+        ('{"propositions": ["A.", "B.", "A.", "A. "]}', ["A.", "B."]),  # repeats kept once
     ],
 )
 def test_parse_valid(text: str, expected: list[str]) -> None:
     assert parse_propositions(text) == (expected, "")
+
+
+def test_an_answer_cut_off_while_repeating_itself_gives_its_whole_propositions() -> None:
+    # what SmolLM2-135M-Instruct answered through llama-server for a 60-token chunk: the third
+    # proposition again and again until max_tokens, the JSON never closed
+    repeated = '    "The pump must be primed before its first start.",\n'
+    cut = (
+        '{\n  "propositions": [\n    "The Tidewell pump moves water to the roof tank.",\n'
+        + repeated * 20
+        + '    "The pump must be pri'
+    )
+    assert parse_propositions(cut) == (
+        [
+            "The Tidewell pump moves water to the roof tank.",
+            "The pump must be primed before its first start.",
+        ],
+        "",
+    )
+    assert parse_propositions('{"propositions": ["A is') == (None, "it is not JSON")
+    assert parse_propositions('{"propositions": ["A.", 3, "B') == (None, "it is not JSON")
 
 
 @pytest.mark.parametrize(

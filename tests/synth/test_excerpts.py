@@ -135,7 +135,16 @@ def test_normalised_text_maps_every_character() -> None:
     assert norm.text == "a bc'"
     assert norm.span(1, 2) == Span(1, 5)  # the whole run of whitespace
     assert norm.span(2, 4) == Span(5, 8)  # the zero-width space inside the span
-    assert normalise("  \u201cx\u201d  ") == '"x"'
+    assert normalise("  \u201cx\u201d  ") == "'x'" == normalise('"x"')
+
+
+def test_double_quotes_copied_as_single_quotes_are_found() -> None:
+    # a model's copy: the text's straight double quotes written as
+    # single quotes; the excerpt is the text's own characters
+    text = 'Set the mode to "eco" before the first run. Then wait.'
+    match = locate(text, "Set the mode to 'eco' before the first run.", Span(0, len(text)))
+    assert match.method == NORMALISED and match.span == Span(0, 43)
+    assert text[match.span.start : match.span.end] == 'Set the mode to "eco" before the first run.'
 
 
 def test_find_all_counts_overlapping_occurrences() -> None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from chunkmark.synth.excerpts import collapses
 from chunkmark.synth.generate import estimate, generate
 from chunkmark.synth.options import MAX_ATTEMPTS, SynthError, load_prices
 from chunkmark.synth.plan import document_windows, make_plan, quotas, tiles
-from chunkmark.synth.prompt import EXACT_SCHEMA, build_prompt
+from chunkmark.synth.prompt import EXACT_SCHEMA, build_prompt, style_schema
 from chunkmark.synth.run import GenerationReport
 
 from .conftest import (
@@ -154,7 +155,11 @@ def test_prompt_shows_window_style_examples_and_earlier_questions() -> None:
     assert doc.text[plan[1].start : plan[1].end] in prompt.user
     assert "word it in your own way" in prompt.user
     assert "- How tall is X?" in prompt.user and "- What is fact 0-1?" in prompt.user
-    assert prompt.schema == EXACT_SCHEMA
+    passages = prompt.schema["properties"]["passages"]
+    assert (passages["minItems"], passages["maxItems"]) == (1, 3)  # paraphrased: 1 to 3
+    assert {**prompt.schema, "properties": EXACT_SCHEMA["properties"]} == EXACT_SCHEMA
+    multi = build_prompt(doc, replace(plan[0], style="multi"), mode="approximate")
+    assert multi.schema["properties"]["pieces"]["minItems"] == 2
     bare = build_prompt(doc, plan[0], mode="approximate")
     assert "[[1]]" in bare.user and "already asked" not in bare.user and bare.pieces
 
@@ -207,7 +212,9 @@ def test_openai_generates_a_dataset_that_loads(
     assert sum(d["quota"] for d in m["documents"]) == 8
     first = synth_server.requests[0]
     assert first["response_format"]["type"] == "json_schema"
-    assert first["response_format"]["json_schema"]["schema"] == EXACT_SCHEMA
+    assert first["response_format"]["json_schema"]["schema"] == style_schema(
+        EXACT_SCHEMA, "factoid"
+    )
     assert first["max_tokens"] == 1024 and first["seed"] == 0
     # The prompts of a document's later slots list its earlier questions.
     later = [p for p in synth_server.user_prompts() if "already asked" in p]
@@ -573,6 +580,34 @@ def test_cli_dry_run_and_run(
 
 
 # --- styles, modes and layouts --------------------------------------------------------------
+
+
+def test_a_model_repeating_its_answer_gets_a_new_correction_each_time(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    # At temperature 0 a model asked again after a duplicate may answer the same duplicate:
+    # each correction lists every rejected answer so far, so every attempt is a new request
+    # (the same correction twice would be answered from the cache, asking nothing).
+    def stubborn(number: int, user: str) -> Scripted | None:
+        asked = asked_section(user)
+        if not asked:
+            return None
+        first = asked.splitlines()[1].removeprefix("- ")
+        facts = FACT.findall(window_text(user))
+        return Scripted(json.dumps({"question": first, "passages": facts[-1:]}))
+
+    synth_server.responder = stubborn
+    out = tmp_path / "out"
+    report = run(synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=4)
+    c = counts(out)
+    skipped = c["windows_skipped"]
+    assert skipped >= 1 and c["duplicate"] == MAX_ATTEMPTS * skipped
+    assert report.llm.cache_hits == 0 and report.llm.requests == c["answers"]
+    prompts = synth_server.user_prompts()
+    assert len(set(prompts)) == len(prompts)  # no request asked twice
+    last = prompts[-1]
+    assert "Your previous answer 1 was:" in last and "Your previous answer 2 was:" in last
+    assert last.count("this question was already asked") == MAX_ATTEMPTS - 1
 
 
 def test_collapsed_copied_and_repeated_questions_are_rejected(

@@ -102,13 +102,18 @@ def parse_propositions(answer: str) -> tuple[list[str] | None, str]:
     """The propositions in an answer, or ``(None, reason)``.
 
     Accepts ``{"propositions": [...]}`` or a bare JSON list of strings, inside a code fence or
-    after some words; blank propositions are left out, whitespace runs made single spaces.
+    after some words; blank propositions are left out, whitespace runs made single spaces, and
+    a proposition written again (the same words) is kept once. An answer cut off inside its
+    list (a model repeating one proposition until ``max_tokens``) gives the propositions
+    written in full before the cut.
     """
     text = answer.strip()
     fenced = _FENCE.match(text)
     if fenced:
         text = fenced.group(1)
     data = _json(text)
+    if data is None:
+        data = _cut_off_list(text)
     if data is None:
         return None, "it is not JSON"
     if isinstance(data, dict):
@@ -119,7 +124,30 @@ def parse_propositions(answer: str) -> tuple[list[str] | None, str]:
         return None, "'propositions' is not a list"
     if not all(isinstance(p, str) for p in data):
         return None, "not every proposition is a string"
-    return [" ".join(p.split()) for p in data if p.strip()], ""
+    found = [" ".join(p.split()) for p in data if p.strip()]
+    return list(dict.fromkeys(found)), ""
+
+
+def _cut_off_list(text: str) -> list[str] | None:
+    """The whole strings of a JSON list of strings that was cut off before its end (the list
+    after ``"propositions":``, else the first list), or None when not one string is whole."""
+    key = re.search(r'"propositions"\s*:\s*\[', text)
+    at = key.end() if key else text.find("[") + 1
+    if at <= 0:
+        return None
+    decoder = json.JSONDecoder()
+    items: list[str] = []
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            break
+        if not isinstance(item, str):
+            return None
+        items.append(item)
+    return items or None
 
 
 def _json(text: str) -> Any:

@@ -16,10 +16,7 @@ from chunkmark.datasets import Document
 from chunkmark.spans import Span
 from chunkmark.synth import excerpts as ex
 from chunkmark.synth.plan import Slot
-from chunkmark.synth.prompt import Prompt
-
-# How many passages a style's answer may cite.
-STYLE_PASSAGES = {"factoid": (1, 3), "multi": (2, 3), "paraphrased": (1, 3)}
+from chunkmark.synth.prompt import STYLE_PASSAGES, Prompt
 
 # Why answers were rejected (one reason per rejected answer, its first problem).
 MALFORMED = "malformed"

@@ -48,9 +48,11 @@ _SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u2032"
 _DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033"
 _DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
 _DROPPED = "\u00ad\u200b\u200c\u200d\u2060\ufeff"  # soft hyphen and zero-width characters
+# Every quote mark is one quote: models straighten curly quotes and also swap double for single
+# ones ('the Old One' for "the Old One"), which changes no word of the passage.
 _TRANSLATION = {
     **{ord(c): "'" for c in _SINGLE_QUOTES},
-    **{ord(c): '"' for c in _DOUBLE_QUOTES},
+    **{ord(c): "'" for c in _DOUBLE_QUOTES + '"'},
     **{ord(c): "-" for c in _DASHES},
 }
 _WORD = re.compile(r"\w+")

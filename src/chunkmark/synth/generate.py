@@ -20,8 +20,8 @@ and repeated:
    collapse into one span, paraphrased questions that copy four words in a row of their passage
    and repeated questions are rejected. Every excerpt written satisfies
    ``document[start:end] == text``.
-4. **Bounded work.** An unusable answer is asked again with the previous answer and what was
-   wrong, at most :data:`~chunkmark.synth.options.MAX_ATTEMPTS` times per slot; then the window is skipped and counted.
+4. **Bounded work.** An unusable answer is asked again with the slot's rejected answers so far
+   and what was wrong with each, at most :data:`~chunkmark.synth.options.MAX_ATTEMPTS` times per slot; then the window is skipped and counted.
    An :class:`~chunkmark.errors.LLMError` from the client (rejected key, exhausted quota or
    retries) stops the run at once, after everything accepted so far is written. ``max_cost``
    stops cleanly before the first request whose estimated cost would cross it.

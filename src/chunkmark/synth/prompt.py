@@ -20,7 +20,7 @@ from chunkmark.synth import excerpts as ex
 from chunkmark.synth.plan import Slot
 from chunkmark.tokenizers import count_tokens
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
 ASKED_LIMIT = 40  # earlier questions of a document listed in a prompt (the latest ones)
 ENCODING = "cl100k_base"
@@ -70,6 +70,20 @@ PIECES_SCHEMA: dict[str, Any] = {
 }
 
 
+# How many passages (or piece ranges) a style's answer may cite; the schema asks for as many.
+STYLE_PASSAGES = {"factoid": (1, 3), "multi": (2, 3), "paraphrased": (1, 3)}
+
+
+def style_schema(schema: dict[str, Any], style: str) -> dict[str, Any]:
+    """``schema`` with its list of passages (or piece ranges) bounded to the number the style
+    cites (``minItems``/``maxItems``), so a server constraining its output to the schema cannot
+    write an answer with too few or too many."""
+    low, high = STYLE_PASSAGES[style]
+    key = "passages" if "passages" in schema["properties"] else "pieces"
+    listed = {**schema["properties"][key], "minItems": low, "maxItems": high}
+    return {**schema, "properties": {**schema["properties"], key: listed}}
+
+
 def build_prompt(
     doc: Document,
     slot: Slot,
@@ -96,12 +110,12 @@ def build_prompt(
     if mode == "exact":
         values["text"] = doc.text[slot.start : slot.end]
         user = Template(prompt_text("exact")).substitute(values)
-        return Prompt(system, user, EXACT_SCHEMA)
+        return Prompt(system, user, style_schema(EXACT_SCHEMA, slot.style))
     pieces = tuple(ex.cut_pieces(doc.text, slot.window))
     values["text"] = ex.number_pieces(doc.text, pieces)
     values["pieces"] = str(len(pieces))
     user = Template(prompt_text("approximate")).substitute(values)
-    return Prompt(system, user, PIECES_SCHEMA, pieces)
+    return Prompt(system, user, style_schema(PIECES_SCHEMA, slot.style), pieces)
 
 
 def _section(name: str, items: Sequence[str], limit: int) -> str:
@@ -113,12 +127,19 @@ def _section(name: str, items: Sequence[str], limit: int) -> str:
     return "\n" + Template(prompt_text(name)).substitute({name: listed}) + "\n"
 
 
-def correction_prompt(prompt: str, answer: str, reason: str) -> str:
-    """The prompt asked again after an unusable answer: the answer and what was wrong."""
-    shown = answer.strip()
-    if len(shown) > _SHOWN_ANSWER:
-        shown = shown[:_SHOWN_ANSWER] + " [...]"
-    values = {"prompt": prompt, "answer": shown or "(nothing)", "reason": reason}
+def correction_prompt(prompt: str, rejected: Sequence[tuple[str, str]]) -> str:
+    """The prompt asked again after unusable answers: every rejected answer of the slot so far
+    (``(answer, reason)`` in order) and what was wrong with it. Listing them all keeps each
+    correction a new request: at temperature 0 a model that repeats its answer would otherwise
+    be sent the same correction again (and answered from the cache)."""
+    parts = []
+    for number, (answer, reason) in enumerate(rejected, start=1):
+        shown = answer.strip()
+        if len(shown) > _SHOWN_ANSWER:
+            shown = shown[:_SHOWN_ANSWER] + " [...]"
+        which = "Your previous answer" if len(rejected) == 1 else f"Your previous answer {number}"
+        parts.append(f"{which} was:\n{shown or '(nothing)'}\n\nIt cannot be used: {reason}.\n")
+    values = {"prompt": prompt, "answers": "\n".join(parts)}
     return Template(prompt_text("correction")).substitute(values)
 
 

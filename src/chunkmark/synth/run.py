@@ -396,6 +396,7 @@ class Generation:
         schema = prompt.schema if o.json_schema else None
         user = prompt.user
         rejected: Counter[str] = Counter()
+        tried: list[tuple[str, str]] = []
         detail = ""
         for attempt in range(1, MAX_ATTEMPTS + 1):
             answer = self._ask(prompt, user, schema)
@@ -417,7 +418,8 @@ class Generation:
                 return SlotOutcome(slot, verdict.question, verdict.excerpts, attempt, rejected)
             rejected[verdict.reason] += 1
             detail = verdict.detail
-            user = correction_prompt(prompt.user, answer, verdict.detail)
+            tried.append((answer, verdict.detail))
+            user = correction_prompt(prompt.user, tried)
         return SlotOutcome(slot, "", (), MAX_ATTEMPTS, rejected, detail)
 
     def _ask(self, prompt: Prompt, user: str, schema: dict[str, Any] | None) -> str | None:
