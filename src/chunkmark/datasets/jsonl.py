@@ -9,7 +9,8 @@ One JSON object per line (UTF-8; blank lines are ignored):
   int, "end": int, "text": str}]}``; offsets are character offsets into the document, end
   exclusive; ``text`` is optional and, when present, must equal the document slice.
 
-Both kinds of line may carry a ``"metadata"`` object, which chunkmark ignores; any other key is
+Both kinds of line may carry a ``"metadata"`` object: a document's is ignored, a question's is
+kept as ``Question.metadata`` (reference answers and labels, see docs/answers.md); any other key is
 an error (it is usually a typo). Documents and questions keep their file order. The dataset is
 named after the folder. docs/formats.md is the full description.
 """
@@ -77,6 +78,7 @@ def write_jsonl(dataset: Dataset, folder: str | Path) -> None:
                     {"start": s.start, "end": s.end, "text": by_id[q.doc_id].text[s.start : s.end]}
                     for s in q.excerpts
                 ],
+                **({"metadata": dict(q.metadata)} if q.metadata else {}),
             },
             ensure_ascii=False,
         )
@@ -283,7 +285,8 @@ def _read_question(
             spans.append(span)
     if not ok or doc_text is None:
         return None
-    return Question(qid, text, doc_id, tuple(spans))
+    metadata = obj.get("metadata")
+    return Question(qid, text, doc_id, tuple(spans), metadata if isinstance(metadata, dict) else {})
 
 
 def _read_excerpt(

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from chunkmark.spans import Span
 
@@ -21,12 +22,18 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """A question whose answer is known: excerpt spans into document ``doc_id``."""
+    """A question whose answer is known: excerpt spans into document ``doc_id``.
+
+    ``metadata`` is the JSONL question's optional ``"metadata"`` object, kept as read (not part
+    of the dataset's fingerprint). chunkmark reads ``metadata["answers"]`` (reference answer
+    strings) and ``metadata["label"]``/``metadata["labels"]`` (a class label and the allowed
+    labels) when it scores answers (``docs/answers.md``)."""
 
     id: str
     text: str
     doc_id: str
     excerpts: tuple[Span, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
