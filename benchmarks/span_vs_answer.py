@@ -47,7 +47,9 @@ EMBEDDER = 'sentence_transformers(model="all-MiniLM-L6-v2")'
 SETS = ("fairytaleqa", "covid_qa")
 
 
-def fairytaleqa(raw: Path, questions: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def fairytaleqa(
+    raw: Path, questions: int, seed: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Documents and questions (chunkmark JSONL objects) of a seeded sample of FairytaleQA's
     test questions."""
     split = raw / "data-by-train-split"
@@ -94,7 +96,9 @@ def fairytaleqa(raw: Path, questions: int, seed: int) -> tuple[list[dict[str, An
     return _sample(docs, found, questions, seed)
 
 
-def covid_qa(raw: Path, questions: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def covid_qa(
+    raw: Path, questions: int, seed: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Documents and questions of a seeded sample of COVID-QA's questions: the answer text found
     at its stated start, else the occurrence nearest to it within 100 characters (else left
     out)."""
@@ -159,7 +163,9 @@ def _sample(
     return documents, chosen
 
 
-def write_set(folder: Path, documents: list[dict[str, Any]], questions: list[dict[str, Any]]) -> None:
+def write_set(
+    folder: Path, documents: list[dict[str, Any]], questions: list[dict[str, Any]]
+) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, items in (("documents.jsonl", documents), ("questions.jsonl", questions)):
         lines = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in items)
@@ -185,12 +191,16 @@ def main() -> None:
     parser.add_argument("--model", default="local", help="the model name sent to --base-url")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per request")
-    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated: {', '.join(SETS)}")
+    parser.add_argument(
+        "--sets", default=",".join(SETS), help=f"comma-separated: {', '.join(SETS)}"
+    )
     parser.add_argument("--data", type=Path, default=shared / "datasets" / "suite")
     parser.add_argument("--questions", type=int, default=50, help="questions per set")
     parser.add_argument("--budget", type=int, default=1024, help="token_budget tokens")
     parser.add_argument("--context-window", type=int, default=4096, help="for the baseline")
-    parser.add_argument("--no-baseline", action="store_true", help="skip the whole-document answers")
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the whole-document answers"
+    )
     parser.add_argument("--judge", help="an LLM spec for the judge (optional)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "span_vs_answer")
@@ -258,7 +268,9 @@ def main() -> None:
             f"{_num(r['tau'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]   "
             f"{_num(i['tau'])} [{_num(i['ci_low'])}, {_num(i['ci_high'])}]"
         )
-    (args.out / "tau.json").write_text(json.dumps({"llm": spec, "setting": setting, "sets": table}, indent=1))
+    (args.out / "tau.json").write_text(
+        json.dumps({"llm": spec, "setting": setting, "sets": table}, indent=1)
+    )
 
 
 def _short(spec: str) -> str:

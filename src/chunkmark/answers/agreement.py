@@ -67,7 +67,9 @@ def rank_agreement(
     s = np.asarray(span, dtype=np.float64)
     a = np.asarray(answer, dtype=np.float64)
     if s.shape != a.shape or s.ndim != 2:
-        raise ValueError(f"span and answer must both be (cells, questions), got {s.shape}, {a.shape}")
+        raise ValueError(
+            f"span and answer must both be (cells, questions), got {s.shape}, {a.shape}"
+        )
     keep = ~(np.isnan(s).any(axis=0) | np.isnan(a).any(axis=0))
     s, a = s[:, keep], a[:, keep]
     n_cells, n = s.shape

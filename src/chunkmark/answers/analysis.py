@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 
 from chunkmark.answers.agreement import judge_agreement, rank_agreement
-from chunkmark.answers.prompt import VERSION, Request, answer_request, judge_request, parse_judgement
+from chunkmark.answers.prompt import (
+    VERSION,
+    Request,
+    answer_request,
+    judge_request,
+    parse_judgement,
+)
 from chunkmark.answers.scoring import (
     allowed_labels,
     best_exact_match,
@@ -469,9 +475,7 @@ def retrieved_passages(
 
     chosen = view.ranking.get(qid, [])[:k_used]
     docs = dataset.by_id
-    texts = [
-        docs[view.doc_ids[i]].text[int(view.start[i]) : int(view.end[i])] for i in chosen
-    ]
+    texts = [docs[view.doc_ids[i]].text[int(view.start[i]) : int(view.end[i])] for i in chosen]
     if chosen:
         before = int(view.tokens[chosen[:-1]].sum())
         keep = tokens - before
@@ -615,12 +619,14 @@ def _ties(
     return out
 
 
-def _span_vs_answer(groups: dict[GroupKey, list[dict[str, Any]]], seed: int) -> list[dict[str, Any]]:
+def _span_vs_answer(
+    groups: dict[GroupKey, list[dict[str, Any]]], seed: int
+) -> list[dict[str, Any]]:
     """Per dataset: Kendall's tau between the cells' ranking by recall (and IoU) and their
     ranking by answer score, with a bootstrap interval over questions."""
     out = []
     for dataset in dict.fromkeys(k[0] for k in groups):
-        keys, qids, score = _paired_scores(groups, dataset, "score")
+        keys, _, score = _paired_scores(groups, dataset, "score")
         if len(keys) < 2:
             continue
         entry: dict[str, Any] = {"dataset": dataset, "cells": len(keys)}

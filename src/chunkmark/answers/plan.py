@@ -37,6 +37,7 @@ class _Counts:
     cached: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    fitting: frozenset[str] = frozenset()  # questions whose whole document fits
 
 
 def context_budget(setting: str) -> int | None:
@@ -82,6 +83,7 @@ def plan_answers(
             counts.not_fitting += 1
             continue
         counts.baseline += 1
+        counts.fitting |= {q.id}
         if replay.answer(whole.system, whole.user, whole.max_tokens) is not None:
             counts.cached += 1
             continue
@@ -90,8 +92,19 @@ def plan_answers(
         counts.output_tokens += whole.max_tokens
     unknown: list[str] = []
     plans = [
-        _plan(dataset, "answer", options.llm, llm, options, questions, cells, counts, budget,
-              prices, unknown)
+        _plan(
+            dataset,
+            "answer",
+            options.llm,
+            llm,
+            options,
+            questions,
+            cells,
+            counts,
+            budget,
+            prices,
+            unknown,
+        )
     ]
     if options.judge is not None:
         plans.append(
@@ -128,7 +141,7 @@ def _judge_plan(
         counts.calls += cells
         counts.input_tokens += cells * (per + (budget or 0))
         counts.output_tokens += cells * request.max_tokens
-        if options.baseline:
+        if q.id in answered.fitting:
             whole = judge_request(q.text, refs, [docs[q.doc_id].text], "")
             _, (whole_tokens,) = framed_tokens(whole.system, [whole.user])
             counts.calls += 1
@@ -136,8 +149,19 @@ def _judge_plan(
             counts.output_tokens += whole.max_tokens
     counts.baseline = answered.baseline
     counts.not_fitting = answered.not_fitting
-    return _plan(dataset, "judge", options.judge, judge, options, questions, cells, counts,
-                 budget, prices, unknown)
+    return _plan(
+        dataset,
+        "judge",
+        options.judge,
+        judge,
+        options,
+        questions,
+        cells,
+        counts,
+        budget,
+        prices,
+        unknown,
+    )
 
 
 def _plan(
@@ -189,4 +213,3 @@ def _plan(
         usd=usd,
         note="; ".join(notes),
     )
-

@@ -208,10 +208,22 @@ def _llm_table(plan: Plan) -> Table:
 
 def _answers_table(plan: Plan) -> Table:
     """Answering and judging the questions (``answers:``), per dataset."""
-    table = Table(title="Answers (questions x cells, and the whole-document baseline)",
-                  title_justify="left")
-    for name in ("dataset", "role", "model", "questions", "cells", "calls", "baseline",
-                 "cached", "input tok", "output tok", "USD"):
+    table = Table(
+        title="Answers (questions x cells, and the whole-document baseline)", title_justify="left"
+    )
+    for name in (
+        "dataset",
+        "role",
+        "model",
+        "questions",
+        "cells",
+        "calls",
+        "baseline",
+        "cached",
+        "input tok",
+        "output tok",
+        "USD",
+    ):
         table.add_column(name, justify="left" if name in ("dataset", "role", "model") else "right")
     notes = []
     for p in plan.answers:

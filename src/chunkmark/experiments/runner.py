@@ -208,7 +208,6 @@ class Session:
         for e_spec in self.embedder_specs:  # a missing extra stops the run here, not per cell
             self._embedder(e_spec)
 
-
     def close(self) -> None:
         """Close this process's connection to the embedding cache (a later use reopens it), so
         a finished run leaves no SQLite connection open behind it."""
