@@ -642,4 +642,5 @@ def _judge_agreement(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     if not any(not math.isnan(float(r["judge_correct"])) for r in judged):
         return None
     found = judge_agreement([r["judge_correct"] for r in judged], [r["score"] for r in judged])
-    return _clean(found.to_dict())
+    cleaned: dict[str, Any] = _clean(found.to_dict())
+    return cleaned
