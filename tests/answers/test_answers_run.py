@@ -237,3 +237,31 @@ def test_the_setting_must_be_one_of_the_run(tmp_path: Path, server: Any) -> None
 
     with pytest.raises(ConfigError, match=r"answers\.setting"):
         config(tmp_path, server, "run", setting="top_k(k=7)")
+
+
+def test_chunkmark_run_reads_answers_from_the_experiment_file(tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+    from app_runner import invoke
+
+    dataset(tmp_path / "tiny")
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(
+        f"datasets: [{tmp_path / 'tiny'}]\n"
+        'chunkers: ["fixed_tokens(size=8, overlap=0)"]\n'
+        "embedders: [fake()]\n"
+        'retrieval: ["token_budget(tokens=20)"]\n'
+        f"cache_dir: {tmp_path / 'cache'}\n"
+        "answers:\n"
+        "  llm: \"fake(answers=['Golden hair'])\"\n"
+        "  context_window: 1024\n",
+        encoding="utf-8",
+    )
+    result = invoke("run", str(experiment), "--out", str(tmp_path / "out"), "--no-report")
+    assert result.exit_code == 0, result.output
+    assert "answers (token_budget(tokens=20)" in result.output
+    found = rows(tmp_path / "out" / "answers.csv")
+    assert len(found) == 6  # 3 questions x (1 cell + the whole document)
+    q1 = [r for r in found if r["question_id"] == "q1"]
+    assert [float(r["f1"]) for r in q1] == [1.0, 1.0]
