@@ -1,8 +1,9 @@
 """Do span rankings predict answer rankings? Kendall's tau between the cells' ranking by span
 recall (and IoU) and their ranking by answer score, on question sets with reference answers.
 
-For each set, a seeded sample of questions with reference answers is converted here from the
-raw files under ``$CHUNKMARK_SHARED_DIR/datasets/suite`` (a simple conversion local to this
+For each set, a seeded sample of questions with reference answers (documents in a seeded order,
+up to ten questions from each, until there are ``--questions``) is converted here from the raw
+files under ``$CHUNKMARK_SHARED_DIR/datasets/suite`` (a simple conversion local to this
 benchmark: FairytaleQA's test stories, one document per story with its sections joined by a
 blank line, a question's evidence the sections it names and its answers ``answer1..answer6``;
 COVID-QA's papers, a question's evidence its answer text found at or near the stated start and
@@ -207,7 +208,7 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, default=None)
     args = parser.parse_args()
 
-    from chunkmark.experiments.runner import evaluate
+    from chunkmark import evaluate
 
     spec = llm_spec(args)
     setting = f"token_budget(tokens={args.budget})"
