@@ -40,7 +40,9 @@ class Request(NamedTuple):
 @cache
 def prompt_text(name: str) -> str:
     """The text of ``answers/prompts/<name>_v<VERSION>.md`` shipped in the package."""
-    path = resources.files("chunkmark.answers").joinpath("prompts").joinpath(f"{name}_v{VERSION}.md")
+    path = (
+        resources.files("chunkmark.answers").joinpath("prompts").joinpath(f"{name}_v{VERSION}.md")
+    )
     return path.read_text(encoding="utf-8").strip("\n")
 
 
