@@ -58,8 +58,9 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("models", frozenset({"embedders", "llm"})),
     ("chunkers", frozenset({"chunkers"})),
     # The runner takes its report writer and analyses from above (chunkmark.evaluate, the
-    # command line, relations): experiments imports neither report nor relations.
-    ("experiments and synth", frozenset({"experiments", "synth"})),
+    # command line, relations): experiments imports neither report nor relations. Answer
+    # scoring sits beside the runner: the runner carries it when the config asks for it.
+    ("experiments, synth and answers", frozenset({"answers", "experiments", "synth"})),
     (
         "report, relations, audit and the suite",
         frozenset({"audit", "relations", "report", "suite"}),

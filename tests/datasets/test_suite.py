@@ -170,7 +170,7 @@ def test_evidence_inference_example(
     assert question.excerpts[0].start == 23465
     assert question.doc_id == "PMC5732479"
     assert question.metadata["label"] == "no significant difference"
-    assert question.metadata["labels"] == ["no significant difference"] * 2
+    assert question.metadata["annotator_labels"] == ["no significant difference"] * 2
     assert question.metadata["comparator"] == "placebo"
 
 

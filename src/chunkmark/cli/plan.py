@@ -71,6 +71,8 @@ def render_plan(plan: Plan) -> list[RenderableType]:
     parts: list[RenderableType] = [_grid_text(plan), _cells_table(plan), _embedding_table(plan)]
     if plan.llm_chunkers:
         parts.append(_llm_table(plan))
+    if plan.answers:
+        parts.append(_answers_table(plan))
     parts.append(_total_text(plan))
     return parts
 
@@ -200,6 +202,47 @@ def _llm_table(plan: Plan) -> Table:
         if p.runs > 1:
             notes.append(f"{CHUNKERS.short(p.chunker)}: runs {p.runs} times (once per embedder)")
     table.caption = "\n".join(notes) if notes else None
+    table.caption_justify = "left"
+    return table
+
+
+def _answers_table(plan: Plan) -> Table:
+    """Answering and judging the questions (``answers:``), per dataset."""
+    table = Table(
+        title="Answers (questions x cells, and the whole-document baseline)", title_justify="left"
+    )
+    for name in (
+        "dataset",
+        "role",
+        "model",
+        "questions",
+        "cells",
+        "calls",
+        "baseline",
+        "cached",
+        "input tok",
+        "output tok",
+        "USD",
+    ):
+        table.add_column(name, justify="left" if name in ("dataset", "role", "model") else "right")
+    notes = []
+    for p in plan.answers:
+        table.add_row(
+            p.dataset,
+            p.role,
+            p.model or "?",
+            f"{p.questions:,}",
+            f"{p.cells:,}",
+            f"{p.calls:,}",
+            f"{p.baseline_calls:,} ({p.not_fitting:,} do not fit)",
+            f"{p.cached_calls:,}",
+            "?" if p.input_tokens is None else f"{p.input_tokens:,}",
+            f"{p.output_tokens:,}",
+            _dollars(p.usd),
+        )
+        if p.note:
+            notes.append(f"{p.dataset} ({p.role}): {p.note}")
+    table.caption = "\n".join(dict.fromkeys(notes)) if notes else None
     table.caption_justify = "left"
     return table
 

@@ -38,6 +38,10 @@ versions, fingerprints, timings, failures). Finished cells are kept in OUT/cells
 with the same --out resumes. A cell that fails is recorded and the others go on; the run then
 exits with status 3, and a rerun retries only the failed cells.
 
+With `answers: {llm: ...}` in the experiment file, an LLM also answers each question that has
+reference answers from every cell's retrieved context (and the whole document), scored by token
+F1, exact match and label accuracy: OUT/answers.csv and answers_summary.csv (docs/answers.md).
+
 --executor ray runs the cells on a Ray cluster (chunking and scoring as tasks, embedding as Ray
 Data batch inference), with the same rows.
 """
@@ -161,6 +165,8 @@ def run(
         console.print(line)
     for line in query_check_lines(results.manifest["cells"]):
         console.print(line)
+    for line in answer_lines(results.manifest.get("answers")):
+        console.print(line, highlight=False)
     timings = results.manifest["timings"]
     failed = f", [bold red]{len(results.failures)}[/] failed" if results.failures else ""
     console.print(
@@ -181,6 +187,43 @@ def run(
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
     if results.failures:
         raise typer.Exit(FAILED_EXIT)
+
+
+def answer_lines(section: dict[str, Any] | None) -> list[str]:
+    """With ``answers:``, one line per dataset x cell: the answer score (token F1, or label
+    accuracy) with its interval, and the rank agreement of span and answer metrics."""
+    if not section:
+        return []
+    lines = [f"answers ({escape(str(section.get('setting')))}; answers.csv, answers_summary.csv):"]
+    for cell in section.get("cells") or []:
+        name = _short_chunker(cell["chunker"]) if cell.get("chunker") else "whole document"
+        mean = cell.get("score_mean")
+        ci = (cell.get("score_ci_low"), cell.get("score_ci_high"))
+        shown = "n/a" if mean is None else f"{100 * mean:.1f}"
+        if mean is not None and None not in ci:
+            shown += f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+        tied = " (tied with the best)" if cell.get("tied_with_best") is True else ""
+        lines.append(
+            f"  {escape(cell['dataset'])}: {escape(name)}: answer score {shown} over "
+            f"{cell.get('score_n', 0)} questions{tied}"
+        )
+    for entry in section.get("span_vs_answer") or []:
+        tau = entry.get("recall") or {}
+        value = tau.get("tau")
+        lines.append(
+            f"  {escape(entry['dataset'])}: Kendall's tau of recall vs answer score over "
+            f"{entry['cells']} cells: "
+            + (
+                "n/a"
+                if value is None
+                else f"{value:+.2f} [{_signed(tau.get('ci_low'))}, {_signed(tau.get('ci_high'))}]"
+            )
+        )
+    return lines
+
+
+def _signed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.2f}"
 
 
 def report_error_line(out: Path, error: str) -> str:

@@ -27,7 +27,9 @@ class Question:
 
     ``metadata`` is free-form JSON-like data carried with the question (the JSONL layout's
     ``"metadata"`` object: a set's split, reference answers, a label, a category, a scope; see
-    docs/formats.md). It takes no part in comparisons or in the dataset's fingerprint.
+    docs/formats.md). It takes no part in comparisons or in the dataset's fingerprint. Answer
+    scoring reads ``metadata["answers"]`` and ``metadata["label"]``/``metadata["labels"]``
+    (docs/answers.md).
     """
 
     id: str

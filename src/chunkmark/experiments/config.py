@@ -118,6 +118,45 @@ class RayOptions(BaseModel):
     resources: dict[str, float] = Field(default_factory=dict)
 
 
+class AnswerOptions(BaseModel):
+    """Answer scoring (``answers:`` in an experiment file; ``docs/answers.md``): ``llm`` answers
+    each question that has reference answers or a label from the context retrieved at
+    ``setting`` (one of the run's retrieval settings; default the first); answers are scored
+    against the references (token F1, exact match, label accuracy) and, with ``judge`` (a
+    second LLM spec), judged for correctness and faithfulness. ``baseline`` also answers from
+    the whole document where its prompt plus ``max_tokens`` fits ``context_window`` tokens
+    (``cl100k_base``). ``questions`` caps the questions answered per dataset (a seeded sample);
+    ``max_tokens`` is the answer's length limit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    llm: str
+    setting: str | None = None
+    judge: str | None = None
+    baseline: bool = True
+    context_window: int = Field(default=8192, ge=256)
+    max_tokens: int = Field(default=64, ge=1)
+    questions: int | None = Field(default=None, ge=1)
+
+    @field_validator("llm", "judge")
+    @classmethod
+    def _llm_spec(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from chunkmark.llm import LLMS
+
+        return str(LLMS.resolve(value))
+
+    @field_validator("setting")
+    @classmethod
+    def _setting(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from chunkmark.retrieval import RETRIEVAL
+
+        return str(RETRIEVAL.resolve(value))
+
+
 class ExperimentConfig(BaseModel):
     """A grid: datasets x chunkers x embedders x retrieval settings x scoring options.
 
@@ -153,6 +192,22 @@ class ExperimentConfig(BaseModel):
     prices: dict[str, Any] | None = None  # overrides of the package's price tables (see plan)
     executor: Literal["local", "ray"] = "local"  # where cells run (results are identical)
     ray: RayOptions = RayOptions()
+    answers: AnswerOptions | None = None  # answer the questions from what was retrieved
+
+    @model_validator(mode="after")
+    def _answer_setting(self) -> ExperimentConfig:
+        if self.answers is None:
+            return self
+        settings = self.retrieval_specs()
+        if self.answers.setting is None:
+            options = self.answers.model_copy(update={"setting": settings[0]})
+            object.__setattr__(self, "answers", options)
+        elif self.answers.setting not in settings:
+            raise ValueError(
+                f"answers.setting {self.answers.setting!r} is not one of the run's retrieval "
+                f"settings ({', '.join(settings)}): add it to `retrieval`, or pick one of them"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod

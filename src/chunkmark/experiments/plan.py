@@ -56,6 +56,10 @@ How it counts
   (part of ``input_tokens``) are priced at the table's cached-input and cache-write prices in
   ``usd``; ``usd_max`` assumes no cache read at all and every request writing
   (``cache_write_tokens_max``).
+- **Answers** (``answers:``, :mod:`chunkmark.answers.plan`): one request per question with a
+  reference and cell, plus the whole-document baseline's where it fits (cached ones replayed),
+  and the judge's one per answer; input tokens at the setting's token budget of context
+  (unknown for a setting without one), output at each request's ``max_tokens``.
 - **Dollars**: tokens to embed x the embedding price table (``costs/embedding_prices.yaml``;
   embedders listed as local cost 0), and LLM tokens x the LLM price table
   (``costs/llm_prices.yaml``, with cached-input and cache-write prices), each with the
@@ -94,6 +98,7 @@ from chunkmark.experiments.plan_embedding import (
 )
 from chunkmark.experiments.plan_llm import LLMPlanning, plan_llm_chunker
 from chunkmark.experiments.plan_model import (
+    AnswerPlan,
     CellPlan,
     DatasetPlan,
     EmbedderPlan,
@@ -135,6 +140,7 @@ class _Planner:
     identities: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     cells: list[CellPlan] = field(default_factory=list)
     llm_plans: list[LLMChunkerPlan] = field(default_factory=list)
+    answer_plans: list[AnswerPlan] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     _store: ChunkStore | None = None
     _llm_cache: LLMCache | None = None
@@ -177,6 +183,19 @@ class _Planner:
                 for b in embedders:
                     b.add("document", texts)
                     self._cell(dataset, c_spec, b, len(texts), found.source, note)
+        if self.config.answers is not None:
+            self._answers(dataset, len(self.config.chunkers) * len(embedders))
+
+    def _answers(self, dataset: Dataset, cells: int) -> None:
+        """What answering the dataset's questions would ask (:mod:`chunkmark.answers.plan`)."""
+        from chunkmark.answers.plan import plan_answers
+
+        assert self.config.answers is not None
+        plans, unknown = plan_answers(
+            dataset, self.config.answers, cells, self.prices.llm, self._llm_cache, self.config.seed
+        )
+        self.answer_plans.extend(plans)
+        self.unknown.extend(unknown)
 
     def _cell(
         self,
@@ -308,8 +327,9 @@ def plan_grid(config: ExperimentConfig) -> Plan:
         )
         planner.plan_dataset(dataset, doc_tokens)
     embedding = planner.embedder_plans()
-    parts = [e.usd for e in embedding] + [p.usd for p in planner.llm_plans]
-    parts_max = [e.usd for e in embedding] + [p.usd_max for p in planner.llm_plans]
+    answers = [p.usd for p in planner.answer_plans]
+    parts = [e.usd for e in embedding] + [p.usd for p in planner.llm_plans] + answers
+    parts_max = [e.usd for e in embedding] + [p.usd_max for p in planner.llm_plans] + answers
     return Plan(
         datasets=datasets,
         chunkers=list(config.chunkers),
@@ -319,6 +339,7 @@ def plan_grid(config: ExperimentConfig) -> Plan:
         cells=planner.cells,
         embedding=embedding,
         llm_chunkers=planner.llm_plans,
+        answers=planner.answer_plans,
         cache_dir=None if cache_dir is None else str(cache_dir),
         no_cache=config.no_cache,
         prices=prices.to_dict(),
@@ -373,6 +394,11 @@ def _spending(plan: Plan) -> str:
     parts += [
         f"{p.calls:,} LLM calls to {p.model} for {CHUNKERS.short(p.chunker)}"
         for p in plan.llm_chunkers
+        if p.usd
+    ]
+    parts += [
+        f"{p.calls:,} LLM calls to {p.model} to {p.role} questions of {p.dataset}"
+        for p in plan.answers
         if p.usd
     ]
     return "; ".join(parts) or "nothing is paid"

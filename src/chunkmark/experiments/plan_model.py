@@ -1,4 +1,4 @@
-"""The plan's records: datasets, cells, embedders, LLM-calling chunkers and the whole plan
+"""The plan's records: datasets, cells, embedders, LLM-calling chunkers, answering and the whole plan
 (pydantic, ``extra="forbid"``; what ``chunkmark plan --json`` prints and the manifest records)."""
 
 from __future__ import annotations
@@ -97,6 +97,33 @@ class LLMChunkerPlan(_Model):
     note: str = ""
 
 
+class AnswerPlan(_Model):
+    """Answering (``role="answer"``) or judging (``role="judge"``) one dataset's questions
+    (``answers:``): one request per question and cell, plus the whole-document baseline's for
+    the questions whose document fits the context window (``baseline_calls``; of those,
+    ``cached_calls`` are answers the LLM cache holds, free). ``input_tokens`` is an estimate
+    (``cl100k_base``): the prompt with the question and, per cell, the retrieval setting's
+    token budget of context; None when the setting has no token budget (its context is known
+    only once retrieval ran), and then so is ``usd``."""
+
+    dataset: str
+    role: Literal["answer", "judge"]
+    llm: str
+    model: str | None
+    setting: str
+    questions: int
+    cells: int
+    calls: int
+    baseline_calls: int
+    not_fitting: int
+    cached_calls: int
+    input_tokens: int | None
+    output_tokens: int
+    usd_per_million: dict[str, float] | None = None
+    usd: float | None = None
+    note: str = ""
+
+
 class Plan(_Model):
     """The whole plan; ``total_usd`` is None when any part's cost is unknown (``unknown``
     says which). ``total_usd`` takes LLM chunkers at their fewest calls, ``total_usd_max`` at
@@ -110,6 +137,7 @@ class Plan(_Model):
     cells: list[CellPlan]
     embedding: list[EmbedderPlan]
     llm_chunkers: list[LLMChunkerPlan]
+    answers: list[AnswerPlan] = Field(default_factory=list)
     cache_dir: str | None
     no_cache: bool
     prices: dict[str, Any]

@@ -173,6 +173,10 @@ class Session:
         report_writer: ReportWriter | None = None,
     ) -> None:
         self.config = config
+        if config.answers is not None:  # answers scored from what each cell retrieved
+            from chunkmark.answers.analysis import AnswerAnalysis
+
+            analyses = (*analyses, AnswerAnalysis.from_config(config))
         self.analyses = tuple(analyses)
         self.report_writer = report_writer
         self.say: Progress = progress or (lambda _msg: None)

@@ -24,6 +24,7 @@ from chunkmark.datasets import Dataset
 from chunkmark.errors import MissingDependencyError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics.selection import MIN_P_BEST
+from chunkmark.report.answers import answers_payload
 from chunkmark.report.data import ReportData, load_prices, load_runs
 from chunkmark.report.inspector import build_inspector, load_report_dataset
 from chunkmark.report.payload import (
@@ -146,8 +147,11 @@ def build_report(
         inspector = [_inspector(data, d, datasets or {}) for d in data.datasets]
     with timer("relations"):
         relations = relations_payload(data, scoring)
+    with timer("answers"):
+        answers = answers_payload(data)
     with timer("payload"):
         payload = _payload(data, opts, stats, recommendations, comparisons, inspector, relations)
+        payload["answers"] = answers
     with timer("write"):
         page = render(payload, script).encode("utf-8")
         path = Path(out)

@@ -21,7 +21,7 @@ exclusive, into the article's text), ``txt_files/PMC<PMCID>.txt`` and ``README.m
   Overlapping evidence of several annotators is merged.
 - metadata: ``label`` (the label most annotators gave, among those the verifier accepted, by
   ``Label Code``: "significantly increased", "significantly decreased" or "no significant
-  difference"; absent on a tie), ``labels`` (every accepted annotator's label), ``intervention``,
+  difference"; absent on a tie), ``annotator_labels`` (every accepted annotator's label), ``intervention``,
   ``comparator``, ``outcome``, ``scope: "document"``. v2's splits are not among these files.
 """
 
@@ -163,7 +163,7 @@ def _prompt(
     ranked = votes.most_common()
     if ranked and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
         metadata["label"] = ranked[0][0]
-    metadata["labels"] = [
+    metadata["annotator_labels"] = [
         LABELS.get(r["Label Code"].strip(), r["Label Code"])
         for r in evidence
         if r["Valid Label"].strip() == "True"

@@ -673,6 +673,61 @@
     }
   }
 
+  // ---------------------------------------------------------------- answers
+  function answersTable(g, metrics) {
+    const head = el("tr", {}, el("th", { text: "cell" }), el("th", { class: "num", text: "answered" }),
+      el("th", { class: "num", text: "context tokens" }),
+      ...metrics.map((m) => el("th", { class: "num", text: m.label })));
+    const body = g.rows.map((r) => {
+      const name = el("td", { title: r.chunker }, r.chunkerShort + (r.embedderShort ? ` x ${r.embedderShort}` : ""));
+      if (r.tied) name.append(" ", el("span", { class: "badge best", title: "no paired test tells its answer score from the best cell's", text: "tied" }));
+      const answered = r.notFitting ? `${int(r.n)} (${int(r.notFitting)} do not fit)` : int(r.n);
+      return el("tr", { "data-baseline": String(r.baseline) }, name,
+        el("td", { class: "num", text: String(answered) }),
+        el("td", { class: "num", text: fixed(r.contextTokens, 0) }),
+        ...metrics.map((m) => el("td", { class: "num", "data-key": m.name },
+          pct(r.mean[m.name], 1), el("br"),
+          el("small", { class: "muted", text: isNum(r.ci[m.name][0]) ? `[${pct(r.ci[m.name][0], 1)}, ${pct(r.ci[m.name][1], 1)}]` : "" }))));
+    });
+    return el("div", { class: "table-wrap" }, el("table", { class: "answers-table" }, el("thead", {}, head), el("tbody", {}, ...body)));
+  }
+
+  function tauLine(g) {
+    const p = el("p", { class: "answers-tau" });
+    if (!g.tau) { p.textContent = "Fewer than two cells: no ranking to compare."; return p; }
+    const part = (m, label) => {
+      const t = g.tau[m];
+      return isNum(t.tau) ? `${label}: ${fixed(t.tau, 2)} [${fixed(t.ci_low, 2)}, ${fixed(t.ci_high, 2)}]` : `${label}: n/a (a ranking is all ties)`;
+    };
+    p.append(el("b", { text: "Do span rankings predict answer rankings? " }),
+      `Kendall's tau between the ${int(g.tau.cells)} cells' ranking by passage metric and by answer score, ` +
+      `${part("recall", "recall")}; ${part("iou", "IoU")} (95% bootstrap interval over ${int(g.tau.recall.questions)} questions).`);
+    return p;
+  }
+
+  function renderAnswers() {
+    const A = DATA.answers;
+    const section = document.getElementById("answers");
+    document.getElementById("nav-answers").hidden = !A;
+    section.hidden = !A;
+    if (!A) return;
+    const body = clear(document.getElementById("answers-body"));
+    for (const run of A.runs) {
+      const line = `LLM ${run.llm}` + (run.judge ? `, judge ${run.judge}` : "") + `, context from ${run.setting}, prompt v${run.promptVersion}.`;
+      const card = el("div", { class: "card answers-run" }, el("p", { class: "muted", text: line }));
+      const j = run.judgeAgreement;
+      if (j) card.append(el("p", { class: "answers-judge", text: `Judge vs references on ${int(j.n)} answers: agrees with "F1 >= ${fixed(j.threshold, 1)} (or the right label)" on ${pct(j.accuracy, 1)}%, Spearman ${fixed(j.spearman, 2)}.` }));
+      body.append(card);
+    }
+    for (const g of A.groups) {
+      const card = el("div", { class: "card answers-group", "data-dataset": g.dataset });
+      card.append(el("h3", { text: `${g.dataset}: answers from ${g.setting}` }));
+      card.append(answersTable(g, A.metrics));
+      card.append(tauLine(g));
+      body.append(card);
+    }
+  }
+
   // ---------------------------------------------------------------- inspector
   const DENSE = DATA.retrievals.filter((r) => r.dense);
   const IS = { dataset: 0, cell: null, retrieval: RETRIEVALS[OPTS.retrieval] && RETRIEVALS[OPTS.retrieval].dense ? OPTS.retrieval : (DENSE.length ? DENSE[0].spec : null),
@@ -916,6 +971,7 @@
     renderPlots();
     renderComparisons();
     renderRelations();
+    renderAnswers();
     renderInspector();
     document.body.setAttribute("data-ready", "true");
   }
