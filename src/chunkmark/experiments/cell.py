@@ -55,10 +55,10 @@ from chunkmark.metrics import (
 )
 from chunkmark.retrieval import (
     RETRIEVAL,
+    RETRIEVERS,
     RankContext,
     RetrievalSetting,
     Retriever,
-    rank,
     rank_with,
 )
 from chunkmark.retrieval.settings import valid_depth
@@ -426,29 +426,16 @@ class _Scored:
         query_docs = [q.doc_id for q in dataset.questions]
         with timer("search"):
             for ranker, depth in _depths(settings, ctx).items():
-                built = rankers.get(str(ranker))
-                ranking, scores, ranker_stats = (
-                    rank(
-                        ranker,
-                        vectors,
-                        texts,
-                        query_vectors,
-                        query_texts,
-                        depth,
-                        chunk_docs=chunk_docs,
-                        query_docs=query_docs,
-                    )
-                    if built is None
-                    else rank_with(
-                        built,
-                        vectors,
-                        texts,
-                        query_vectors,
-                        query_texts,
-                        depth,
-                        chunk_docs=chunk_docs,
-                        query_docs=query_docs,
-                    )
+                built = rankers.get(str(ranker)) or RETRIEVERS.build(ranker)[0]
+                ranking, scores, ranker_stats = rank_with(
+                    built,
+                    vectors,
+                    texts,
+                    query_vectors,
+                    query_texts,
+                    depth,
+                    chunk_docs=chunk_docs,
+                    query_docs=query_docs,
                 )
                 rankings[str(ranker)] = (ranking, np.asarray(scores, np.float32))
                 if ranker_stats:
