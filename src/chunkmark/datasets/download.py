@@ -174,6 +174,17 @@ def _fetch(url: str, remote: RemoteDataset, folder: Path) -> bytes:
         f"Check your connection, or download the files manually from {remote.homepage} into "
         f"{folder} (corpora/*.md, questions_df.csv)."
     )
+    return fetch_url(url, manual, BASE_URL_ENV)
+
+
+def verified(path: Path, sha256: str) -> bool:
+    """Whether ``path`` exists and its bytes have the SHA-256 ``sha256``."""
+    return _verified(path, sha256)
+
+
+def fetch_url(url: str, manual: str, base_url_env: str) -> bytes:
+    """The bytes at ``url``; a DatasetError whose fix is ``manual`` when it cannot be fetched
+    (or names ``base_url_env`` when the URL it made is not http(s))."""
     request = urllib.request.Request(url, headers={"User-Agent": "chunkmark"})
     try:
         with urllib.request.urlopen(request, timeout=_TIMEOUT_SECONDS) as response:
@@ -184,7 +195,7 @@ def _fetch(url: str, remote: RemoteDataset, folder: Path) -> bytes:
     except ValueError as exc:
         raise DatasetError(
             f"cannot download from {url!r} ({exc}).",
-            f"Set {BASE_URL_ENV} to an http(s) URL, or unset it.",
+            f"Set {base_url_env} to an http(s) URL, or unset it.",
         ) from None
     except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc

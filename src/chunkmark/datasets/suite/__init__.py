@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import http.client
 import json
 import os
 import statistics
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -35,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from chunkmark.datasets import download as downloads
 from chunkmark.datasets.jsonl import load_jsonl, write_jsonl
 from chunkmark.datasets.model import Dataset
 from chunkmark.datasets.suite.base import Sample, SetInfo
@@ -178,7 +177,7 @@ def fetch_raw(
     missing = [
         (path, sha)
         for path, sha in pinned.files.items()
-        if force or not _verified(folder / path, sha)
+        if force or not downloads.verified(folder / path, sha)
     ]
     if progress is not None and missing:
         progress(
@@ -208,35 +207,12 @@ def fetch_raw(
     return folder
 
 
-def _verified(path: Path, sha256: str) -> bool:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest() == sha256
-    except OSError:
-        return False
-
-
 def _fetch(url: str, name: str, pinned: Sources, path: str) -> bytes:
     manual = (
         f"Check your connection, or copy {pinned.blob(path)} (the whole repository at that "
         f"commit works) and run `chunkmark datasets download {name} --from DIR`."
     )
-    request = urllib.request.Request(url, headers={"User-Agent": "chunkmark"})
-    try:
-        with urllib.request.urlopen(request, timeout=_TIMEOUT_SECONDS) as response:
-            data: bytes = response.read()
-    except urllib.error.HTTPError as exc:
-        raise DatasetError(
-            f"could not download {url} (HTTP {exc.code} {exc.reason}).", manual
-        ) from None
-    except ValueError as exc:
-        raise DatasetError(
-            f"cannot download from {url!r} ({exc}).",
-            f"Set {SUITE_BASE_URL_ENV} to an http(s) URL, or unset it.",
-        ) from None
-    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-        raise DatasetError(f"could not reach {url} ({reason}).", manual) from None
-    return data
+    return downloads.fetch_url(url, manual, SUITE_BASE_URL_ENV)
 
 
 def convert_set(
