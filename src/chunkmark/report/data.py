@@ -489,23 +489,49 @@ _DEFAULTS = (DEFAULT_SCORING.excerpts, DEFAULT_SCORING.unit, DEFAULT_SCORING.den
 
 
 def _read_results(path: Path) -> dict[ResultKey, Scores]:
-    """results.parquet grouped by dataset, cell, retrieval setting and scoring."""
+    """results.parquet grouped by dataset, cell, retrieval setting and scoring.
+
+    Read column by column: only the columns used, the key columns dictionary-encoded (one
+    Python string per distinct value, not per row) and the metric columns as numpy arrays, so
+    a full suite's millions of rows never become Python objects row by row."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     file = path / "results.parquet"
     try:
-        table = pq.read_table(file)
+        present = set(pq.read_schema(file).names)
+        names = [m for m in METRICS.names() if m in present]
+        fixed = ("question_id", "doc_id", "k_used", "retrieved_tokens")
+        wanted = [c for c in (*_KEY_COLUMNS, *_SCORING_COLUMNS, *fixed) if c in present]
+        table = pq.read_table(file, columns=wanted + names)
     except (OSError, pa.ArrowInvalid) as exc:
         raise ReportError(f"Cannot read {file}: {exc}.", _RUN_FIX) from None
-    names = [m for m in METRICS.names() if m in table.column_names]
-    data = table.to_pydict()
     n = table.num_rows
-    keys = [data[c] if c in data else [None] * n for c in (*_KEY_COLUMNS, *_SCORING_COLUMNS)]
-    groups: dict[ResultKey, list[int]] = {}
-    for i, (dataset, chunker, embedder, retrieval, k, *scoring) in enumerate(
-        zip(*keys, strict=True)
-    ):
+    if n == 0:
+        return {}
+    codes: list[IntArray] = []
+    values: list[list[Any]] = []
+    for column in (*_KEY_COLUMNS, *_SCORING_COLUMNS):
+        if column in table.column_names:
+            c, v = _encoded(table.column(column))
+        else:
+            c, v = np.zeros(n, dtype=np.int64), [None]
+        codes.append(c)
+        values.append(v)
+    group_of = np.zeros(n, dtype=np.int64)
+    for c, v in zip(codes, values, strict=True):  # dense codes after each column: no overflow
+        group_of = np.unique(group_of * len(v) + c, return_inverse=True)[1].astype(np.int64)
+    _, first, inverse = np.unique(group_of, return_index=True, return_inverse=True)
+    # each distinct combination of raw values gets its key; combinations spelling one key
+    # differently (no retrieval column and top_k(k=5), an empty scoring and the default) merge
+    keys: list[ResultKey] = []
+    key_ids: dict[ResultKey, int] = {}
+    key_of_group = np.empty(len(first), dtype=np.int64)
+    for g in np.argsort(first, kind="stable"):  # in the order of their first row
+        row = int(first[g])
+        dataset, chunker, embedder, retrieval, k, *scoring = (
+            v[int(c[row])] for c, v in zip(codes, values, strict=True)
+        )
         key = (
             str(dataset or ""),
             str(chunker),
@@ -513,22 +539,51 @@ def _read_results(path: Path) -> dict[ResultKey, Scores]:
             str(retrieval) if retrieval else top_k(str(k)),
             Scoring.of(*(str(v or d) for v, d in zip(scoring, _DEFAULTS, strict=True))).key,
         )
-        groups.setdefault(key, []).append(i)
-    columns = {m: np.asarray(data[m], dtype=np.float64) for m in names}
-    k_used = np.asarray(data["k_used"], dtype=np.int64)
-    tokens = data.get("retrieved_tokens")
-    retrieved = None if tokens is None else np.asarray(tokens, dtype=np.float64)
+        key_of_group[g] = key_ids.setdefault(key, len(keys))
+        if key_ids[key] == len(keys):
+            keys.append(key)
+    row_key = key_of_group[inverse.reshape(-1)]
+    members = np.argsort(row_key, kind="stable")  # file order within a key
+    bounds = np.searchsorted(row_key[members], np.arange(len(keys) + 1))
+    columns = {m: _floats(table.column(m)) for m in names}
+    k_used = np.asarray(table.column("k_used").to_numpy(zero_copy_only=False), dtype=np.int64)
+    retrieved = _floats(table.column("retrieved_tokens")) if "retrieved_tokens" in present else None
+    question_codes, question_values = _encoded(table.column("question_id"))
+    doc_codes, doc_values = _encoded(table.column("doc_id"))
     out: dict[ResultKey, Scores] = {}
-    for key, rows in groups.items():
-        idx = np.asarray(rows, dtype=np.int64)
+    for i, key in enumerate(keys):
+        idx = members[bounds[i] : bounds[i + 1]]
         out[key] = Scores(
-            question_ids=tuple(data["question_id"][i] for i in rows),
-            doc_ids=tuple(data["doc_id"][i] for i in rows),
+            question_ids=tuple(question_values[j] for j in question_codes[idx]),
+            doc_ids=tuple(doc_values[j] for j in doc_codes[idx]),
             k_used=k_used[idx],
             values={m: columns[m][idx] for m in names},
             retrieved_tokens=None if retrieved is None else retrieved[idx],
         )
     return out
+
+
+def _encoded(column: Any) -> tuple[IntArray, list[Any]]:
+    """A pyarrow column as integer codes into its distinct values (nulls are one value,
+    None)."""
+    import pyarrow as pa
+
+    encoded = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not pa.types.is_dictionary(encoded.type):
+        encoded = encoded.dictionary_encode(null_encoding="encode")
+    dictionary: list[Any] = encoded.dictionary.to_pylist()
+    indices = encoded.indices
+    if indices.null_count:  # a dictionary column read back with nulls as null indices
+        dictionary.append(None)
+        indices = indices.fill_null(len(dictionary) - 1)
+    return np.asarray(indices.to_numpy(zero_copy_only=False), dtype=np.int64), dictionary
+
+
+def _floats(column: Any) -> FloatArray:
+    """A numeric pyarrow column as float64, nulls as NaN."""
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.cast(column, "float64").to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
 def _add_rows(
