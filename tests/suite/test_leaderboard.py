@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import typer
-from scipy.stats import kendalltau
+from scipy.stats import kendalltau, spearmanr
 from typer.testing import CliRunner
 
 from chunkmark.chunkers.diagnostics import diagnose
@@ -27,6 +27,7 @@ from chunkmark.suite.leaderboard import (
     NO_EMBEDDER,
     Leaderboard,
     LeaderboardError,
+    SetCell,
     build_leaderboard,
     diagnostic_values,
     kendall_matrix,
@@ -337,6 +338,22 @@ def test_variance_and_rho_cover_every_set(board: Leaderboard) -> None:
     assert all(0.0 <= c.diagnostics["boundary F1"] <= 1.0 for c in stitched.cells)
     cut = next(r for r in board.rho if r.diagnostic == "excerpts cut" and r.metric == "recall")
     assert cut.n == 3 * 9 and cut.within_sets == 3 and -1.0 <= cut.rho <= 1.0
+    # within each set and setting: the mean of scipy's rho over each group's cells, by hand
+    groups: dict[tuple[str, str], list[SetCell]] = {}
+    for set_board in board.sets:
+        for c in set_board.cells:
+            if c.tokens == board.budget:
+                groups.setdefault((c.set, c.setting), []).append(c)
+    rhos = [
+        spearmanr(
+            [c.diagnostics["excerpts cut"] for c in group],
+            [c.metrics["recall"].value for c in group],
+        ).statistic
+        for group in groups.values()
+    ]
+    finite = [r for r in rhos if np.isfinite(r)]
+    assert cut.within_settings == len(finite) >= 3
+    assert cut.within_setting == pytest.approx(np.mean(finite))
 
 
 @pytest.mark.integration

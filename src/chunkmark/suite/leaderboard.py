@@ -32,7 +32,8 @@ default scoring is read. The leaderboard holds:
 - **the diagnostics' rho** (:func:`diagnostic_rho`): Spearman's rho of each chunk diagnostic
   (:func:`chunkmark.chunkers.diagnostics.diagnose`, recorded per cell in the manifest; boundary
   scores where a set's dataset records its topic boundaries) against recall and IoU at that
-  budget, over every cell of every set, and the mean of the rhos within each set.
+  budget, over every cell of every set, and the means of the rhos within each set and within
+  each set and retrieval setting.
 """
 
 from __future__ import annotations
@@ -344,7 +345,9 @@ class VarianceSplit:
 @dataclass(frozen=True)
 class Rho:
     """Spearman's rho of a diagnostic against a metric over ``n`` cells of every set, its
-    p-value, and the mean of the rhos computed within each set (``within_sets`` of them)."""
+    p-value, the mean of the rhos computed within each set (``within_sets`` of them), and the
+    mean of the rhos computed within each set and retrieval setting (``within_settings`` groups
+    of one set's cells at one setting: free of both the sets' and the settings' differences)."""
 
     diagnostic: str
     metric: str
@@ -353,6 +356,8 @@ class Rho:
     n: int
     within: float
     within_sets: int
+    within_setting: float = math.nan
+    within_settings: int = 0
 
 
 @dataclass
@@ -513,9 +518,11 @@ def spearman(x: npt.ArrayLike, y: npt.ArrayLike) -> tuple[float, float, int]:
 
 def diagnostic_rho(cells: Sequence[SetCell], metrics: Sequence[str] = RHO_METRICS) -> list[Rho]:
     """Spearman's rho of every diagnostic the cells carry against each metric, over all of them
-    (every set pooled) and within each set (their mean)."""
+    (every set pooled), within each set (their mean) and within each set and retrieval setting
+    (their mean)."""
     names = list(dict.fromkeys(d for c in cells for d in c.diagnostics))
     sets = list(dict.fromkeys(c.set for c in cells))
+    groups = list(dict.fromkeys((c.set, c.setting) for c in cells))
     out: list[Rho] = []
     for name in names:
         for metric in metrics:
@@ -528,6 +535,8 @@ def diagnostic_rho(cells: Sequence[SetCell], metrics: Sequence[str] = RHO_METRIC
             rho, p, n = pairs(cells)
             within = [pairs([c for c in cells if c.set == s])[0] for s in sets]
             finite = [r for r in within if math.isfinite(r)]
+            by_setting = [pairs([c for c in cells if (c.set, c.setting) == g])[0] for g in groups]
+            settings = [r for r in by_setting if math.isfinite(r)]
             out.append(
                 Rho(
                     name,
@@ -537,6 +546,8 @@ def diagnostic_rho(cells: Sequence[SetCell], metrics: Sequence[str] = RHO_METRIC
                     n,
                     float(np.mean(finite)) if finite else math.nan,
                     len(finite),
+                    float(np.mean(settings)) if settings else math.nan,
+                    len(settings),
                 )
             )
     return out
@@ -1091,7 +1102,17 @@ def _pct(share: float) -> str:
 
 def _rho_section(board: Leaderboard) -> Section:
     table = Table(
-        ("diagnostic", "metric", "rho", "p", "cells", "mean rho within a set", "sets"),
+        (
+            "diagnostic",
+            "metric",
+            "rho",
+            "p",
+            "cells",
+            "mean rho within a set",
+            "sets",
+            "mean rho within a set and setting",
+            "groups",
+        ),
         [
             (
                 _text(r.diagnostic),
@@ -1101,6 +1122,8 @@ def _rho_section(board: Leaderboard) -> Section:
                 _count(r.n),
                 Value(_num(r.within, 2), number=r.within),
                 _count(r.within_sets),
+                Value(_num(r.within_setting, 2), number=r.within_setting),
+                _count(r.within_settings),
             )
             for r in board.rho
         ],
@@ -1110,8 +1133,10 @@ def _rho_section(board: Leaderboard) -> Section:
         (
             "Spearman's rho of each diagnostic (measured on the chunks alone, before any "
             f"question is asked) against each metric at {board.budget:,} tokens, over every cell "
-            "of every set, and the mean of the rhos computed within each set (free of the "
-            "differences between sets). Excerpts cut: the share of evidence no single chunk "
+            "of every set, the mean of the rhos computed within each set (free of the "
+            "differences between sets), and the mean of those computed within each set and "
+            "retrieval setting (free of the settings' differences too: BM25 against dense, top-k "
+            "against a budget). Excerpts cut: the share of evidence no single chunk "
             "holds whole; fragments: chunks per piece of evidence; length spread: (p95 - p5) / "
             "mean chunk tokens.",
         ),
