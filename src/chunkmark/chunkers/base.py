@@ -89,6 +89,20 @@ class ChunkerContext:
 CHUNKERS: Registry[ChunkerFn] = Registry("chunker")
 
 
+def llm_identity(values: dict[str, Any]) -> dict[str, Any]:
+    """The ``identity`` of a chunker that holds an LLM spec (``llm``) or wraps another chunker
+    (``chunker``): the LLM spec without its transport parameters
+    (:func:`chunkmark.llm.identity_spec`), the wrapped chunker by its own identity (short)."""
+    out = dict(values)
+    if isinstance(out.get("llm"), str):
+        from chunkmark.llm import identity_spec
+
+        out["llm"] = identity_spec(out["llm"])
+    if isinstance(out.get("chunker"), str):
+        out["chunker"] = CHUNKERS.short(CHUNKERS.identity(out["chunker"]))
+    return out
+
+
 def chunk_document(chunker: ChunkerFn, doc_id: str, text: str) -> list[Chunk]:
     """Run a chunker on one document and check its output: every span within the text, non-empty."""
     out: list[Chunk] = []

@@ -8,7 +8,8 @@ from one of three methods:
 
 - ``llm``: an LLM writes one to three sentences situating the chunk within the whole document
   (the contextual retrieval recipe). One call per chunk, through the chunker context's LLM
-  client, so answers are cached and seeded. The prompt (``prompts/contextual_<version>_*.txt``,
+  client, so answers are cached and seeded; the calls of one document are sent concurrently, up
+  to the client's ``concurrency`` (the contexts are the same whatever it is). The prompt (``prompts/contextual_<version>_*.txt``,
   ``prompt='v1'``) puts the document in the system message and the chunk in the user message:
   every call for one document starts with the same long prefix, asked with
   ``cache_system=True``: OpenAI caches it by itself and Anthropic's client marks it for the
@@ -44,7 +45,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
+from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
 from chunkmark.chunkers.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.chunkers.markdown import Block, parse_blocks, sections
 from chunkmark.chunkers.sentences import sentence_spans, word_bounds
@@ -284,20 +285,22 @@ class LLMContexts:
         ]
 
     def contexts(self, text: str, chunks: Sequence[Chunk]) -> list[str]:
-        from chunkmark.llm import EmptyAnswerError
+        """One context per chunk; the requests are sent concurrently (up to the client's
+        ``concurrency``; the same request twice, one after the other) and read in order."""
+        from chunkmark.llm.pool import ordered, workers_for
 
         out: list[str] = []
         prefix_tokens: int | None = None
         sent_for_text = 0
-        for system, user, max_tokens, _ in self.requests(text, chunks):
-            before = self.llm.stats().requests
+        requests = self.requests(text, chunks)
+        asked = ordered(
+            self._ask, requests, workers=workers_for(self.llm), key=lambda r: (r[0], r[1], r[2])
+        )
+        for (system, _, _, _), (answer, sent, empty) in zip(requests, asked, strict=True):
             self.counts.calls += 1
-            try:
-                answer = self.llm.complete(system, user, max_tokens=max_tokens, cache_system=True)
-            except EmptyAnswerError as exc:
-                answer = ""
-                self._fallback(str(exc))
-            if self.llm.stats().requests > before:
+            if empty is not None:
+                self._fallback(empty)
+            if sent:
                 self.counts.sent += 1
                 if prefix_tokens is None:
                     prefix_tokens = count_tokens([system], self.encoding)[0]
@@ -307,6 +310,21 @@ class LLMContexts:
                 sent_for_text += 1
             out.append(answer.strip())
         return out
+
+    def _ask(self, request: Request) -> tuple[str, bool, str | None]:
+        """One context (in any thread): the answer ("" when empty), whether a request was sent
+        (not answered by the cache), and the empty answer's error (None when not empty)."""
+        from chunkmark.llm import EmptyAnswerError
+        from chunkmark.llm.pool import thread_stats
+
+        system, user, max_tokens, _ = request
+        before = thread_stats(self.llm).requests
+        try:
+            answer = self.llm.complete(system, user, max_tokens=max_tokens, cache_system=True)
+            empty = None
+        except EmptyAnswerError as exc:
+            answer, empty = "", str(exc)
+        return answer, thread_stats(self.llm).requests > before, empty
 
     def _fallback(self, error: str) -> None:
         self.counts.empty += 1
@@ -463,7 +481,12 @@ def _traits(values: dict[str, Any]) -> Traits:
 
 
 @CHUNKERS.register(
-    "contextual", calls_llm=True, needs=("context",), canonical=_canonical, traits_of=_traits
+    "contextual",
+    calls_llm=True,
+    needs=("context",),
+    canonical=_canonical,
+    traits_of=_traits,
+    identity=llm_identity,
 )
 def contextual(
     chunker: str = DEFAULT_CHUNKER,

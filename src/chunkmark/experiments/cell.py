@@ -42,6 +42,7 @@ from chunkmark.errors import ChunkmarkError
 from chunkmark.experiments.checks import check_same_embedder, query_signal
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
 from chunkmark.experiments.config import MIN_K_CAP
+from chunkmark.experiments.outcome import chunker_name
 from chunkmark.experiments.scoring_tables import ScoringTables
 from chunkmark.metrics import (
     METRICS,
@@ -339,7 +340,7 @@ class Cell:
             diagnostics = diagnose(self.dataset, chunks, tokens=tokens).to_dict()
         return CellResult(
             dataset=self.dataset.name,
-            chunker=str(self.chunker),
+            chunker=chunker_name(self.chunker),
             embedder=str(self.embedder),
             chunks=chunks,
             chunk_tokens=tokens,
