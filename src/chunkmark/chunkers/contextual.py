@@ -123,6 +123,23 @@ def inner_chunks(chunker: ChunkerFn, text: str) -> list[Chunk]:
     return out
 
 
+def inner_chunks_many(chunker: ChunkerFn, texts: Sequence[str]) -> list[list[Chunk]]:
+    """The wrapped chunker's output on each text (its ``chunk_texts`` when it has one, which
+    may ask an LLM about all of them at once)."""
+    batch = getattr(chunker, "chunk_texts", None)
+    if batch is None:
+        return [inner_chunks(chunker, text) for text in texts]
+    return [
+        [
+            Chunk("", p.start, p.end)
+            if isinstance(p, Span)
+            else Chunk("", p.start, p.end, p.embed_text)
+            for p in pieces
+        ]
+        for pieces in batch(texts)
+    ]
+
+
 def inner_stats(chunker: ChunkerFn) -> ChunkerStats | None:
     """The wrapped chunker's stats, when it reports any."""
     report = getattr(chunker, "stats", None)
@@ -285,30 +302,40 @@ class LLMContexts:
         ]
 
     def contexts(self, text: str, chunks: Sequence[Chunk]) -> list[str]:
-        """One context per chunk; the requests are sent concurrently (up to the client's
-        ``concurrency``; the same request twice, one after the other) and read in order."""
+        return self.contexts_many([(text, chunks)])[0]
+
+    def contexts_many(self, texts: Sequence[tuple[str, Sequence[Chunk]]]) -> list[list[str]]:
+        """One context per chunk of each text. The requests of every text are sent
+        concurrently (up to the client's ``concurrency``; the same request twice, one after
+        the other) and read in order, so the contexts and counts are those of asking them
+        one by one."""
         from chunkmark.llm.pool import ordered, workers_for
 
-        out: list[str] = []
-        prefix_tokens: int | None = None
-        sent_for_text = 0
-        requests = self.requests(text, chunks)
+        per_text = [self.requests(text, chunks) for text, chunks in texts]
+        flat = [r for requests in per_text for r in requests]
         asked = ordered(
-            self._ask, requests, workers=workers_for(self.llm), key=lambda r: (r[0], r[1], r[2])
+            self._ask, flat, workers=workers_for(self.llm), key=lambda r: (r[0], r[1], r[2])
         )
-        for (system, _, _, _), (answer, sent, empty) in zip(requests, asked, strict=True):
-            self.counts.calls += 1
-            if empty is not None:
-                self._fallback(empty)
-            if sent:
-                self.counts.sent += 1
-                if prefix_tokens is None:
-                    prefix_tokens = count_tokens([system], self.encoding)[0]
-                self.counts.prefix_tokens_sent += prefix_tokens
-                if sent_for_text:
-                    self.counts.prefix_tokens_repeated += prefix_tokens
-                sent_for_text += 1
-            out.append(answer.strip())
+        out: list[list[str]] = []
+        for requests in per_text:
+            found: list[str] = []
+            prefix_tokens: int | None = None
+            sent_for_text = 0
+            for system, _, _, _ in requests:
+                answer, sent, empty = next(asked)
+                self.counts.calls += 1
+                if empty is not None:
+                    self._fallback(empty)
+                if sent:
+                    self.counts.sent += 1
+                    if prefix_tokens is None:
+                        prefix_tokens = count_tokens([system], self.encoding)[0]
+                    self.counts.prefix_tokens_sent += prefix_tokens
+                    if sent_for_text:
+                        self.counts.prefix_tokens_repeated += prefix_tokens
+                    sent_for_text += 1
+                found.append(answer.strip())
+            out.append(found)
         return out
 
     def _ask(self, request: Request) -> tuple[str, bool, str | None]:
@@ -374,8 +401,23 @@ class ContextualChunker:
         self._counts = _Counts()
 
     def __call__(self, text: str) -> list[Chunk]:
-        chunks = inner_chunks(self.inner, text)
-        contexts = self.situate.contexts(text, chunks)
+        return self.chunk_texts([text])[0]
+
+    def chunk_texts(self, texts: Sequence[str]) -> list[list[Chunk]]:
+        """The chunks of each text, as calling the chunker on each in turn gives them; an LLM's
+        contexts for all of them are asked concurrently (see :meth:`LLMContexts.contexts_many`)."""
+        inner = inner_chunks_many(self.inner, texts)
+        if isinstance(self.situate, LLMContexts):
+            contexts = self.situate.contexts_many(list(zip(texts, inner, strict=True)))
+        else:
+            contexts = [self.situate.contexts(t, c) for t, c in zip(texts, inner, strict=True)]
+        return [
+            self._embedded(text, chunks, found)
+            for text, chunks, found in zip(texts, inner, contexts, strict=True)
+        ]
+
+    def _embedded(self, text: str, chunks: list[Chunk], contexts: list[str]) -> list[Chunk]:
+        """One text's chunks with their contexts, counted."""
         self._counts.texts += 1
         self._counts.chunks += len(chunks)
         out: list[Chunk] = []

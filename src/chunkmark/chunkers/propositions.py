@@ -49,6 +49,7 @@ from chunkmark.chunkers.contextual import (
     check_llm_spec,
     fill,
     inner_chunks,
+    inner_chunks_many,
     inner_spec,
     inner_stats,
     merged_counters,
@@ -288,27 +289,39 @@ class PropositionsChunker:
         self._error: str | None = None
 
     def __call__(self, text: str) -> list[Chunk]:
+        return self.chunk_texts([text])[0]
+
+    def chunk_texts(self, texts: Sequence[str]) -> list[list[Chunk]]:
+        """The chunks of each text, as calling the chunker on each in turn gives them. The
+        chunks' requests, over every text, go concurrently (up to the client's
+        ``concurrency``; a chunk's correction after its first answer; the same chunk text
+        twice, one after the other) and the answers are read in order."""
         from chunkmark.llm.pool import ordered, workers_for
 
-        self._counts.texts += 1
-        out: list[Chunk] = []
-        chunks = inner_chunks(self.inner, text)
-        sources = [text[c.start : c.end] for c in chunks]
-        # The chunks' requests go concurrently (a chunk's correction after its first answer;
-        # the same text twice, one after the other); the answers are read in order.
-        asked = ordered(self._ask, sources, workers=workers_for(self.llm), key=lambda t: t)
-        for chunk, source, result in zip(chunks, sources, asked, strict=True):
-            self._counts.chunks += 1
-            found = self._counted(result)
-            if found is None:
-                out.append(chunk)
-                continue
-            if not found:
-                self._counts.empty_chunks += 1
-            for proposition in found:
-                placed = self._place(proposition, source, chunk.start)
-                if placed is not None:
-                    out.append(placed)
+        inner = inner_chunks_many(self.inner, texts)
+        sources = [
+            [text[c.start : c.end] for c in chunks]
+            for text, chunks in zip(texts, inner, strict=True)
+        ]
+        flat = [source for found in sources for source in found]
+        asked = ordered(self._ask, flat, workers=workers_for(self.llm), key=lambda t: t)
+        out: list[list[Chunk]] = []
+        for chunks, found_sources in zip(inner, sources, strict=True):
+            self._counts.texts += 1
+            chunked: list[Chunk] = []
+            for chunk, source in zip(chunks, found_sources, strict=True):
+                self._counts.chunks += 1
+                found = self._counted(next(asked))
+                if found is None:
+                    chunked.append(chunk)
+                    continue
+                if not found:
+                    self._counts.empty_chunks += 1
+                for proposition in found:
+                    placed = self._place(proposition, source, chunk.start)
+                    if placed is not None:
+                        chunked.append(placed)
+            out.append(chunked)
         return out
 
     def _place(self, proposition: str, source: str, offset: int) -> Chunk | None:

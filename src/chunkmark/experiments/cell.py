@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_document
+from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_documents
 from chunkmark.chunkers.diagnostics import diagnose
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders.base import DocSpan, Embedder, FloatArray, SpanEmbedder, embeds_spans
@@ -655,11 +655,9 @@ def chunker_stats(chunker: ChunkerFn) -> ChunkerStats | None:
 
 
 def chunk_dataset(dataset: Dataset, chunker: ChunkerFn) -> list[Chunk]:
-    """Every document's chunks, in document order."""
-    chunks: list[Chunk] = []
-    for doc in dataset.documents:
-        chunks.extend(chunk_document(chunker, doc.id, doc.text))
-    return chunks
+    """Every document's chunks, in document order (an LLM chunker's requests for all the
+    documents sent concurrently: :func:`~chunkmark.chunkers.chunk_documents`)."""
+    return chunk_documents(chunker, [(doc.id, doc.text) for doc in dataset.documents])
 
 
 def question_table(dataset: Dataset) -> QuestionTable:
