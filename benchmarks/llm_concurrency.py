@@ -31,8 +31,11 @@ twice, with an empty answer cache each time: with ``concurrency=1`` in the LLM s
 For each it prints the requests the server received, wall and CPU seconds (user + system, of
 this process; the server runs in its own) of each run, the ratio of the wall times, the most
 requests the server had in flight, and whether every file the two runs wrote is byte-identical
-(compared by sha256; a run's ``manifest.json`` is compared without its clock readings: when it
-was written, the timings, and the cache folder, which differs by construction).
+(compared by sha256; a run's ``manifest.json`` and its ``cells/*.parquet`` are compared without
+their clock readings, when they were written and how long each step took, and without the
+run's own output and cache folders, which differ by construction). Before anything is timed,
+each feature runs once on two tiny documents, so that neither timed run pays for what a
+process does once (imports, loading the token encoding, the SDK's first request).
 """
 
 from __future__ import annotations
@@ -387,17 +390,13 @@ class Timed:
     hashes: dict[str, str]
 
 
-def warm_up(url: str) -> None:
-    """Import what the features use, load the token encoding and send one request (the SDK
-    imports its request types on first use), so that neither run pays for it."""
-    import chunkmark.experiments.runner
-    import chunkmark.relations.runner
-    import chunkmark.synth.generate  # noqa: F401
-    from chunkmark.llm import build_llm
-    from chunkmark.tokenizers import count_tokens
-
-    count_tokens(["warm"], "cl100k_base")
-    build_llm(llm_spec(url, 1)).complete("warm", "up", max_tokens=8)
+def warm_up(url: str, features: list[str], folder: Path) -> None:
+    """Run each feature once on two tiny documents before anything is timed, so that neither
+    timed run pays for what is done once per process (imports, the token encoding, the SDK's
+    first request)."""
+    tiny = Setup(write_data(folder / "data", 2, 4), 2, 2, 2)
+    for feature in features:
+        timed(feature, tiny, url, 1, folder / feature)
 
 
 def cpu_seconds() -> float:
@@ -504,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     ok = True
     with server_process(args.latency, args.jitter) as url:
-        warm_up(url)
+        warm_up(url, features, args.out / "warm-up")
         for feature in features:
             one = timed(feature, setup, url, 1, args.out / feature / "one")
             many = timed(feature, setup, url, args.workers, args.out / feature / "many")

@@ -319,6 +319,9 @@ class Generation:
                     outcome = self._result(future)
                     if outcome is not None:
                         self._record(outcome)
+                # the next slots start before the finished ones are written (each written
+                # question is synced to disk), so no worker waits for the disk
+                self._submit(pool, pending, running, busy)
                 self._flush(todo, in_order=True)
         except BaseException:
             self.stop_event.set()  # Ctrl-C: start nothing more, wait for nothing
