@@ -169,3 +169,25 @@ def test_concurrency_below_one_is_a_spec_error() -> None:
 
     with pytest.raises(SpecError, match="concurrency must be at least 1"):
         build_llm("fake(concurrency=0)")
+
+
+def test_retries_are_counted_once_each_under_concurrency(llm_server: Any) -> None:
+    from chunkmark.llm.openai import OpenAIChatLLM
+
+    for _ in range(6):
+        llm_server.fail(status=500)  # the next six requests, whichever threads send them
+    waits: list[float] = []
+    llm = OpenAIChatLLM(
+        "m",
+        base_url=llm_server.openai_url,
+        api_key_env="OPENAI_API_KEY",
+        max_retries=6,  # one request may meet every fault: it still gets an answer
+        backoff_base=0.001,
+        sleep=waits.append,
+        concurrency=4,
+    )
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(lambda i: llm.complete("s", f"question {i}"), range(20)))
+    assert answers == [f"answer to: question {i}" for i in range(20)]
+    stats = llm.stats()
+    assert (stats.requests, stats.retries) == (26, 6) == (len(llm_server.requests), len(waits))
