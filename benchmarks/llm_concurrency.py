@@ -466,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answer-questions", type=int, default=32)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "llm_concurrency")
     parser.add_argument("--json", type=Path, default=None, help="write the numbers here too")
+    parser.add_argument(
+        "--no-warm-up", action="store_true", help="skip the untimed first run (for tests)"
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
@@ -503,7 +506,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     ok = True
     with server_process(args.latency, args.jitter) as url:
-        warm_up(url, features, args.out / "warm-up")
+        if not args.no_warm_up:
+            warm_up(url, features, args.out / "warm-up")
         for feature in features:
             one = timed(feature, setup, url, 1, args.out / feature / "one")
             many = timed(feature, setup, url, args.workers, args.out / feature / "many")

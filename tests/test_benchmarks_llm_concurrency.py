@@ -27,9 +27,9 @@ def load_script() -> ModuleType:
 def test_every_feature_writes_the_same_files_with_four_workers(tmp_path: Path) -> None:
     numbers = tmp_path / "numbers.json"
     argv = [
-        "--latency", "0", "--jitter", "0.01", "--workers", "4", "--documents", "3",
+        "--latency", "0.01", "--jitter", "0.01", "--workers", "4", "--documents", "3",
         "--facts", "6", "--questions", "6", "--answer-questions", "4",
-        "--out", str(tmp_path / "out"), "--json", str(numbers),
+        "--out", str(tmp_path / "out"), "--json", str(numbers), "--no-warm-up",
     ]  # fmt: skip
     assert load_script().main(argv) == 0
     found = json.loads(numbers.read_text())["features"]
