@@ -15,6 +15,9 @@
   ``backoff_max``), connection errors and timeouts an exponential, jittered backoff; requests
   and retries are counted. A final failure becomes the subclass's :attr:`error_type` with a
   message built from its :class:`Wording`.
+
+A client may be shared by threads: the SDK client is made once (under a lock), and requests
+and retries are counted under a lock (:meth:`RemoteClient._counted`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import importlib
 import os
 import random
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,9 +94,11 @@ class RemoteClient(ABC):
         self._sleep = sleep
         self._random = random.Random()
         self._client: Any = None
+        self._client_lock = threading.Lock()
         self._api_key = ""
         self._requests = 0
         self._retries = 0
+        self._count_lock = threading.Lock()
 
     @property
     def host(self) -> str:
@@ -116,7 +122,7 @@ class RemoteClient(ABC):
         client = self._get_client(sdk)
         attempt = 0
         while True:
-            self._requests += 1
+            self._counted("requests")
             try:
                 return request(client)
             except sdk.APIStatusError as exc:
@@ -130,8 +136,13 @@ class RemoteClient(ABC):
                     raise self._connection_error(timed_out, attempt) from None
                 wait = self._backoff(attempt)
             attempt += 1
-            self._retries += 1
+            self._counted("retries")
             self._sleep(wait)
+
+    def _counted(self, name: str) -> None:
+        """Count one ``requests`` or ``retries`` (``_requests``, ``_retries``; thread-safe)."""
+        with self._count_lock:
+            setattr(self, f"_{name}", getattr(self, f"_{name}") + 1)
 
     def _import_sdk(self) -> Any:
         try:
@@ -140,16 +151,20 @@ class RemoteClient(ABC):
             raise MissingDependencyError(self.sdk, self.sdk, self._wording().purpose) from None
 
     def _get_client(self, sdk: Any) -> Any:
-        """The SDK client, made on first use with the key from ``api_key_env``."""
+        """The SDK client, made on first use with the key from ``api_key_env`` (once, when
+        threads ask for it at the same time)."""
         if self._client is not None:
             return self._client
-        key = os.environ.get(self.api_key_env, "")
-        if not key:
-            if self.host == urlsplit(self.default_base_url).hostname:
-                raise self.error_type(*self._wording().missing_key)
-            key = NO_KEY_PLACEHOLDER
-        self._api_key = key
-        self._client = self._make_client(sdk, key)
+        with self._client_lock:
+            if self._client is not None:
+                return self._client
+            key = os.environ.get(self.api_key_env, "")
+            if not key:
+                if self.host == urlsplit(self.default_base_url).hostname:
+                    raise self.error_type(*self._wording().missing_key)
+                key = NO_KEY_PLACEHOLDER
+            self._api_key = key
+            self._client = self._make_client(sdk, key)
         return self._client
 
     def _backoff(self, attempt: int) -> float:

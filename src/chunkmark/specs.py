@@ -160,6 +160,9 @@ class Traits:
 
 
 Canonicalise = Callable[[dict[str, ParamValue]], dict[str, ParamValue]]
+# The parameters that name a component's results, from its canonical ones: those that cannot
+# change its output (how an LLM it calls is reached: timeout, retries, concurrency) left out.
+IdentityOf = Callable[[dict[str, ParamValue]], dict[str, ParamValue]]
 # What one spec's component is, from its canonical parameters (a wrapper is what it wraps).
 TraitsOf = Callable[[dict[str, ParamValue]], Traits]
 
@@ -173,6 +176,7 @@ class Entry(Generic[T]):
     canonical: Canonicalise | None = None
     traits_of: TraitsOf | None = None
     plugin: Plugin | None = None  # the plugin that registered it; None for chunkmark's own
+    identity_of: IdentityOf | None = None
 
     @property
     def origin(self) -> str | None:
@@ -214,6 +218,7 @@ class Registry(Generic[T]):
         needs: tuple[str, ...] = (),
         canonical: Canonicalise | None = None,
         traits_of: TraitsOf | None = None,
+        identity: IdentityOf | None = None,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """Register a factory under ``name``, declaring what it is (see :class:`Traits`).
 
@@ -236,7 +241,7 @@ class Registry(Generic[T]):
             doc = inspect.getdoc(factory) or ""
             summary = doc.split("\n\n")[0].replace("\n", " ")
             self._entries[name] = Entry(
-                name, factory, summary, traits, canonical, traits_of, plugin
+                name, factory, summary, traits, canonical, traits_of, plugin, identity
             )
             return factory
 
@@ -289,6 +294,18 @@ class Registry(Generic[T]):
             return entry.traits
         found = entry.traits_of(dict(resolved.kwargs))
         return Traits(found.embeds, found.calls_llm, found.deterministic, entry.traits.needs)
+
+    def identity(self, spec: str | Spec) -> Spec:
+        """The spec that names this component's results (a cell's id, the chunker column):
+        its canonical spec, less what its entry's ``identity`` says cannot change its output
+        (``contextual(llm="openai(model='m', timeout=600.0)")`` is named as with
+        ``llm="openai(model='m')"``). The canonical spec (:meth:`resolve`) keeps everything,
+        so that the component is built as asked."""
+        resolved = self.resolve(spec)
+        entry = self.entry(resolved.name)
+        if entry.identity_of is None:
+            return resolved
+        return Spec.of(resolved.name, **entry.identity_of(dict(resolved.kwargs)))
 
     def resolve(self, spec: str | Spec) -> Spec:
         """Canonical spec: every parameter bound by name, defaults filled in, types validated."""

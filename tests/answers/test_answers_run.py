@@ -265,3 +265,31 @@ def test_chunkmark_run_reads_answers_from_the_experiment_file(tmp_path: Path) ->
     assert len(found) == 6  # 3 questions x (1 cell + the whole document)
     q1 = [r for r in found if r["question_id"] == "q1"]
     assert [float(r["f1"]) for r in q1] == [1.0, 1.0]
+
+
+def test_concurrent_answering_stops_with_the_sequential_error(tmp_path: Path, server: Any) -> None:
+    dataset(tmp_path / "tiny")
+    for _ in range(40):
+        server.fail(status=400)
+    llm = f"openai(model='m', base_url='{server.openai_url}', max_retries=0, concurrency=4)"
+    with pytest.raises(LLMError, match="failed 3 requests in a row and answered none"):
+        evaluate(config(tmp_path, server, "run", judge=None, baseline=False, llm=llm))
+    assert len(server.requests) >= 3
+
+
+def test_transport_settings_change_neither_answers_nor_names(tmp_path: Path, server: Any) -> None:
+    dataset(tmp_path / "tiny")
+    first = evaluate(config(tmp_path, server, "one", judge=None))
+    asked = len(server.requests)
+    llm = (
+        f"openai(model='gpt-4o-mini', base_url='{server.openai_url}', max_retries=2, "
+        "timeout=30.0, concurrency=4)"
+    )
+    second = evaluate(config(tmp_path, server, "two", judge=None, llm=llm))
+    assert len(server.requests) == asked  # every answer from the cache: the same keys
+    for name in ("answers.csv", "answers_summary.csv", "summary.csv"):
+        assert (first.out / name).read_bytes() == (second.out / name).read_bytes()
+    one, two = first.manifest["answers"], second.manifest["answers"]
+    assert one["llm"] == two["llm"] and one["options"] == two["options"]
+    assert "timeout" not in two["llm"]["spec"] and "concurrency" not in two["llm"]["spec"]
+    assert first.manifest["config"]["answers"] == second.manifest["config"]["answers"]

@@ -3,7 +3,9 @@ an LLM (through the local wire-format server), the answer cache, and the stats."
 
 from __future__ import annotations
 
+import random
 import re
+import time
 import warnings
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkmark.chunkers import CHUNKERS, ChunkerContext, chunk_document
+from chunkmark.chunkers import CHUNKERS, ChunkerContext, chunk_document, chunk_documents
 from chunkmark.chunkers.contextual import (
     AnswerFallbackWarning,
     ContextualChunker,
@@ -283,3 +285,72 @@ def test_anthropic_wire_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         systems = [r["system"] for r in server.requests]
         flat = [s if isinstance(s, str) else "".join(b["text"] for b in s) for s in systems]
         assert len(set(flat)) == 1 and text in flat[0]
+
+
+def slow_context(system: str, user: str) -> str:
+    """A context after a random wait, so that answers finish in another order than asked."""
+    time.sleep(random.random() * 0.01)
+    return f"About {passage(user).split()[0]}."
+
+
+def test_concurrent_requests_give_the_chunks_and_counts_of_one_at_a_time(
+    tmp_path: Path,
+) -> None:
+    # "Cats purr." twice in one document: the same request, asked once (the document is in
+    # the system prompt, so the same sentence in another document is another request)
+    docs = [
+        ("a", "Cats purr. Dogs bark. Cats purr. Birds sing. Fish swim. Owls hoot."),
+        ("b", "Cows moo. Dogs bark. Bees buzz. Frogs croak. Cats purr."),
+        ("c", "Dogs bark. Cats purr."),
+    ]
+    found = {}
+    for workers in (1, 4):
+        fake = FakeLLM(slow_context, concurrency=workers, cache_dir=tmp_path / f"cache{workers}")
+        chunker = build("contextual(chunker='sentences(n=1)', llm='fake()')", FakeContext(fake))
+        chunks = chunk_documents(chunker, docs)
+        found[workers] = (chunks, chunker.stats(), fake.stats())
+    assert found[4] == found[1]
+    chunks, stats, llm = found[1]
+    assert [c.embed_text for c in chunks[:2]] == [
+        "About Cats.\n\nCats purr.",
+        "About Dogs.\n\nDogs bark.",
+    ]
+    assert stats.counters["llm_calls"] == 13 and llm.cache_hits == 1
+    assert stats.counters["llm_requests"] == llm.requests == 12
+
+
+def test_transport_settings_are_no_part_of_a_chunkers_name() -> None:
+    llm = "openai(model='m', base_url='http://127.0.0.1:8100/v1')"
+    slow = llm[:-1] + ", timeout=600.0, max_retries=1, concurrency=8)"
+    plain = f"contextual(chunker='sentences(n=1)', llm={llm!r})"
+    tuned = f"contextual(chunker='sentences(n=1)', llm={slow!r})"
+    assert CHUNKERS.identity(tuned) == CHUNKERS.identity(plain) == CHUNKERS.resolve(plain)
+    assert CHUNKERS.resolve(tuned) != CHUNKERS.resolve(plain)  # built as asked
+    chunker = build(tuned)
+    client = chunker.estimate_llm()
+    assert (getattr(client, "timeout", None), getattr(client, "concurrency", None)) == (600.0, 8)
+    # a wrapped chunker's LLM too
+    inner = f"propositions(llm={slow!r})"
+    wrapper = f"contextual(chunker={inner!r}, method='headings')"
+    named = str(CHUNKERS.identity(wrapper))
+    assert "timeout" not in named and "concurrency" not in named and "base_url" in named
+
+
+def test_a_new_concurrency_resumes_the_cell(tmp_path: Path) -> None:
+    from chunkmark.experiments.runner import Results, evaluate
+
+    def run(workers: int) -> Results:
+        return evaluate(
+            datasets=["demo"],
+            chunkers=[f"contextual(chunker='sentences(n=8)', llm='fake(concurrency={workers})')"],
+            embedders=["fake"],
+            k=[1],
+            out=tmp_path / "out",
+            cache_dir=tmp_path / "cache",
+            report=False,
+        )
+
+    first, second = run(1), run(3)
+    assert (first.cells_computed, second.cells_resumed, second.cells_computed) == (1, 1, 0)
+    assert first.summary == second.summary
+    assert "concurrency" not in first.summary[0]["chunker"]

@@ -4,15 +4,17 @@ dropped below the threshold, the answer cache, the wire format, and the missing 
 from __future__ import annotations
 
 import json
+import random
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chunkmark.chunkers import CHUNKERS, ChunkerContext, chunk_document
+from chunkmark.chunkers import CHUNKERS, ChunkerContext, chunk_document, chunk_documents
 from chunkmark.chunkers.contextual import AnswerFallbackWarning
 from chunkmark.chunkers.propositions import (
     SCHEMA,
@@ -229,3 +231,34 @@ def test_openai_wire_format_and_cache(tmp_path: Path, monkeypatch: pytest.Monkey
         stats = rerun.stats()
         assert stats.llm is not None and (stats.llm.cache_hits, stats.llm.requests) == (1, 0)
         assert stats.counters["dropped"] == 1
+
+
+def slow_propositions(system: str, user: str) -> str:
+    """The chunk's sentences after a random wait; for a chunk about dogs, an unreadable first
+    answer (so a correction follows)."""
+    time.sleep(random.random() * 0.01)
+    chunk = user.split("<text>\n", 1)[1].split("\n</text>", 1)[0]
+    if "Dogs" in chunk and "previous answer" not in user:
+        return "not JSON"
+    return answer(*[s.strip() + "." for s in chunk.split(".") if s.strip()])
+
+
+def test_concurrent_requests_give_the_chunks_and_counts_of_one_at_a_time(
+    tmp_path: Path,
+) -> None:
+    docs = [
+        ("a", "Cats purr. Dogs bark.\n\nCats purr. Dogs bark.\n\nBirds sing at dawn."),
+        ("b", "Cows moo loudly.\n\nCats purr. Dogs bark.\n\nFish swim in rivers."),
+    ]
+    spec = "propositions(llm='fake()', chunker='recursive(size=6)')"
+    found = {}
+    for workers in (1, 4):
+        fake = FakeLLM(slow_propositions, concurrency=workers, cache_dir=tmp_path / f"c{workers}")
+        chunker = build(fake, spec)
+        chunks = chunk_documents(chunker, docs)
+        found[workers] = (chunks, chunker.placements, chunker.stats(), fake.stats())
+    assert found[4] == found[1]
+    _, placements, stats, llm = found[1]
+    assert stats.counters["corrections"] > 0 and stats.fallbacks == 0
+    assert llm.cache_hits > 0  # the repeated chunk text was asked once
+    assert [p.proposition for p in placements][:2] == ["Cats purr.", "Dogs bark."]

@@ -283,7 +283,7 @@ def test_cache_key_covers_seed_tokens_temperature_and_model(
 def test_registry_resolves_defaults() -> None:
     assert str(LLMS.resolve("openai")) == (
         "openai(model='gpt-4o-mini', base_url=None, api_key_env='OPENAI_API_KEY', "
-        "temperature=0.0, max_retries=5, timeout=60.0)"
+        "temperature=0.0, max_retries=5, timeout=60.0, concurrency=None)"
     )
 
 

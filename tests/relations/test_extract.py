@@ -3,6 +3,8 @@ estimate, the budget, errors; and the cooccurrence oracle on a hand-made documen
 
 from __future__ import annotations
 
+import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -450,3 +452,64 @@ def test_names_in_orders_by_position_then_length() -> None:
         (0, "Marie"),
         (6, "Curie"),
     ]
+
+
+# --- concurrent requests ------------------------------------------------------------------------
+
+
+def slow_records(system: str, user: str) -> str:
+    """Records after a random wait (so that answers finish in another order than asked); a
+    chunk marked SLOW-FAIL fails late, one marked FAST-FAIL at once; a gleaning round adds
+    one record to chunks about C."""
+    if "FAST-FAIL" in user:
+        raise LLMError("The endpoint failed fast.", "Check it.")
+    time.sleep(random.random() * 0.01)
+    if "SLOW-FAIL" in user:
+        time.sleep(0.05)
+        raise LLMError("The endpoint failed slowly.", "Check it.")
+    if "Your records so far" in user:
+        return format_answer([rel("C", "D")]) if " C " in user else COMPLETION_MARKER
+    return format_answer([rel("A", "B"), ent("A")])
+
+
+def test_concurrent_extraction_gives_the_sequential_extractions() -> None:
+    texts = [f"Text {i} about {'A C D' if i % 3 else 'A B'}." for i in range(10)]
+    chunks = chunks_of(*texts, texts[2], texts[5])  # repeated texts: extracted once
+    found = {}
+    for workers in (1, 4):
+        llm = FakeLLM(slow_records, concurrency=workers)
+        extractor = LLMExtractor(llm, gleanings=1)
+        found[workers] = (extractor.extract(chunks), extractor.counters(), llm.stats())
+    assert found[4] == found[1]
+    extractions, counters, stats = found[1]
+    assert counters["texts"] == 10 and counters["gleaning_rounds"] > 0
+    assert sum(e.calls for e in extractions) == stats.requests
+
+
+def test_concurrent_extraction_fails_where_a_sequential_one_fails() -> None:
+    texts = [f"Text {i}." for i in range(12)]
+    texts[3] += " SLOW-FAIL"
+    texts[6] += " FAST-FAIL"  # fails first in time, but comes later
+    messages = set()
+    for workers in (1, 4):
+        with pytest.raises(LLMError) as caught:
+            LLMExtractor(FakeLLM(slow_records, concurrency=workers)).extract(chunks_of(*texts))
+        messages.add(str(caught.value))
+    assert len(messages) == 1
+    assert "chunk 3" in messages.pop() and "failed slowly" in str(caught.value)
+
+
+def test_a_budget_extracts_one_text_at_a_time() -> None:
+    llm = FakeLLM(slow_records, concurrency=4)
+    with pytest.raises(BudgetReached, match="number 4, past max_calls=3"):
+        LLMExtractor(llm, budget=Budget(max_calls=3)).extract(chunks_of("a", "b", "c", "d", "e"))
+    assert llm.stats().requests == 3  # not one more, though four could be in flight
+
+
+def test_the_extractor_is_named_without_the_llms_transport_settings() -> None:
+    plain = "llm(llm=\"openai(model='m')\", gleanings=1)"
+    tuned = (
+        "llm(llm=\"openai(model='m', timeout=600.0, max_retries=0, concurrency=8)\", gleanings=1)"
+    )
+    assert EXTRACTORS.identity(tuned) == EXTRACTORS.identity(plain)
+    assert EXTRACTORS.resolve(tuned) != EXTRACTORS.resolve(plain)

@@ -378,10 +378,10 @@ def test_a_rerun_makes_no_request_and_writes_the_same_bytes(
 def test_concurrency_gives_the_same_files(
     synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
 ) -> None:
-    spec = synth_server.openai_spec()
     options: dict[str, Any] = {"questions": 12, "styles": ("factoid", "multi")}
-    run(synth_corpus, tmp_path / "one", spec, tmp_path / "cache1", concurrency=1, **options)
-    run(synth_corpus, tmp_path / "four", spec, tmp_path / "cache4", concurrency=4, **options)
+    one, four = synth_server.openai_spec(), synth_server.openai_spec(concurrency=4)
+    run(synth_corpus, tmp_path / "one", one, tmp_path / "cache1", concurrency=1, **options)
+    run(synth_corpus, tmp_path / "four", four, tmp_path / "cache4", **options)
     assert files(tmp_path / "one") == files(tmp_path / "four")
     assert len(synth_server.requests) == 24
     check_excerpts(tmp_path / "four")

@@ -44,13 +44,26 @@ class RankAgreement:
 
 def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
     """Kendall's tau-b of two paired sequences (NaN when either is constant)."""
-    from scipy.stats import kendalltau
-
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
-    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
-        return math.nan
-    return float(kendalltau(a, b).statistic)
+    return float(kendall_taus(a[None, :], b[None, :])[0])
+
+
+def kendall_taus(x: FloatArray, y: FloatArray) -> FloatArray:
+    """Kendall's tau-b of each row of ``x`` with the same row of ``y`` (both ``(rows, n)``):
+    the sum over pairs ``i < j`` of ``sign(x_i - x_j) * sign(y_i - y_j)`` over the square root
+    of the pairs untied in ``x`` times the pairs untied in ``y``; NaN for a row where either
+    is constant (no untied pair). Computed for every row at once (a bootstrap's resamples)."""
+    n = x.shape[1]
+    if n < 2:
+        return np.full(x.shape[0], math.nan)
+    i, j = np.triu_indices(n, k=1)
+    sx = np.sign(x[:, i] - x[:, j])
+    sy = np.sign(y[:, i] - y[:, j])
+    denominator = np.sqrt(np.abs(sx).sum(axis=1) * np.abs(sy).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        taus: FloatArray = np.where(denominator > 0, (sx * sy).sum(axis=1) / denominator, math.nan)
+    return taus
 
 
 def rank_agreement(
@@ -74,15 +87,15 @@ def rank_agreement(
     s, a = s[:, keep], a[:, keep]
     n_cells, n = s.shape
     tau = kendall_tau(s.mean(axis=1), a.mean(axis=1)) if n else math.nan
-    taus: list[float] = []
+    taus: FloatArray = np.zeros(0)
     if n and n_cells >= 2:
         rng = np.random.default_rng(seed)
-        for _ in range(resamples):
-            idx = rng.integers(0, n, size=n)
-            value = kendall_tau(s[:, idx].mean(axis=1), a[:, idx].mean(axis=1))
-            if not math.isnan(value):
-                taus.append(value)
-    if taus:
+        index = np.stack([rng.integers(0, n, size=n) for _ in range(resamples)])
+        # each resample's cell means: (resamples, cells), by the counts of each question drawn
+        counts = np.stack([np.bincount(row, minlength=n) for row in index]).astype(np.float64)
+        found = kendall_taus(counts @ s.T / n, counts @ a.T / n)
+        taus = found[~np.isnan(found)]
+    if len(taus):
         alpha = (1.0 - level) / 2.0
         low, high = (float(v) for v in np.quantile(taus, [alpha, 1.0 - alpha]))
     else:

@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from contextlib import closing
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -185,7 +186,7 @@ class AnswerAnalysis:
         )
 
     def finish(self, run: FinishedRun) -> AnalysisOutput:
-        from chunkmark.llm import build_llm
+        from chunkmark.llm import build_llm, identity_spec
 
         llm = build_llm(self.options.llm, cache_dir=self.cache_dir, seed=self.seed)
         judge = (
@@ -195,7 +196,7 @@ class AnswerAnalysis:
         )
         asker = _Asker(llm, judge, self.options, run)
         datasets: list[dict[str, Any]] = []
-        rows: list[dict[str, Any]] = []
+        jobs: list[_Job] = []
         for dataset in run.datasets:
             questions = select_questions(dataset, self.options.questions, self.seed)
             labels = dataset_labels(dataset)
@@ -215,24 +216,25 @@ class AnswerAnalysis:
                 )
                 continue
             if self.options.baseline:
-                rows.extend(asker.baseline_rows(dataset, questions, labels))
+                jobs.extend(asker.baseline_jobs(dataset, questions, labels))
             for outcome in run.outcomes:  # the run's order, whichever order cells finished in
                 view = self._cells.get(outcome.id)
                 if view is None or outcome.failed:
                     continue
                 if view.facts.get("fingerprint") != dataset.fingerprint:
                     continue
-                rows.extend(asker.cell_rows(dataset, view, questions, labels, self.setting))
+                jobs.extend(asker.cell_jobs(dataset, view, questions, labels, self.setting))
+        rows = asker.rows(jobs)
         self.rows = rows
         self.summary, extra = summarise(rows, self.seed)
         section = {
-            "llm": {"spec": self.options.llm, "identity": llm.identity()},
+            "llm": {"spec": identity_spec(self.options.llm), "identity": llm.identity()},
             "judge": None
-            if judge is None
-            else {"spec": self.options.judge, "identity": judge.identity()},
+            if judge is None or self.options.judge is None
+            else {"spec": identity_spec(self.options.judge), "identity": judge.identity()},
             "setting": self.setting,
             "prompt_version": VERSION,
-            "options": self.options.model_dump(mode="json"),
+            "options": self.options.named().model_dump(mode="json"),
             "datasets": datasets,
             "counts": {
                 "answers": len(rows),
@@ -281,8 +283,35 @@ def dataset_labels(dataset: Dataset) -> tuple[str, ...]:
     return tuple(sorted(label for label in found if label is not None))
 
 
+@dataclass(frozen=True, eq=False)
+class _Job:
+    """One row to make: its fields before the answer, the question, the passages shown and the
+    request (None when the context does not fit: nothing is asked); ``progress``: the line
+    said when its turn comes (the first row of a cell)."""
+
+    base: dict[str, Any]
+    question: Question
+    passages: tuple[str, ...]
+    labels: tuple[str, ...]
+    request: Request | None
+    progress: str | None = None
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """What the LLMs said for one job: the answer or its error, and the judge's answer or
+    error (None when there is no judge or nothing to judge)."""
+
+    answer: str | None = None
+    error: LLMError | None = None
+    judged: str | None = None
+    judge_error: LLMError | None = None
+
+
 class _Asker:
-    """Asks and scores: one row per question and context."""
+    """Asks and scores: one row per question and context. The requests are sent concurrently
+    (up to the answering client's ``concurrency``; the same request twice, one after the
+    other) and the rows are made in order, so they are the same whatever it is."""
 
     def __init__(self, llm: Any, judge: Any, options: AnswerOptions, run: FinishedRun) -> None:
         self.llm = llm
@@ -291,14 +320,13 @@ class _Asker:
         self.run = run
         self.counts = _Counters()
 
-    def baseline_rows(
+    def baseline_jobs(
         self, dataset: Dataset, questions: Sequence[Question], labels: Sequence[str]
-    ) -> list[dict[str, Any]]:
+    ) -> list[_Job]:
         from chunkmark.chunkers.estimate import framed_tokens
 
-        self.run.progress(f"answers  {dataset.name}: whole document, {len(questions)} questions")
         docs = dataset.by_id
-        rows = []
+        jobs = []
         for q in questions:
             text = docs[q.doc_id].text
             request = self._request(q, [text], labels)
@@ -317,71 +345,118 @@ class _Asker:
                 "fits": fits,
                 **dict.fromkeys(SPAN_METRICS, math.nan),
             }
-            if not fits:
-                self.counts.not_fitting += 1
-                rows.append({**base, **_unscored(q, "")})
-                continue
-            rows.append({**base, **self._answer(q, [text], request, labels)})
-        return rows
+            jobs.append(_Job(base, q, (text,), tuple(labels), request if fits else None))
+        if jobs:
+            said = f"answers  {dataset.name}: whole document, {len(questions)} questions"
+            jobs[0] = replace(jobs[0], progress=said)
+        return jobs
 
-    def cell_rows(
+    def cell_jobs(
         self,
         dataset: Dataset,
         view: _CellView,
         questions: Sequence[Question],
         labels: Sequence[str],
         setting: str,
-    ) -> list[dict[str, Any]]:
+    ) -> list[_Job]:
         from chunkmark.chunkers import CHUNKERS
 
         facts = view.facts
-        self.run.progress(
-            f"answers  {dataset.name}: {CHUNKERS.short(facts['chunker'])}, "
-            f"{len(questions)} questions"
-        )
-        rows = []
+        jobs = []
         for q in questions:
             k_used, tokens, spans = view.used.get(q.id, (0, 0, {}))
             passages = retrieved_passages(dataset, view, q.id, k_used, tokens)
+            base = {
+                "dataset": dataset.name,
+                "chunker": facts["chunker"],
+                "embedder": facts["embedder"],
+                "retrieval": setting,
+                "context": RETRIEVED,
+                "question_id": q.id,
+                "doc_id": q.doc_id,
+                "chunks": len(passages),
+                "context_tokens": tokens,
+                "fits": True,
+                **{m: spans.get(m, math.nan) for m in SPAN_METRICS},
+            }
             request = self._request(q, passages, labels)
-            rows.append(
-                {
-                    "dataset": dataset.name,
-                    "chunker": facts["chunker"],
-                    "embedder": facts["embedder"],
-                    "retrieval": setting,
-                    "context": RETRIEVED,
-                    "question_id": q.id,
-                    "doc_id": q.doc_id,
-                    "chunks": len(passages),
-                    "context_tokens": tokens,
-                    "fits": True,
-                    **{m: spans.get(m, math.nan) for m in SPAN_METRICS},
-                    **self._answer(q, passages, request, labels),
-                }
+            jobs.append(_Job(base, q, tuple(passages), tuple(labels), request))
+        if jobs:
+            said = (
+                f"answers  {dataset.name}: {CHUNKERS.short(facts['chunker'])}, "
+                f"{len(questions)} questions"
             )
+            jobs[0] = replace(jobs[0], progress=said)
+        return jobs
+
+    def rows(self, jobs: Sequence[_Job]) -> list[dict[str, Any]]:
+        """The rows of ``jobs``, in order; raises when the answering LLM keeps failing (see
+        :data:`FAILURES_BEFORE_STOP`), as a sequential run would at the same row."""
+        from chunkmark.llm.pool import ordered, workers_for
+
+        def key(job: _Job) -> Any:
+            r = job.request
+            return ("job", id(job)) if r is None else (r.system, r.user, r.max_tokens)
+
+        rows: list[dict[str, Any]] = []
+        fetched = ordered(self._fetch, jobs, workers=workers_for(self.llm), key=key)
+        with closing(fetched):
+            for job, found in zip(jobs, fetched, strict=True):
+                if job.progress is not None:
+                    self.run.progress(job.progress)
+                if job.request is None:
+                    self.counts.not_fitting += 1
+                    rows.append({**job.base, **_unscored(job.question, "")})
+                else:
+                    rows.append({**job.base, **self._scored(job, found)})
         return rows
 
     def _request(self, q: Question, passages: Sequence[str], labels: Sequence[str]) -> Request:
         allowed = allowed_labels(q.metadata, labels) if label_of(q.metadata) else ()
         return answer_request(q.text, passages, allowed, self.options.max_tokens)
 
-    def _answer(
-        self, q: Question, passages: Sequence[str], request: Request, labels: Sequence[str]
-    ) -> dict[str, Any]:
-        self.counts.asked += 1
+    def _fetch(self, job: _Job) -> _Fetched:
+        """Ask for one job's answer, and the judge's verdict on it (in any thread; nothing is
+        counted here)."""
+        if job.request is None:
+            return _Fetched()
+        r = job.request
         try:
-            text = self.llm.complete(request.system, request.user, max_tokens=request.max_tokens)
+            text = self.llm.complete(r.system, r.user, max_tokens=r.max_tokens)
         except LLMError as exc:
-            self._failed(exc)
-            return _unscored(q, _one_line(exc))
+            return _Fetched(error=exc)
+        if self.judge is None:
+            return _Fetched(text)
+        q = job.question
+        label = label_of(q.metadata)
+        references = references_of(q.metadata) or ((label,) if label else ())
+        judging = judge_request(q.text, references, job.passages, text)
+        try:
+            judged = self.judge.complete(
+                judging.system,
+                judging.user,
+                max_tokens=judging.max_tokens,
+                json_schema=judging.json_schema,
+            )
+        except LLMError as exc:
+            return _Fetched(text, judge_error=exc)
+        return _Fetched(text, judged=judged)
+
+    def _scored(self, job: _Job, found: _Fetched) -> dict[str, Any]:
+        """One answered row's scores, counted (in order)."""
+        q = job.question
+        self.counts.asked += 1
+        if found.error is not None:
+            self._failed(found.error)
+            return _unscored(q, _one_line(found.error))
+        assert found.answer is not None
         self.counts.succeeded += 1
         self.counts.failed_in_a_row = 0
-        out = score_answer(q, text, labels)
+        out = score_answer(q, found.answer, job.labels)
         if out["label"] and not out["predicted_label"]:
             self.counts.unparsed_labels += 1
         if self.judge is not None:
-            out.update(self._judge(q, passages, text))
+            out.update(self._judged(found))
         return out
 
     def _failed(self, exc: LLMError) -> None:
@@ -396,21 +471,11 @@ class _Asker:
                 "cells are kept, and answers already given come from the cache.",
             ) from exc
 
-    def _judge(self, q: Question, passages: Sequence[str], answer: str) -> dict[str, Any]:
-        label = label_of(q.metadata)
-        references = references_of(q.metadata) or ((label,) if label else ())
-        request = judge_request(q.text, references, passages, answer)
-        try:
-            text = self.judge.complete(
-                request.system,
-                request.user,
-                max_tokens=request.max_tokens,
-                json_schema=request.json_schema,
-            )
-        except LLMError:
+    def _judged(self, found: _Fetched) -> dict[str, Any]:
+        if found.judged is None:
             self.counts.judge_errors += 1
             return {}
-        correct, faithful = parse_judgement(text)
+        correct, faithful = parse_judgement(found.judged)
         if correct is None or faithful is None:
             self.counts.judge_unparsed += 1
         return {

@@ -89,10 +89,43 @@ class ChunkerContext:
 CHUNKERS: Registry[ChunkerFn] = Registry("chunker")
 
 
+def llm_identity(values: dict[str, Any]) -> dict[str, Any]:
+    """The ``identity`` of a chunker that holds an LLM spec (``llm``) or wraps another chunker
+    (``chunker``): the LLM spec without its transport parameters
+    (:func:`chunkmark.llm.identity_spec`), the wrapped chunker by its own identity (short)."""
+    out = dict(values)
+    if isinstance(out.get("llm"), str):
+        from chunkmark.llm import identity_spec
+
+        out["llm"] = identity_spec(out["llm"])
+    if isinstance(out.get("chunker"), str):
+        out["chunker"] = CHUNKERS.short(CHUNKERS.identity(out["chunker"]))
+    return out
+
+
 def chunk_document(chunker: ChunkerFn, doc_id: str, text: str) -> list[Chunk]:
     """Run a chunker on one document and check its output: every span within the text, non-empty."""
+    return _checked(chunker(text), doc_id, text)
+
+
+def chunk_documents(chunker: ChunkerFn, documents: Sequence[tuple[str, str]]) -> list[Chunk]:
+    """Every ``(doc_id, text)`` document's chunks, in order, checked as :func:`chunk_document`
+    checks them. A chunker with a ``chunk_texts(texts)`` method (the LLM chunkers: it gives
+    what calling the chunker on each text in turn gives, but asks the LLM about all of them
+    at once, concurrently) is handed every text in one call."""
+    batch = getattr(chunker, "chunk_texts", None)
+    if batch is None:
+        return [c for doc_id, text in documents for c in chunk_document(chunker, doc_id, text)]
+    found = batch([text for _, text in documents])
     out: list[Chunk] = []
-    for i, piece in enumerate(chunker(text)):
+    for (doc_id, text), pieces in zip(documents, found, strict=True):
+        out.extend(_checked(pieces, doc_id, text))
+    return out
+
+
+def _checked(pieces: Sequence[Span | Chunk], doc_id: str, text: str) -> list[Chunk]:
+    out: list[Chunk] = []
+    for i, piece in enumerate(pieces):
         if isinstance(piece, Span):
             chunk = Chunk(doc_id, piece.start, piece.end)
         else:

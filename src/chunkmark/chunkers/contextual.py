@@ -8,7 +8,8 @@ from one of three methods:
 
 - ``llm``: an LLM writes one to three sentences situating the chunk within the whole document
   (the contextual retrieval recipe). One call per chunk, through the chunker context's LLM
-  client, so answers are cached and seeded. The prompt (``prompts/contextual_<version>_*.txt``,
+  client, so answers are cached and seeded; the calls of one document are sent concurrently, up
+  to the client's ``concurrency`` (the contexts are the same whatever it is). The prompt (``prompts/contextual_<version>_*.txt``,
   ``prompt='v1'``) puts the document in the system message and the chunk in the user message:
   every call for one document starts with the same long prefix, asked with
   ``cache_system=True``: OpenAI caches it by itself and Anthropic's client marks it for the
@@ -44,7 +45,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
+from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
 from chunkmark.chunkers.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.chunkers.markdown import Block, parse_blocks, sections
 from chunkmark.chunkers.sentences import sentence_spans, word_bounds
@@ -120,6 +121,23 @@ def inner_chunks(chunker: ChunkerFn, text: str) -> list[Chunk]:
         else:
             out.append(Chunk("", piece.start, piece.end, piece.embed_text))
     return out
+
+
+def inner_chunks_many(chunker: ChunkerFn, texts: Sequence[str]) -> list[list[Chunk]]:
+    """The wrapped chunker's output on each text (its ``chunk_texts`` when it has one, which
+    may ask an LLM about all of them at once)."""
+    batch = getattr(chunker, "chunk_texts", None)
+    if batch is None:
+        return [inner_chunks(chunker, text) for text in texts]
+    return [
+        [
+            Chunk("", p.start, p.end)
+            if isinstance(p, Span)
+            else Chunk("", p.start, p.end, p.embed_text)
+            for p in pieces
+        ]
+        for pieces in batch(texts)
+    ]
 
 
 def inner_stats(chunker: ChunkerFn) -> ChunkerStats | None:
@@ -284,29 +302,56 @@ class LLMContexts:
         ]
 
     def contexts(self, text: str, chunks: Sequence[Chunk]) -> list[str]:
-        from chunkmark.llm import EmptyAnswerError
+        return self.contexts_many([(text, chunks)])[0]
 
-        out: list[str] = []
-        prefix_tokens: int | None = None
-        sent_for_text = 0
-        for system, user, max_tokens, _ in self.requests(text, chunks):
-            before = self.llm.stats().requests
-            self.counts.calls += 1
-            try:
-                answer = self.llm.complete(system, user, max_tokens=max_tokens, cache_system=True)
-            except EmptyAnswerError as exc:
-                answer = ""
-                self._fallback(str(exc))
-            if self.llm.stats().requests > before:
-                self.counts.sent += 1
-                if prefix_tokens is None:
-                    prefix_tokens = count_tokens([system], self.encoding)[0]
-                self.counts.prefix_tokens_sent += prefix_tokens
-                if sent_for_text:
-                    self.counts.prefix_tokens_repeated += prefix_tokens
-                sent_for_text += 1
-            out.append(answer.strip())
+    def contexts_many(self, texts: Sequence[tuple[str, Sequence[Chunk]]]) -> list[list[str]]:
+        """One context per chunk of each text. The requests of every text are sent
+        concurrently (up to the client's ``concurrency``; the same request twice, one after
+        the other) and read in order, so the contexts and counts are those of asking them
+        one by one."""
+        from chunkmark.llm.pool import ordered, workers_for
+
+        per_text = [self.requests(text, chunks) for text, chunks in texts]
+        flat = [r for requests in per_text for r in requests]
+        asked = ordered(
+            self._ask, flat, workers=workers_for(self.llm), key=lambda r: (r[0], r[1], r[2])
+        )
+        out: list[list[str]] = []
+        for requests in per_text:
+            found: list[str] = []
+            prefix_tokens: int | None = None
+            sent_for_text = 0
+            for system, _, _, _ in requests:
+                answer, sent, empty = next(asked)
+                self.counts.calls += 1
+                if empty is not None:
+                    self._fallback(empty)
+                if sent:
+                    self.counts.sent += 1
+                    if prefix_tokens is None:
+                        prefix_tokens = count_tokens([system], self.encoding)[0]
+                    self.counts.prefix_tokens_sent += prefix_tokens
+                    if sent_for_text:
+                        self.counts.prefix_tokens_repeated += prefix_tokens
+                    sent_for_text += 1
+                found.append(answer.strip())
+            out.append(found)
         return out
+
+    def _ask(self, request: Request) -> tuple[str, bool, str | None]:
+        """One context (in any thread): the answer ("" when empty), whether a request was sent
+        (not answered by the cache), and the empty answer's error (None when not empty)."""
+        from chunkmark.llm import EmptyAnswerError
+        from chunkmark.llm.pool import thread_stats
+
+        system, user, max_tokens, _ = request
+        before = thread_stats(self.llm).requests
+        try:
+            answer = self.llm.complete(system, user, max_tokens=max_tokens, cache_system=True)
+            empty = None
+        except EmptyAnswerError as exc:
+            answer, empty = "", str(exc)
+        return answer, thread_stats(self.llm).requests > before, empty
 
     def _fallback(self, error: str) -> None:
         self.counts.empty += 1
@@ -356,8 +401,23 @@ class ContextualChunker:
         self._counts = _Counts()
 
     def __call__(self, text: str) -> list[Chunk]:
-        chunks = inner_chunks(self.inner, text)
-        contexts = self.situate.contexts(text, chunks)
+        return self.chunk_texts([text])[0]
+
+    def chunk_texts(self, texts: Sequence[str]) -> list[list[Chunk]]:
+        """The chunks of each text, as calling the chunker on each in turn gives them; an LLM's
+        contexts for all of them are asked concurrently (see :meth:`LLMContexts.contexts_many`)."""
+        inner = inner_chunks_many(self.inner, texts)
+        if isinstance(self.situate, LLMContexts):
+            contexts = self.situate.contexts_many(list(zip(texts, inner, strict=True)))
+        else:
+            contexts = [self.situate.contexts(t, c) for t, c in zip(texts, inner, strict=True)]
+        return [
+            self._embedded(text, chunks, found)
+            for text, chunks, found in zip(texts, inner, contexts, strict=True)
+        ]
+
+    def _embedded(self, text: str, chunks: list[Chunk], contexts: list[str]) -> list[Chunk]:
+        """One text's chunks with their contexts, counted."""
         self._counts.texts += 1
         self._counts.chunks += len(chunks)
         out: list[Chunk] = []
@@ -463,7 +523,12 @@ def _traits(values: dict[str, Any]) -> Traits:
 
 
 @CHUNKERS.register(
-    "contextual", calls_llm=True, needs=("context",), canonical=_canonical, traits_of=_traits
+    "contextual",
+    calls_llm=True,
+    needs=("context",),
+    canonical=_canonical,
+    traits_of=_traits,
+    identity=llm_identity,
 )
 def contextual(
     chunker: str = DEFAULT_CHUNKER,

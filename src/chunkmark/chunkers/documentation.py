@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
+from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
 from chunkmark.chunkers.estimate import Asking, LLMUsage
 from chunkmark.chunkers.llm_semantic import LLMSplitter, estimate_splits
 from chunkmark.chunkers.recursive import recursive
@@ -254,7 +254,7 @@ def _paragraphs_for(max_length: int) -> ChunkerFn:
     return chunker
 
 
-@CHUNKERS.register("documentation", calls_llm=True, needs=("context",))
+@CHUNKERS.register("documentation", calls_llm=True, needs=("context",), identity=llm_identity)
 def documentation(
     max_length: int = 1000,
     short_section: int = 200,

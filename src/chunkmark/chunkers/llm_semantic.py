@@ -19,7 +19,9 @@ them, and a text of at most four pieces is one chunk and costs no call. Unlike t
 window that already reaches the end of the text is the last one (asking again about pieces the
 LLM has seen with nothing new after them would only force extra cuts). Answers come through the
 chunker context's LLM client, so they are cached and seeded; errors of the LLM client (missing
-key, endpoint down) are raised, not hidden.
+key, endpoint down) are raised, not hidden. The windows of a text are asked one after the other,
+whatever the client's ``concurrency``: each starts after the previous answer's last cut, so the
+next request is not known until the previous answer is read.
 
 Before asking, :func:`estimate_splits` says what it would take (the chunker is a
 :class:`~chunkmark.chunkers.estimate.RequestEstimator`): cached answers replayed, then the
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
+from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
 from chunkmark.chunkers.estimate import (
     ENCODING,
     REASON_TOKENS,
@@ -410,7 +412,7 @@ class LLMSemanticChunker:
         )
 
 
-@CHUNKERS.register("llm_semantic", calls_llm=True, needs=("context",))
+@CHUNKERS.register("llm_semantic", calls_llm=True, needs=("context",), identity=llm_identity)
 def llm_semantic(
     llm: str = "openai(model='gpt-4o-mini')",
     chunk_size: int = 50,

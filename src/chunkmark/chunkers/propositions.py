@@ -7,7 +7,9 @@ chunk of its own, placed on the source text it came from.
    of propositions (``{"propositions": [...]}``; prompt ``prompts/propositions_<version>_*.txt``,
    ``prompt='v1'``; the JSON schema goes to providers that take one). An answer that cannot be
    read is asked again once, saying what was wrong; if the second is no better, the chunk is
-   kept as the wrapped chunker made it and counted in ``stats().fallbacks``.
+   kept as the wrapped chunker made it and counted in ``stats().fallbacks``. The chunks of a
+   text are asked concurrently, up to the client's ``concurrency`` (a chunk's correction after
+   its first answer); the chunks come out the same whatever it is.
 2. Each proposition is aligned to the chunk's text with rapidfuzz's
    ``fuzz.partial_ratio_alignment`` (both lower-cased where that keeps their lengths): the
    window of the source that best matches the proposition, and its score (0 to 100).
@@ -38,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn
+from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
 from chunkmark.chunkers.contextual import (
     DEFAULT_LLM,
     AnswerFallbackWarning,
@@ -47,6 +49,7 @@ from chunkmark.chunkers.contextual import (
     check_llm_spec,
     fill,
     inner_chunks,
+    inner_chunks_many,
     inner_spec,
     inner_stats,
     merged_counters,
@@ -236,6 +239,16 @@ class Placement:
     kept: bool
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What asking about one chunk gave: its propositions (None: no usable answer), the calls
+    it took (2 when the first answer needed a correction) and the last answer's problem."""
+
+    found: list[str] | None
+    calls: int
+    reason: str
+
+
 @dataclass
 class _Counts:
     texts: int = 0
@@ -276,21 +289,39 @@ class PropositionsChunker:
         self._error: str | None = None
 
     def __call__(self, text: str) -> list[Chunk]:
-        self._counts.texts += 1
-        out: list[Chunk] = []
-        for chunk in inner_chunks(self.inner, text):
-            self._counts.chunks += 1
-            source = text[chunk.start : chunk.end]
-            found = self._ask(source)
-            if found is None:
-                out.append(chunk)
-                continue
-            if not found:
-                self._counts.empty_chunks += 1
-            for proposition in found:
-                placed = self._place(proposition, source, chunk.start)
-                if placed is not None:
-                    out.append(placed)
+        return self.chunk_texts([text])[0]
+
+    def chunk_texts(self, texts: Sequence[str]) -> list[list[Chunk]]:
+        """The chunks of each text, as calling the chunker on each in turn gives them. The
+        chunks' requests, over every text, go concurrently (up to the client's
+        ``concurrency``; a chunk's correction after its first answer; the same chunk text
+        twice, one after the other) and the answers are read in order."""
+        from chunkmark.llm.pool import ordered, workers_for
+
+        inner = inner_chunks_many(self.inner, texts)
+        sources = [
+            [text[c.start : c.end] for c in chunks]
+            for text, chunks in zip(texts, inner, strict=True)
+        ]
+        flat = [source for found in sources for source in found]
+        asked = ordered(self._ask, flat, workers=workers_for(self.llm), key=lambda t: t)
+        out: list[list[Chunk]] = []
+        for chunks, found_sources in zip(inner, sources, strict=True):
+            self._counts.texts += 1
+            chunked: list[Chunk] = []
+            for chunk, source in zip(chunks, found_sources, strict=True):
+                self._counts.chunks += 1
+                found = self._counted(next(asked))
+                if found is None:
+                    chunked.append(chunk)
+                    continue
+                if not found:
+                    self._counts.empty_chunks += 1
+                for proposition in found:
+                    placed = self._place(proposition, source, chunk.start)
+                    if placed is not None:
+                        chunked.append(placed)
+            out.append(chunked)
         return out
 
     def _place(self, proposition: str, source: str, offset: int) -> Chunk | None:
@@ -371,14 +402,15 @@ class PropositionsChunker:
     def _request(self, source: str) -> str:
         return fill(prompt_text(f"propositions_{self.prompt}_user"), chunk=source)
 
-    def _ask(self, source: str) -> list[str] | None:
-        """The LLM's propositions for one chunk, or None after two unusable answers."""
+    def _ask(self, source: str) -> _Asked:
+        """The LLM's propositions for one chunk (in any thread; nothing counted here), or None
+        after two unusable answers."""
         from chunkmark.llm import EmptyAnswerError
 
         system = prompt_text(f"propositions_{self.prompt}_system")
         request = user = self._request(source)
+        reason = ""
         for attempt in range(2):
-            self._counts.llm_calls += 1
             try:
                 answer = self.llm.complete(
                     system, user, max_tokens=self.max_answer_tokens, json_schema=SCHEMA
@@ -388,18 +420,27 @@ class PropositionsChunker:
             else:
                 found, reason = parse_propositions(answer)
             if found is not None:
-                return found
+                return _Asked(found, attempt + 1, "")
             if attempt == 0:
-                self._counts.corrections += 1
                 shown = " ".join(answer.split())[:200] or "(nothing)"
                 template = prompt_text(f"propositions_{self.prompt}_correction")
                 user = fill(template, request=request, answer=shown, reason=reason)
-        self._counts.fallback_chunks += 1
+        return _Asked(None, 2, reason)
+
+    def _counted(self, asked: _Asked) -> list[str] | None:
+        """Count one chunk's calls, correction and fallback (in order, in the caller's
+        thread); its propositions, or None when it is kept whole."""
+        c = self._counts
+        c.llm_calls += asked.calls
+        c.corrections += int(asked.calls > 1)
+        if asked.found is not None:
+            return asked.found
+        c.fallback_chunks += 1
         if self._error is None:
-            self._error = f"unusable answer from {self.llm.name!r}: {reason}"
+            self._error = f"unusable answer from {self.llm.name!r}: {asked.reason}"
             warnings.warn(
                 f"propositions: the LLM {self.llm.name!r} gave no usable list of propositions "
-                f"for a chunk ({reason}), even when told what was wrong; the chunk is kept "
+                f"for a chunk ({asked.reason}), even when told what was wrong; the chunk is kept "
                 "whole. Later such chunks are only counted, in stats().fallbacks.",
                 AnswerFallbackWarning,
                 stacklevel=3,
@@ -447,7 +488,12 @@ def _traits(values: dict[str, Any]) -> Traits:
 
 
 @CHUNKERS.register(
-    "propositions", calls_llm=True, needs=("context",), canonical=_canonical, traits_of=_traits
+    "propositions",
+    calls_llm=True,
+    needs=("context",),
+    canonical=_canonical,
+    traits_of=_traits,
+    identity=llm_identity,
 )
 def propositions(
     llm: str = DEFAULT_LLM,

@@ -111,8 +111,14 @@ def generate_command(
         typer.Option(help="jsonl: documents.jsonl + questions.jsonl; chroma: corpora/ + CSV."),
     ] = Layout.jsonl,
     concurrency: Annotated[
-        int, typer.Option(help="Requests in flight at once (across documents).")
-    ] = 1,
+        int | None,
+        typer.Option(
+            help="Requests in flight at once (across documents; a document's questions are "
+            "asked in order). Replaces the LLM spec's concurrency; default: the spec's (1 for "
+            "a server on this machine, 4 otherwise).",
+            show_default=False,
+        ),
+    ] = None,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
     dry_run: Annotated[
@@ -143,7 +149,12 @@ def generate_command(
     styles = engine.parse_styles(style or ["factoid"])
     example_list = engine.read_examples(examples) if examples is not None else ()
     table = engine.load_prices(prices)
-    client = build_llm(llm, cache_dir=None if no_cache else resolve_cache_dir(cache_dir), seed=seed)
+    client = build_llm(
+        llm,
+        cache_dir=None if no_cache else resolve_cache_dir(cache_dir),
+        seed=seed,
+        concurrency=concurrency,
+    )
     settings: dict[str, Any] = {
         "questions": questions,
         "seed": seed,

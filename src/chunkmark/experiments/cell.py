@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_document
+from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_documents
 from chunkmark.chunkers.diagnostics import diagnose
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders.base import DocSpan, Embedder, FloatArray, SpanEmbedder, embeds_spans
@@ -42,6 +42,7 @@ from chunkmark.errors import ChunkmarkError
 from chunkmark.experiments.checks import check_same_embedder, query_signal
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
 from chunkmark.experiments.config import MIN_K_CAP
+from chunkmark.experiments.outcome import chunker_name
 from chunkmark.experiments.scoring_tables import ScoringTables
 from chunkmark.metrics import (
     METRICS,
@@ -339,7 +340,7 @@ class Cell:
             diagnostics = diagnose(self.dataset, chunks, tokens=tokens).to_dict()
         return CellResult(
             dataset=self.dataset.name,
-            chunker=str(self.chunker),
+            chunker=chunker_name(self.chunker),
             embedder=str(self.embedder),
             chunks=chunks,
             chunk_tokens=tokens,
@@ -654,11 +655,9 @@ def chunker_stats(chunker: ChunkerFn) -> ChunkerStats | None:
 
 
 def chunk_dataset(dataset: Dataset, chunker: ChunkerFn) -> list[Chunk]:
-    """Every document's chunks, in document order."""
-    chunks: list[Chunk] = []
-    for doc in dataset.documents:
-        chunks.extend(chunk_document(chunker, doc.id, doc.text))
-    return chunks
+    """Every document's chunks, in document order (an LLM chunker's requests for all the
+    documents sent concurrently: :func:`~chunkmark.chunkers.chunk_documents`)."""
+    return chunk_documents(chunker, [(doc.id, doc.text) for doc in dataset.documents])
 
 
 def question_table(dataset: Dataset) -> QuestionTable:

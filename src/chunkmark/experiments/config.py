@@ -156,6 +156,14 @@ class AnswerOptions(BaseModel):
 
         return str(RETRIEVAL.resolve(value))
 
+    def named(self) -> AnswerOptions:
+        """These options as results name them: the LLM and judge specs without their transport
+        parameters (timeout, retries, concurrency), which cannot change an answer."""
+        from chunkmark.llm import identity_spec
+
+        judge = None if self.judge is None else identity_spec(self.judge)
+        return self.model_copy(update={"llm": identity_spec(self.llm), "judge": judge})
+
 
 class ExperimentConfig(BaseModel):
     """A grid: datasets x chunkers x embedders x retrieval settings x scoring options.

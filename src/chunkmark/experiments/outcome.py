@@ -28,6 +28,15 @@ class CellOutcome:
         return self.table is None
 
 
+def chunker_name(spec: Spec) -> str:
+    """The name of a chunker's results (the chunker column, a cell's id): its canonical spec
+    without what cannot change its chunks, such as the transport settings (``timeout``,
+    ``max_retries``, ``concurrency``) of an LLM it calls (:meth:`Registry.identity`)."""
+    from chunkmark.chunkers import CHUNKERS
+
+    return str(CHUNKERS.identity(spec))
+
+
 @dataclass(frozen=True, eq=False)
 class CellTask:
     """A cell to run: one dataset, chunker spec and embedder spec (canonical)."""
@@ -38,4 +47,5 @@ class CellTask:
 
     @property
     def names(self) -> tuple[str, str, str]:
-        return self.dataset.name, str(self.chunker), str(self.embedder)
+        """Dataset, chunker and embedder as results name them (:func:`chunker_name`)."""
+        return self.dataset.name, chunker_name(self.chunker), str(self.embedder)

@@ -40,7 +40,7 @@ from chunkmark.experiments.analysis import Analysis, AnalysisOutput, FinishedCel
 from chunkmark.experiments.cell import Cell, CellEnv, CellResult
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
-from chunkmark.experiments.outcome import CellOutcome, CellTask
+from chunkmark.experiments.outcome import CellOutcome, CellTask, chunker_name
 from chunkmark.experiments.store import (
     prepare_out_dir,
     read_cell,
@@ -429,7 +429,10 @@ class Session:
         }
         wall = time.perf_counter() - self.started
         ran = tuple(dict.fromkeys(o.chunker for o in outcomes)) or self.config.chunkers
-        config = self.config.model_copy(update={"chunkers": ran})  # what ran (tune asks per trial)
+        answers = None if self.config.answers is None else self.config.answers.named()
+        config = self.config.model_copy(  # what ran (tune asks per trial), as results name it
+            update={"chunkers": ran, "answers": answers}
+        )
         return {
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": _versions(),
@@ -487,7 +490,7 @@ def _failure_facts(
         "id": cell_id,
         "dataset": dataset.name,
         "fingerprint": dataset.fingerprint,
-        "chunker": str(c_spec),
+        "chunker": chunker_name(c_spec),
         "embedder": str(e_spec),
         "error": f"{type(exc).__name__}: {message}" if message else type(exc).__name__,
         "traceback": "".join(traceback.format_exception(exc)),
@@ -507,7 +510,9 @@ def cell_key(
     retrieval: Sequence[Spec],
     scoring: Sequence[Scoring],
 ) -> str:
-    """A cell's id: what changes its rows (data, specs, settings, metrics, code version)."""
+    """A cell's id: what changes its rows (data, specs, settings, metrics, code version); the
+    chunker by :func:`~chunkmark.experiments.outcome.chunker_name`, so settings that cannot
+    change a result (an LLM's timeout, retries, concurrency) do not make a new cell."""
     from chunkmark.version import __version__
 
     key = json.dumps(
@@ -515,7 +520,7 @@ def cell_key(
             CELL_FORMAT,
             __version__,
             dataset.fingerprint,
-            str(c_spec),
+            chunker_name(c_spec),
             str(e_spec),
             [str(r) for r in retrieval],
             [s.columns() for s in scoring],

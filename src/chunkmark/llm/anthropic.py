@@ -98,6 +98,7 @@ def anthropic_llm(
     temperature: float | None = 0.0,
     max_retries: int = 5,
     timeout: float = 60.0,
+    concurrency: int | None = None,
     *,
     cache_dir: Path | None = None,
     seed: int = 0,
@@ -107,6 +108,9 @@ def anthropic_llm(
     The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
     ``$ANTHROPIC_BASE_URL``, else Anthropic. The API has no seed parameter: the seed only keys
     the cache. Retries with backoff on 429/5xx/529.
+    ``concurrency`` is how many requests may be in flight at once (default: 1 for an endpoint
+    on this machine, 4 otherwise); it, ``timeout`` and ``max_retries`` change how answers are
+    fetched, not what they are, so they are no part of any result's identity.
     """
     return AnthropicLLM(
         model,
@@ -117,4 +121,5 @@ def anthropic_llm(
         timeout=timeout,
         seed=seed,
         cache_dir=cache_dir,
+        concurrency=concurrency,
     )

@@ -15,11 +15,24 @@ its prompt cache: Anthropic's client marks it with ``cache_control``, OpenAI cac
 prefixes by itself. It changes what the request costs, never the answer, so it is not part of
 the answer cache key. The tokens the provider read from or wrote to its prompt cache are
 counted in :meth:`BaseLLM.stats` (``cached_input_tokens``, ``cache_write_tokens``).
+
+A client may be used by several threads at once (the features that call an LLM send
+independent requests concurrently through :mod:`chunkmark.llm.pool`): at most ``concurrency``
+requests are in flight to the endpoint (a semaphore around the provider call), the counters
+are kept under a lock (:meth:`BaseLLM.stats`, the whole client) and per thread as well
+(:meth:`BaseLLM.thread_stats`, the work of the calling thread only, which is what a feature
+counts per item), and two threads asking the same request at once send it once: the second
+waits for the first and reads its answer from the cache, as it would in a sequential run.
+``concurrency`` changes how fast answers come, never what they are, so it is no part of the
+client's identity or of the answer cache key (nor are ``timeout`` and ``max_retries``: see
+:data:`TRANSPORT_PARAMS`).
 """
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
@@ -64,6 +77,16 @@ class LLM(Protocol):
 
 LLMS: Registry[LLM] = Registry("llm")
 
+# Parameters of an LLM spec that change how answers are fetched, never what they are: they are
+# left out of every identity that names a result (a chunker's or extractor's canonical name, a
+# cell's id) and out of the answer cache key (see :func:`chunkmark.llm.identity_spec`).
+TRANSPORT_PARAMS = ("max_retries", "timeout", "concurrency")
+# Requests in flight at once when a spec does not say: one for an endpoint on this machine (a
+# CPU server answers one request at a time; more only wait in its queue, and a request that
+# waits past its timeout is cancelled and asked again), four for a remote API.
+LOCAL_CONCURRENCY = 1
+REMOTE_CONCURRENCY = 4
+
 
 class EmptyAnswerError(LLMError):
     """The model answered with nothing but whitespace (it is not cached)."""
@@ -84,8 +107,31 @@ class Answer(NamedTuple):
     cache_write_tokens: int = 0
 
 
+@dataclass
+class _Tally:
+    """Counters of :class:`~chunkmark.stats.LLMStats`, added to as requests go."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    requests: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    empty_answers: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def add(self, counts: dict[str, int]) -> None:
+        for name, value in counts.items():
+            setattr(self, name, getattr(self, name) + value)
+
+    def stats(self) -> LLMStats:
+        return LLMStats(**{f.name: getattr(self, f.name) for f in fields(self)})
+
+
 class BaseLLM(ABC):
-    """An LLM client with an optional on-disk answer cache (``llm.sqlite3`` in ``cache_dir``)."""
+    """An LLM client with an optional on-disk answer cache (``llm.sqlite3`` in ``cache_dir``),
+    safe to share between threads (module docs); at most ``concurrency`` requests in flight."""
 
     provider: ClassVar[str] = ""
 
@@ -96,22 +142,22 @@ class BaseLLM(ABC):
         temperature: float | None = 0.0,
         seed: int = 0,
         cache_dir: Path | None = None,
+        concurrency: int = 1,
     ) -> None:
         if not model:
             raise ValueError("model must not be empty")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.model = model
         self.temperature = temperature
         self.seed = seed
+        self.concurrency = concurrency
         self.cache = None if cache_dir is None else LLMCache(cache_dir)
-        self._calls = 0
-        self._hits = 0
-        self._requests = 0
-        self._retries = 0
-        self._input_tokens = 0
-        self._output_tokens = 0
-        self._cached_input_tokens = 0
-        self._cache_write_tokens = 0
-        self._empty = 0
+        self._tally = _Tally()
+        self._tally_lock = threading.Lock()
+        self._local = threading.local()
+        self._gate = threading.BoundedSemaphore(concurrency)
+        self._inflight: dict[bytes, threading.Event] = {}
 
     @property
     def name(self) -> str:
@@ -152,37 +198,94 @@ class BaseLLM(ABC):
         """
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-        self._calls += 1
-        key = b""
-        if self.cache is not None:
-            key = self.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
+        self._count(calls=1)
+        if self.cache is None:
+            return self._ask(system, user, max_tokens, json_schema, cache_system)
+        key = self.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
+        cached, mine = self._claim(key)
+        if cached is not None:
+            self._count(cache_hits=1)
+            return cached
+        try:
+            text = self._ask(system, user, max_tokens, json_schema, cache_system)
+            self.cache.put(key, self.identity(), text)
+        finally:
+            with self._tally_lock:
+                del self._inflight[key]
+            mine.set()
+        return text
+
+    def _claim(self, key: bytes) -> tuple[str | None, threading.Event]:
+        """The cached answer of ``key``; else this thread's claim to ask it (an event set when
+        it is done). A thread that finds the same request in flight waits for it and reads its
+        answer from the cache (or, when it failed, asks again itself)."""
+        assert self.cache is not None
+        while True:
             cached = self.cache.get(key)
             if cached is not None:
-                self._hits += 1
-                return cached
+                return cached, threading.Event()
+            with self._tally_lock:
+                other = self._inflight.get(key)
+                if other is None:
+                    mine = self._inflight[key] = threading.Event()
+                    break
+            other.wait()
+        # the answer may have been stored between the lookup and the claim
+        cached = self.cache.get(key)
+        if cached is not None:
+            with self._tally_lock:
+                del self._inflight[key]
+            mine.set()
+        return cached, mine
+
+    def _ask(
+        self,
+        system: str,
+        user: str,
+        max_tokens: int,
+        json_schema: dict[str, Any] | None,
+        cache_system: bool,
+    ) -> str:
+        """The provider's answer (at most ``concurrency`` in flight), counted; empty answers
+        raise :class:`EmptyAnswerError`."""
         # Providers are called with only the arguments a request uses: without a schema and
         # without prompt caching, as before either existed (three arguments).
         extra: dict[str, Any] = {"cache_system": True} if cache_system else {}
-        answer = (
-            self._answer(system, user, max_tokens, **extra)
-            if json_schema is None
-            else self._answer(system, user, max_tokens, json_schema, **extra)
+        with self._gate:
+            answer = (
+                self._answer(system, user, max_tokens, **extra)
+                if json_schema is None
+                else self._answer(system, user, max_tokens, json_schema, **extra)
+            )
+        empty = not answer.text.strip()
+        self._count(
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            cached_input_tokens=answer.cached_input_tokens,
+            cache_write_tokens=answer.cache_write_tokens,
+            empty_answers=int(empty),
         )
-        self._input_tokens += answer.input_tokens
-        self._output_tokens += answer.output_tokens
-        self._cached_input_tokens += answer.cached_input_tokens
-        self._cache_write_tokens += answer.cache_write_tokens
-        if not answer.text.strip():
-            self._empty += 1
+        if empty:
             raise EmptyAnswerError(
                 f"The {self.provider} model {self.model!r} returned an empty answer "
                 f"(stop reason {answer.stop_reason!r}).",
                 "Raise max_tokens if the stop reason says the answer was cut off; otherwise "
                 "use a model that follows instructions more reliably.",
             )
-        if self.cache is not None:
-            self.cache.put(key, self.identity(), answer.text)
         return answer.text
+
+    def _count(self, **counts: int) -> None:
+        """Add to the client's counters and to the calling thread's."""
+        with self._tally_lock:
+            self._tally.add(counts)
+        local: _Tally | None = getattr(self._local, "tally", None)
+        if local is None:
+            local = self._local.tally = _Tally()
+        local.add(counts)
+
+    def _counted(self, name: str) -> None:
+        """Count one HTTP ``requests`` or ``retries`` (the retry layer calls it)."""
+        self._count(**{name: 1})
 
     def request_key(
         self,
@@ -222,15 +325,12 @@ class BaseLLM(ABC):
         """``calls`` to :meth:`complete`, ``cache_hits``, HTTP ``requests`` (attempts) and
         ``retries``, tokens in and out as the endpoint reported them, ``empty_answers``, and
         the input tokens the provider's prompt cache served (``cached_input_tokens``) or
-        stored (``cache_write_tokens``)."""
-        return LLMStats(
-            calls=self._calls,
-            cache_hits=self._hits,
-            requests=self._requests,
-            retries=self._retries,
-            input_tokens=self._input_tokens,
-            output_tokens=self._output_tokens,
-            empty_answers=self._empty,
-            cached_input_tokens=self._cached_input_tokens,
-            cache_write_tokens=self._cache_write_tokens,
-        )
+        stored (``cache_write_tokens``): the whole client's, over every thread."""
+        with self._tally_lock:
+            return self._tally.stats()
+
+    def thread_stats(self) -> LLMStats:
+        """The same counters for the calling thread's requests only: what one item of a
+        concurrent feature cost (``after - before`` around its requests, in its thread)."""
+        local: _Tally | None = getattr(self._local, "tally", None)
+        return LLMStats() if local is None else local.stats()

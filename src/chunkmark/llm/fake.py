@@ -12,12 +12,17 @@ way Anthropic's works: the first request with a given system prompt writes its w
 cache (``cache_write_tokens``), every later request with the same system prompt reads them
 (``cached_input_tokens``); both stay part of ``input_tokens``. It never forgets, and a
 request without ``cache_system`` neither reads nor writes.
+
+``concurrency`` (default 1) is how many requests features send it at once; the fake is safe to
+share between threads (a callable responder runs outside its lock, so a slow one overlaps), but
+answers from a list are handed out in the order requests arrive, which threads do not fix.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,10 +47,17 @@ class FakeLLM(BaseLLM):
         temperature: float | None = 0.0,
         seed: int = 0,
         cache_dir: Path | None = None,
+        concurrency: int = 1,
     ) -> None:
         if fail_after is not None and fail_after < 0:
             raise ValueError(f"fail_after must be >= 0, got {fail_after}")
-        super().__init__(model, temperature=temperature, seed=seed, cache_dir=cache_dir)
+        super().__init__(
+            model,
+            temperature=temperature,
+            seed=seed,
+            cache_dir=cache_dir,
+            concurrency=concurrency,
+        )
         self.respond: Responder | None = answers if callable(answers) else None
         self.answers: list[str] = [] if callable(answers) else list(answers)
         self.fail_after = fail_after
@@ -53,6 +65,8 @@ class FakeLLM(BaseLLM):
         self.schemas: list[dict[str, Any] | None] = []
         self.cache_system: list[bool] = []
         self._prompt_cache: set[str] = set()
+        self._script_lock = threading.Lock()
+        self._sent = 0
 
     def identity(self) -> dict[str, Any]:
         if self.respond is not None:
@@ -72,30 +86,36 @@ class FakeLLM(BaseLLM):
         *,
         cache_system: bool = False,
     ) -> Answer:
-        self._requests += 1
-        if self.fail_after is not None and self._requests > self.fail_after:
-            raise LLMError(
-                f"The fake LLM is scripted to fail after {self.fail_after} requests.",
-                "Raise fail_after, or leave it unset.",
-            )
-        self.prompts.append((system, user, max_tokens))
-        self.schemas.append(json_schema)
-        self.cache_system.append(cache_system)
+        self._counted("requests")
+        with self._script_lock:
+            self._sent += 1
+            if self.fail_after is not None and self._sent > self.fail_after:
+                raise LLMError(
+                    f"The fake LLM is scripted to fail after {self.fail_after} requests.",
+                    "Raise fail_after, or leave it unset.",
+                )
+            self.prompts.append((system, user, max_tokens))
+            self.schemas.append(json_schema)
+            self.cache_system.append(cache_system)
+            scripted = None
+            if self.respond is None and self.answers:
+                scripted = self.answers[min(len(self.prompts), len(self.answers)) - 1]
         if self.respond is not None:
             text = self.respond(system, user)
-        elif self.answers:
-            text = self.answers[min(len(self.prompts), len(self.answers)) - 1]
+        elif scripted is not None:
+            text = scripted
         else:
             digest = hashlib.sha256(f"{system}\0{user}".encode()).hexdigest()[:12]
             text = f"fake answer {digest}"
         system_tokens = len(system.split())
         read = written = 0
         if cache_system and system_tokens:
-            if system in self._prompt_cache:
-                read = system_tokens
-            else:
-                written = system_tokens
-                self._prompt_cache.add(system)
+            with self._script_lock:
+                if system in self._prompt_cache:
+                    read = system_tokens
+                else:
+                    written = system_tokens
+                    self._prompt_cache.add(system)
         return Answer(
             text,
             "stop",
@@ -112,6 +132,7 @@ def fake_llm(
     model: str = "fake",
     fail_after: int | None = None,
     temperature: float | None = 0.0,
+    concurrency: int = 1,
     *,
     cache_dir: Path | None = None,
     seed: int = 0,
@@ -119,7 +140,8 @@ def fake_llm(
     """A scripted LLM for tests: answers in order (the last repeats), no network.
 
     With no answers it returns a fixed text derived from the prompts. ``fail_after=n`` makes
-    every request after the first n fail with an LLMError.
+    every request after the first n fail with an LLMError. ``concurrency``: requests sent at
+    once by the features that use it.
     """
     return FakeLLM(
         answers or (),
@@ -128,4 +150,5 @@ def fake_llm(
         temperature=temperature,
         seed=seed,
         cache_dir=cache_dir,
+        concurrency=concurrency,
     )

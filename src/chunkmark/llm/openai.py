@@ -93,6 +93,7 @@ def openai_llm(
     temperature: float | None = 0.0,
     max_retries: int = 5,
     timeout: float = 60.0,
+    concurrency: int | None = None,
     *,
     cache_dir: Path | None = None,
     seed: int = 0,
@@ -102,6 +103,9 @@ def openai_llm(
     The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
     ``$OPENAI_BASE_URL``, else OpenAI. The run's seed is sent with every request;
     ``temperature=None`` leaves it to the endpoint. Retries with backoff on 429/5xx.
+    ``concurrency`` is how many requests may be in flight at once (default: 1 for an endpoint
+    on this machine, 4 otherwise); it, ``timeout`` and ``max_retries`` change how answers are
+    fetched, not what they are, so they are no part of any result's identity.
     """
     return OpenAIChatLLM(
         model,
@@ -112,4 +116,5 @@ def openai_llm(
         timeout=timeout,
         seed=seed,
         cache_dir=cache_dir,
+        concurrency=concurrency,
     )

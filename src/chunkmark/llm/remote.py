@@ -7,6 +7,11 @@ header asks (capped at ``backoff_max``). 400, 401, 403, 404 and 422 fail at once
 :mod:`chunkmark.retry`) with an :class:`~chunkmark.errors.LLMError`. The key is read from the
 environment variable ``api_key_env`` when the first request is sent (a fully cached run needs
 none) and never appears in messages, identities or stats.
+
+``concurrency`` bounds the requests in flight at once (threads of one process); None means
+:data:`~chunkmark.llm.base.LOCAL_CONCURRENCY` for an endpoint on this machine and
+:data:`~chunkmark.llm.base.REMOTE_CONCURRENCY` for any other. Like ``timeout`` and
+``max_retries`` it is not part of :meth:`RemoteLLM.identity`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chunkmark.errors import LLMError
-from chunkmark.llm.base import Answer, BaseLLM
+from chunkmark.llm.base import LOCAL_CONCURRENCY, REMOTE_CONCURRENCY, Answer, BaseLLM
 from chunkmark.remote import RemoteClient, Wording
 
 
@@ -43,6 +48,7 @@ class RemoteLLM(BaseLLM, RemoteClient):
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
+        concurrency: int | None = None,
     ) -> None:
         RemoteClient.__init__(
             self,
@@ -56,7 +62,16 @@ class RemoteLLM(BaseLLM, RemoteClient):
         )
         if not api_key_env:
             raise ValueError("api_key_env must name an environment variable")
-        BaseLLM.__init__(self, model, temperature=temperature, seed=seed, cache_dir=cache_dir)
+        if concurrency is None:
+            concurrency = LOCAL_CONCURRENCY if self.is_local else REMOTE_CONCURRENCY
+        BaseLLM.__init__(
+            self,
+            model,
+            temperature=temperature,
+            seed=seed,
+            cache_dir=cache_dir,
+            concurrency=concurrency,
+        )
 
     def identity(self) -> dict[str, Any]:
         return {"provider": self.provider, "model": self.model, "api": self.api, "host": self.host}

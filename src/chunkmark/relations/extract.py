@@ -43,9 +43,10 @@ received before it stay in the client's cache.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cache, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -245,6 +246,7 @@ class LLMExtractor:
         self._user = _fill(user.strip("\n"), **values)
         self._glean = _fill(prompt_text(f"glean_{prompt}"), **_delimiters())
         self._counts = _Counts()
+        self._lock = threading.Lock()
         self._meter: CostMeter | None = None
         if budget is not None and budget.max_cost is not None:
             self._meter = _meter(llm, budget)
@@ -292,13 +294,32 @@ class LLMExtractor:
 
         A text's calls, cache hits and tokens are on its first chunk's extraction; later chunks
         with the same text get the same records with those counts at 0, so summing over the
-        list gives the work done. Raises :class:`~chunkmark.costs.budget.BudgetReached` before
-        a request that would cross the budget, and :class:`~chunkmark.errors.LLMError` (naming
-        the chunk) when the client fails.
+        list gives the work done. Distinct texts are extracted concurrently, up to the client's
+        ``concurrency`` (a text's gleaning rounds one after the other), and the list is the
+        same whatever it is; with a budget they are extracted one at a time, so that the run
+        stops at the request a sequential run stops at. Raises
+        :class:`~chunkmark.costs.budget.BudgetReached` before a request that would cross the
+        budget, and :class:`~chunkmark.errors.LLMError` (naming the chunk) when the client
+        fails: for the first failing text in order, as a sequential run would.
         """
         from chunkmark.costs.budget import BudgetReached
+        from chunkmark.llm.pool import ordered, workers_for
 
-        total = len(dict.fromkeys(c.text for c in chunks))
+        first: dict[str, int] = {}
+        for index, chunk in enumerate(chunks):
+            first.setdefault(chunk.text, index)
+        total = len(first)
+        workers = 1 if self._budgeted() else workers_for(self.llm)
+
+        def one(index: int) -> tuple[Extraction, _Counts]:
+            tally = _Counts()
+            try:
+                return self._extract_one(chunks[index], index, tally), tally
+            except BaseException:
+                self._merge(tally)  # what a failing text sent still counts
+                raise
+
+        extracted = ordered(one, list(first.values()), workers=workers)
         done: dict[str, Extraction] = {}
         out: list[Extraction] = []
         for index, chunk in enumerate(chunks):
@@ -308,7 +329,7 @@ class LLMExtractor:
                 out.append(replace(found, calls=0, cache_hits=0, input_tokens=0, output_tokens=0))
                 continue
             try:
-                found = self._extract_one(chunk, index)
+                found, tally = next(extracted)
             except BudgetReached as exc:
                 raise BudgetReached(
                     f"{exc.problem} Extraction stopped at chunk {index} ({_where(chunk)}): "
@@ -316,26 +337,43 @@ class LLMExtractor:
                     f"{self._counts.requests} requests sent by this extractor.",
                     self._rerun_fix(exc.fix),
                 ) from None
+            self._merge(tally)
             done[chunk.text] = found
             out.append(found)
         return out
 
-    def _extract_one(self, chunk: ChunkInput, index: int) -> Extraction:
-        before = self.llm.stats()
-        self._counts.texts += 1
+    def _budgeted(self) -> bool:
+        b = self.budget
+        return b is not None and (b.max_calls is not None or b.max_cost is not None)
+
+    def _merge(self, tally: _Counts) -> None:
+        """Add one text's counts to the extractor's."""
+        with self._lock:
+            for f in fields(_Counts):
+                if f.name != "chunks":
+                    setattr(
+                        self._counts, f.name, getattr(self._counts, f.name) + getattr(tally, f.name)
+                    )
+
+    def _extract_one(self, chunk: ChunkInput, index: int, tally: _Counts) -> Extraction:
+        """One distinct text's rounds, in order (in any thread; counts go to ``tally``)."""
+        from chunkmark.llm.pool import thread_stats
+
+        before = thread_stats(self.llm)
+        tally.texts += 1
         merged = _Merged({}, {})
         answers: list[str] = []
         for round_ in range(1 + self.gleanings):
             user = (
                 self.request(chunk.text) if round_ == 0 else self.glean_request(chunk.text, answers)
             )
-            answer = self._ask(user, chunk, index)
+            answer = self._ask(user, chunk, index, tally)
             answers.append(answer)
             records = parse_records(answer)
-            self._count(records, round_)
+            _count(tally, records, round_)
             if merged.add(records) == 0:
                 break
-        used = self.llm.stats() - before
+        used = thread_stats(self.llm) - before
         return Extraction(
             entities=tuple(merged.entities.values()),
             relations=tuple(merged.relations.values()),
@@ -347,24 +385,17 @@ class LLMExtractor:
             output_tokens=used.output_tokens,
         )
 
-    def _count(self, records: Records, round_: int) -> None:
-        c = self._counts
-        c.answers += 1
-        c.gleaning_rounds += int(round_ > 0)
-        c.incomplete += int(not records.complete)
-        c.malformed += records.malformed
-        c.self_relations += records.self_relations
-
-    def _ask(self, user: str, chunk: ChunkInput, index: int) -> str:
+    def _ask(self, user: str, chunk: ChunkInput, index: int, tally: _Counts) -> str:
         """One answer ("" when the model answered nothing), within the budget."""
         from chunkmark.llm import EmptyAnswerError
+        from chunkmark.llm.pool import thread_stats
 
-        before = self.llm.stats()
+        before = thread_stats(self.llm)
         try:
-            with self._guard(user):
+            with self._guard(user, tally):
                 return self.llm.complete(self.system, user, max_tokens=self.max_tokens)
         except EmptyAnswerError:
-            self._counts.empty_answers += 1
+            tally.empty_answers += 1
             return ""
         except LLMError as exc:
             raise LLMError(
@@ -372,20 +403,21 @@ class LLMExtractor:
                 self._rerun_fix(exc.fix),
             ) from exc
         finally:
-            used = self.llm.stats() - before
-            self._counts.requests += used.calls - used.cache_hits
+            used = thread_stats(self.llm) - before
+            tally.requests += used.calls - used.cache_hits
 
-    def _guard(self, user: str) -> AbstractContextManager[None]:
-        """The budget check of one request: nothing when it is answered by the cache."""
+    def _guard(self, user: str, tally: _Counts) -> AbstractContextManager[None]:
+        """The budget check of one request: nothing when it is answered by the cache. (With a
+        budget, texts are extracted one at a time: ``tally`` holds the current text's.)"""
         from chunkmark.costs.budget import BudgetReached
 
         if self.budget is None or _cached_answer(self.llm, self.system, user, self.max_tokens):
             return nullcontext()
         limit = self.budget.max_calls
-        if limit is not None and self._counts.requests >= limit:
+        sent = self._counts.requests + tally.requests
+        if limit is not None and sent >= limit:
             raise BudgetReached(
-                f"The next request would be number {self._counts.requests + 1}, past "
-                f"max_calls={limit}.",
+                f"The next request would be number {sent + 1}, past max_calls={limit}.",
                 "Raise max_calls and run again.",
             )
         if self._meter is None:
@@ -487,6 +519,15 @@ class LLMExtractor:
         return _prompt_tokens(self.system, self.glean_request(text, known)) + (
             unknown * self.max_tokens
         )
+
+
+def _count(c: _Counts, records: Records, round_: int) -> None:
+    """Count one answer's records."""
+    c.answers += 1
+    c.gleaning_rounds += int(round_ > 0)
+    c.incomplete += int(not records.complete)
+    c.malformed += records.malformed
+    c.self_relations += records.self_relations
 
 
 def _check_types(entity_types: Sequence[str]) -> list[str]:
@@ -623,7 +664,20 @@ def _canonical_llm(values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "entity_types": tuple(_check_types(values["entity_types"]))}
 
 
-@EXTRACTORS.register("llm", calls_llm=True, needs=("context", "budget"), canonical=_canonical_llm)
+def _identity_llm(values: dict[str, Any]) -> dict[str, Any]:
+    """The LLM spec without its transport parameters (timeout, retries, concurrency)."""
+    from chunkmark.llm import identity_spec
+
+    return {**values, "llm": identity_spec(values["llm"])}
+
+
+@EXTRACTORS.register(
+    "llm",
+    calls_llm=True,
+    needs=("context", "budget"),
+    canonical=_canonical_llm,
+    identity=_identity_llm,
+)
 def llm_extractor(
     llm: str = DEFAULT_LLM,
     gleanings: Gleanings = 0,

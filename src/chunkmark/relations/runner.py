@@ -119,7 +119,8 @@ class ExtractorSetup:
 
 def build_extractor(setup: ExtractorSetup, rs: RelationSet) -> tuple[Extractor, str]:
     """The extractor a spec names (``cooccurrence``, ``llm(llm=..., gleanings=...)``), with its
-    LLM client cached under the cache folder and held to the budget; and its canonical spec."""
+    LLM client cached under the cache folder and held to the budget; and the spec that names
+    its results (canonical, without the LLM's transport parameters)."""
     from chunkmark.chunkers import ChunkerContext
     from chunkmark.paths import resolve_cache_dir
     from chunkmark.relations.extract import EXTRACTORS, Budget
@@ -131,7 +132,7 @@ def build_extractor(setup: ExtractorSetup, rs: RelationSet) -> tuple[Extractor, 
         budget=Budget(max_calls=setup.max_calls, max_cost=setup.max_cost),
         relations=rs.relations,
     )
-    return extractor, str(spec)
+    return extractor, str(EXTRACTORS.identity(spec))
 
 
 def run_relations(

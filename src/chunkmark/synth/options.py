@@ -42,7 +42,8 @@ def unknown_price(llm: LLM, table: LLMPrices) -> SynthError:
 class GenerationOptions:
     """The options of one generation: everything that shapes the questions written (``questions``
     to ``json_schema``; a rerun must use the same to resume), then how the run goes:
-    ``concurrency`` (requests in flight, across documents), ``max_cost`` (US dollars; the run
+    ``concurrency`` (slots worked on at once, across documents; None: the LLM client's
+    ``concurrency``, which also bounds the requests in flight), ``max_cost`` (US dollars; the run
     stops cleanly before the first request whose estimate would cross it) and ``prices`` (the
     price table; the shipped one when None)."""
 
@@ -55,7 +56,7 @@ class GenerationOptions:
     layout: str = "jsonl"
     min_excerpt_chars: int = 20
     json_schema: bool = True
-    concurrency: int = 1
+    concurrency: int | None = None
     max_cost: float | None = None
     prices: LLMPrices | None = None
 
@@ -101,7 +102,7 @@ class GenerationOptions:
             )
         if self.min_excerpt_chars < 1:
             raise SynthError("min_excerpt_chars must be at least 1.", "Pass a positive number.")
-        if self.concurrency < 1:
+        if self.concurrency is not None and self.concurrency < 1:
             raise SynthError(
                 f"--concurrency must be at least 1, got {self.concurrency}.", "Pass 1 or more."
             )

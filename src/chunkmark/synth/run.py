@@ -1,7 +1,8 @@
 """One run of :func:`chunkmark.synth.generate.generate`: the output folder checked and its
-manifest written, the slots worked through (concurrently across documents, in order within one,
-each at most :data:`~chunkmark.synth.options.MAX_ATTEMPTS` answers), accepted questions written
-in plan order, and the report."""
+manifest written, the slots worked through (concurrently across documents, up to the options'
+``concurrency`` or else the LLM client's; in order within one, each at most
+:data:`~chunkmark.synth.options.MAX_ATTEMPTS` answers, a slot's corrections one after the
+other), accepted questions written in plan order, and the report."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from chunkmark.datasets import Document
 from chunkmark.errors import LLMError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.llm import LLM, EmptyAnswerError
+from chunkmark.llm.pool import workers_for
 from chunkmark.stats import LLMStats
 from chunkmark.synth import excerpts as ex
 from chunkmark.synth.answers import EMPTY_ANSWER, REJECTIONS, SlotOutcome, judge, reject
@@ -108,7 +110,7 @@ class Generation:
         self.llm = llm
         self.out = out
         self.options = options
-        self.concurrency = max(1, options.concurrency)
+        self.concurrency = options.concurrency or workers_for(llm)
         self.meter = meter
         self.progress = progress
         self.plan = make_plan(
@@ -317,6 +319,9 @@ class Generation:
                     outcome = self._result(future)
                     if outcome is not None:
                         self._record(outcome)
+                # the next slots start before the finished ones are written (each written
+                # question is synced to disk), so no worker waits for the disk
+                self._submit(pool, pending, running, busy)
                 self._flush(todo, in_order=True)
         except BaseException:
             self.stop_event.set()  # Ctrl-C: start nothing more, wait for nothing
