@@ -37,7 +37,8 @@ the summary names it.
         --model qwen2.5-coder-1.5b --from ../shared/datasets/suite --out results/synth_vs_human
     # any LLM spec (docs/llm.md)
     .venv/bin/python benchmarks/synth_vs_human.py --llm "openai(model='gpt-4o-mini')" \\
-        [SET ...] [--docs N] [--questions N] [--style factoid] [--concurrency N] [--plan-only]
+        [SET ...] [--docs N] [--questions N] [--style factoid] [--excerpts exact]
+        [--window-chars 4000] [--concurrency N] [--plan-only]
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ def generate_args(one: SetRun, args: argparse.Namespace, prices: Path | None) ->
         str(args.seed),
         "--window-chars",
         str(args.window_chars),
+        "--excerpts",
+        args.excerpts,
         "--concurrency",
         str(args.concurrency),
     ]
@@ -443,6 +446,12 @@ def main() -> int:
     parser.add_argument("--style", action="append", default=None, help="synth generate --style")
     parser.add_argument("--window-chars", type=int, default=4000)
     parser.add_argument(
+        "--excerpts",
+        choices=("exact", "approximate"),
+        default="exact",
+        help="synth generate --excerpts: the LLM copies passages, or cites numbered pieces",
+    )
+    parser.add_argument(
         "--concurrency", type=int, default=1, help="synth generate requests in flight"
     )
     parser.add_argument("--prices", type=Path, default=None, help="synth generate --prices")
@@ -553,6 +562,7 @@ def main() -> int:
             "seed": args.seed,
             "styles": args.style,
             "window_chars": args.window_chars,
+            "excerpts": args.excerpts,
             "embedder": args.embedder,
             "chunkers": chunkers(args),
             "budget": args.budget,
