@@ -302,11 +302,13 @@ def recommendations(one: SetRun, args: argparse.Namespace, scope: str) -> None:
             one.recommendations.append(row)
 
 
-def inspect(one: SetRun, args: argparse.Namespace) -> None:
+def inspect_side_by_side(one: SetRun, args: argparse.Namespace) -> None:
     cmd = ["synth", "inspect", str(one.synthetic), "--compare", str(one.human), "--no-embed"]
     if args.cache_dir is not None:
         cmd += ["--cache-dir", str(args.cache_dir)]
-    done = subprocess.run(chunkmark_cli(*cmd, "--json"), capture_output=True, text=True)
+    done = subprocess.run(
+        chunkmark_cli(*cmd, "--json"), capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         one.note = f"synth inspect failed: {done.stderr.strip()}"
         return
@@ -525,7 +527,7 @@ def main() -> int:
             run_grid(folder, runs_dir / side, args, scope)
         agreement(one, args, scope)
         recommendations(one, args, scope)
-        inspect(one, args)
+        inspect_side_by_side(one, args)
         recall, iou = one.agreement["recall"]["all cells"], one.agreement["iou"]["all cells"]
         print(
             f"{one.name}: {one.human_questions} human, {one.synthetic_questions} synthetic "
