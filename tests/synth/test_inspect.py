@@ -220,3 +220,160 @@ def test_cli_text_and_no_embed(dataset: Dataset, tmp_path: Path) -> None:
     assert quiet.exit_code == 0, quiet.output
     data = json.loads(quiet.output)
     assert data["nearest_pairs"] is None and data["embedder"] is None
+
+
+# Excerpt starts over document length, question order: t1 27/88, t2 56/88, t3 31/92,
+# t4 60/92, t5 0/88 and 56/88.
+POSITIONS = [27 / 88, 56 / 88, 31 / 92, 60 / 92, 0 / 88, 56 / 88]
+# Words (two or more \w characters, lower-cased, bm25s's English stop words such as "a", "and",
+# "in", "into" removed) of each question, and those found among its excerpts' words:
+# t1 {where, do, bananas, ripen}: bananas, ripen -> 2/4
+# t2 {which, fruit, likes, chilly, climate}: none -> 0/5
+# t3 {what, do, saws, cut}: saws, cut -> 2/4
+# t4 {do, hammers, drive, nails, steel}: steel -> 1/5
+# t5 {what, do, apples, cherries, need}: apples, cherries, need -> 3/5
+OVERLAPS = [0.5, 0.0, 0.5, 0.2, 0.6]
+
+
+def test_positions_and_lexical_overlap(dataset: Dataset) -> None:
+    assert inspect_module.excerpt_positions(dataset) == pytest.approx(POSITIONS)
+    assert inspect_module.lexical_overlaps(dataset) == pytest.approx(OVERLAPS)
+    result = inspect_dataset(dataset, chunker=CHUNKER)
+    # sorted positions 0, 27/88, 31/92, 56/88, 56/88, 60/92: quartiles at 1.25, 2.5, 3.75
+    position = result.excerpt_position
+    assert (position.count, position.min, position.max) == (6, 0.0, pytest.approx(60 / 92))
+    assert position.q1 == pytest.approx(27 / 88 + 0.25 * (31 / 92 - 27 / 88))
+    assert position.median == pytest.approx((31 / 92 + 56 / 88) / 2)
+    assert position.q3 == pytest.approx(56 / 88)
+    # sorted overlaps 0, 0.2, 0.5, 0.5, 0.6: quartiles at positions 1, 2, 3
+    overlap = result.lexical_overlap
+    assert (overlap.count, overlap.min, overlap.q1, overlap.median, overlap.q3, overlap.max) == (
+        5,
+        0.0,
+        pytest.approx(0.2),
+        0.5,
+        0.5,
+        0.6,
+    )
+
+
+def test_a_question_without_words_has_no_overlap() -> None:
+    doc = Document("d", "Wheat grows in fields of gold.")
+    questions = (
+        Question("q1", "? !", "d", (Span(0, 12),)),  # no word at all
+        Question("q2", "Where does wheat grow?", "d", (Span(0, 12),)),  # "Wheat grows": 1/4
+    )
+    data = Dataset("w", (doc,), questions)
+    assert inspect_module.lexical_overlaps(data) == [None, pytest.approx(0.25)]
+    result = inspect_dataset(data, chunker=CHUNKER)
+    assert result.lexical_overlap.count == 1
+    # BM25 has no word of q1 to search for (not answered); q2 finds "Wheat grows"
+    assert (result.keyword.questions, result.keyword.answered) == (2, 1)
+
+
+def test_excerpt_tokens_are_cl100k(dataset: Dataset) -> None:
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base")
+    texts = [excerpt for _, _, _, excerpts in QUESTIONS for excerpt in excerpts]
+    counts = sorted(len(encoding.encode(t)) for t in texts)
+    tokens = inspect_dataset(dataset, chunker=CHUNKER).excerpt_tokens
+    assert (tokens.count, tokens.min, tokens.max) == (6, counts[0], counts[-1])
+    assert tokens.median == pytest.approx((counts[2] + counts[3]) / 2)
+
+
+def scoped_dataset() -> Dataset:
+    """The hand-built set plus t6 about tools, "Need very cold steel": over the whole corpus
+    the cherries sentence (need, very, cold) beats the drills sentence (steel), so the top chunk
+    is in the wrong document; within tools only the drills sentence has one of its words."""
+    base = build_dataset()
+    start = TOOLS.index("Drills")
+    extra = Question("t6", "Need very cold steel", "tools", (Span(start, len(TOOLS)),))
+    return Dataset("scoped", base.documents, (*base.questions, extra))
+
+
+def test_document_scope_searches_each_document_alone() -> None:
+    data = scoped_dataset()
+    chunker, _ = CHUNKERS.build(CHUNKER)
+    chunks = [c for d in data.documents for c in chunk_document(chunker, d.id, d.text)]
+    assert inspect_module.keyword_answers(data, chunks) == [True, False, True, False, True, False]
+    within = inspect_module.keyword_answers_in_documents(data, chunks)
+    assert within == [True, False, True, False, True, True]
+    corpus = inspect_dataset(data, chunker=CHUNKER).keyword
+    assert (corpus.scope, corpus.answered) == ("corpus", 3)
+    document = inspect_dataset(data, chunker=CHUNKER, scope="document").keyword
+    assert (document.scope, document.answered, document.questions) == ("document", 4, 6)
+
+
+def with_scope(data: Dataset) -> Dataset:
+    marked = tuple(
+        Question(q.id, q.text, q.doc_id, q.excerpts, {"scope": "document"}) for q in data.questions
+    )
+    return Dataset(data.name, data.documents, marked)
+
+
+def test_default_scope_follows_the_reference() -> None:
+    data = scoped_dataset()
+    assert inspect_module.default_scope(data) == "corpus"
+    assert inspect_module.default_scope(with_scope(data)) == "document"
+    # a reference marked document-scoped puts both sets in the document scope
+    result = inspect_dataset(data, chunker=CHUNKER, reference=with_scope(build_dataset()))
+    assert result.keyword.scope == "document" and result.keyword.answered == 4
+    assert result.reference is not None and result.reference.keyword.scope == "document"
+    # marked questions alone (no reference) choose it too
+    assert inspect_dataset(with_scope(data), chunker=CHUNKER).keyword.answered == 4
+
+
+def reference_dataset() -> Dataset:
+    """t1 and t3 of the hand-built set, as another set about the same documents."""
+    base = build_dataset()
+    return Dataset("reference", base.documents, (base.questions[0], base.questions[2]))
+
+
+def test_reference_is_measured_the_same_way(dataset: Dataset) -> None:
+    result = inspect_dataset(
+        dataset, chunker=CHUNKER, embedder=FakeEmbedder(), reference=reference_dataset()
+    )
+    ref = result.reference
+    assert ref is not None and ref.reference is None
+    assert ref.dataset == "reference" and ref.questions == 2
+    assert [d.questions for d in ref.documents] == [1, 1]
+    # t1 27/88, t3 31/92; overlaps 0.5 and 0.5; BM25 answers both
+    assert (ref.excerpt_position.min, ref.excerpt_position.max) == pytest.approx((27 / 88, 31 / 92))
+    assert ref.lexical_overlap.median == pytest.approx(0.5)
+    assert (ref.keyword.answered, ref.keyword.share) == (2, 1.0)
+    assert ref.embedder is None and ref.nearest_pairs is None  # pairs only for the set itself
+    assert result.nearest_pairs is not None
+
+
+def test_cli_compare(dataset: Dataset, tmp_path: Path) -> None:
+    folder, other = tmp_path / "set", tmp_path / "human"
+    write_jsonl(dataset, folder)
+    write_jsonl(reference_dataset(), other)
+    args = ("inspect", str(folder), "-c", CHUNKER, "--no-embed", "--no-cache")
+    result = run_cli(*args, "--compare", str(other), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["excerpt_position"]["max"] == pytest.approx(60 / 92)
+    assert data["lexical_overlap"]["q1"] == pytest.approx(0.2)
+    assert data["bm25"]["scope"] == "corpus"
+    ref = data["reference"]
+    assert ref["dataset"] == "human" and ref["totals"]["questions"] == 2
+    assert ref["bm25"]["answered"] == 2 and ref["reference"] is None
+    assert ref["nearest_pairs"] is None
+    assert run_cli(*args, "--json").exit_code == 0
+    assert json.loads(run_cli(*args, "--json").output)["reference"] is None
+    text = run_cli(*args, "--compare", str(other), "--scope", "document")
+    assert text.exit_code == 0, text.output
+    lines = text.output.splitlines()
+    assert "beside the reference set human" in text.output
+    assert any(line.split() == ["questions", "5", "2"] for line in lines)
+    assert any(
+        line.split() == ["answered", "by", "BM25's", "top", "chunk", "60.0%", "100.0%"]
+        for line in lines
+    )
+    assert any(
+        line.startswith("  lexical overlap") and "0.50 [0.20, 0.50]" in line for line in lines
+    )
+    assert "searching each question's own document" in text.output
+    assert "excerpt position (start / document length): min 0.000" in text.output

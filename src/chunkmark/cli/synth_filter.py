@@ -43,13 +43,27 @@ were set for OpenAI's text-embedding-3-large; other models may call for other th
 
 INSPECT_HELP = """Describe a question set, and how much keyword search alone already solves.
 
-Shows questions per document, excerpts per question, excerpt lengths, the share of each
-document the excerpts cover, the share of questions BM25's top chunk already answers (over
-the chunks --chunker cuts), and the nearest question pairs (--embedder; --no-embed skips them).
+Shows questions per document, excerpts per question, excerpt lengths (characters and
+cl100k_base tokens), where excerpts start in their documents (start / document length), the
+share of each document the excerpts cover, the share of a question's words its excerpts hold
+(lexical overlap), the share of questions BM25's top chunk already answers (over the chunks
+--chunker cuts; --scope document searches each question's own document, as the suite's sets
+are searched), and the nearest question pairs (--embedder; --no-embed skips them).
+
+--compare REFERENCE measures a second set (human questions about the same documents, say) the
+same way and prints the two side by side.
 
 --json prints one JSON object (schema chunkmark.synth.inspect/1, described in
-chunkmark.synth.inspect).
+chunkmark.synth.inspect; the reference set under "reference").
 """
+
+
+class InspectScope(str, Enum):
+    """Where ``synth inspect``'s keyword baseline searches."""
+
+    auto = "auto"
+    corpus = "corpus"
+    document = "document"
 
 
 class ExcerptKind(str, Enum):
@@ -235,6 +249,24 @@ def inspect_command(
         bool, typer.Option("--no-embed", help="Skip the nearest question pairs (no embedding).")
     ] = False,
     pairs: Annotated[int, typer.Option(min=1, help="How many nearest pairs to show.")] = 10,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            help="A reference set (a dataset folder or built-in name, e.g. the human questions "
+            "about the same documents) measured the same way and shown beside this one.",
+            show_default=False,
+        ),
+    ] = None,
+    scope: Annotated[
+        InspectScope,
+        typer.Option(
+            "--scope",
+            help="Where the BM25 baseline searches: corpus (one index of every chunk), document "
+            "(each question's own document), or auto: document when every question (of the "
+            "--compare set, if given) is marked metadata.scope 'document', else corpus.",
+        ),
+    ] = InspectScope.auto,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
 ) -> None:
@@ -244,6 +276,7 @@ def inspect_command(
     from chunkmark.synth.inspect import inspect_dataset
 
     data = load_dataset(dataset)
+    reference = None if compare is None else load_dataset(compare)
     cached, _ = _embedder(embedder, cache_dir, no_cache)
     context = ChunkerContext(
         embedder=cached, cache_dir=None if no_cache else resolve_cache_dir(cache_dir)
@@ -254,6 +287,8 @@ def inspect_command(
         embedder=None if no_embed else cached,
         pairs=pairs,
         context=context,
+        reference=reference,
+        scope=None if scope is InspectScope.auto else scope.value,
     )
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
@@ -266,6 +301,12 @@ def inspection_lines(result: Inspection) -> list[str]:
     """The plain-text report of ``inspect``."""
     data = result.to_dict()
     totals = data["totals"]
+    keyword = result.keyword
+    where = (
+        "searching each question's own document"
+        if keyword.scope == "document"
+        else "searching the whole corpus"
+    )
     lines = [
         f"dataset {result.dataset} (fingerprint {result.fingerprint}): {totals['documents']} "
         f"documents, {totals['questions']} questions, {totals['excerpts']} excerpts",
@@ -276,17 +317,66 @@ def inspection_lines(result: Inspection) -> list[str]:
         + ", ".join(f"{k}: {v}" for k, v in data["excerpts_per_question"]["counts"].items())
         + f" (mean {data['excerpts_per_question']['mean']:.2f})",
         "excerpt length (characters): " + _distribution(data["excerpt_length"]),
+        "excerpt length (cl100k_base tokens): " + _distribution(data["excerpt_tokens"]),
+        "excerpt position (start / document length): "
+        + _distribution(data["excerpt_position"], ".3f"),
+        "lexical overlap (share of a question's words in its excerpts): "
+        + _distribution(data["lexical_overlap"], ".3f"),
         f"covered by some excerpt: {_pct(result.coverage)} of all document characters",
-        f"BM25 top chunk answers {result.keyword.answered} of {result.keyword.questions} "
-        f"questions ({_pct(result.keyword.share)}), over {result.keyword.chunks} chunks of "
-        f"{result.keyword.chunker}",
+        f"BM25 top chunk answers {keyword.answered} of {keyword.questions} "
+        f"questions ({_pct(keyword.share)}), over {keyword.chunks} chunks of "
+        f"{keyword.chunker}, {where}",
     ]
+    if result.reference is not None:
+        lines += ["", *comparison_lines(result, result.reference)]
     if result.nearest_pairs is not None:
         lines += ["", f"nearest question pairs ({result.embedder}):"]
         for pair in result.nearest_pairs:
             lines.append(f"  {pair.cosine:.3f}  [{pair.first_doc}] {pair.first}: {pair.first_text}")
             lines.append(f"         [{pair.second_doc}] {pair.second}: {pair.second_text}")
     return lines
+
+
+def comparison_lines(result: Inspection, reference: Inspection) -> list[str]:
+    """The two sets side by side: medians with their quartiles, means and shares."""
+    rows: list[tuple[str, str, str]] = [
+        ("documents", str(len(result.documents)), str(len(reference.documents))),
+        ("questions", str(result.questions), str(reference.questions)),
+    ]
+    ours, theirs = result.to_dict(), reference.to_dict()
+    for label, key, fmt in (
+        ("questions per document", "questions_per_document", "g"),
+        ("excerpt characters", "excerpt_length", "g"),
+        ("excerpt tokens", "excerpt_tokens", "g"),
+        ("excerpt position", "excerpt_position", ".2f"),
+        ("lexical overlap", "lexical_overlap", ".2f"),
+    ):
+        rows.append((label, _median_iqr(ours[key], fmt), _median_iqr(theirs[key], fmt)))
+    mean = "excerpts_per_question"
+    rows.append(
+        (
+            "excerpts per question (mean)",
+            f"{ours[mean]['mean']:.2f}",
+            f"{theirs[mean]['mean']:.2f}",
+        )
+    )
+    rows.append(("covered by some excerpt", _pct(result.coverage), _pct(reference.coverage)))
+    rows.append(
+        ("answered by BM25's top chunk", _pct(result.keyword.share), _pct(reference.keyword.share))
+    )
+    first = max(len(r[0]) for r in rows)
+    second = max(len(result.dataset), *(len(r[1]) for r in rows))
+    lines = [
+        f"beside the reference set {reference.dataset} (fingerprint {reference.fingerprint}); "
+        "median [q1, q3]:",
+        f"  {'':<{first}}  {result.dataset:<{second}}  {reference.dataset}",
+    ]
+    lines += [f"  {a:<{first}}  {b:<{second}}  {c}" for a, b, c in rows]
+    return lines
+
+
+def _median_iqr(values: dict[str, Any], fmt: str) -> str:
+    return f"{values['median']:{fmt}} [{values['q1']:{fmt}}, {values['q3']:{fmt}}]"
 
 
 def _document_lines(result: Inspection) -> list[str]:
@@ -304,8 +394,8 @@ def _document_lines(result: Inspection) -> list[str]:
     return lines
 
 
-def _distribution(values: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {values[k]:g}" for k in ("min", "q1", "median", "q3", "max"))
+def _distribution(values: dict[str, Any], fmt: str = "g") -> str:
+    return ", ".join(f"{k} {values[k]:{fmt}}" for k in ("min", "q1", "median", "q3", "max"))
 
 
 def _pct(share: float) -> str:

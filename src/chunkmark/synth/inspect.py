@@ -1,15 +1,29 @@
-"""What a question set looks like before anyone trusts a benchmark built on it.
+"""What a question set looks like before anyone trusts a benchmark built on it, alone or beside a
+reference set (human questions about the same documents, say).
 
 :func:`inspect_dataset` measures: questions per document, excerpts per question, excerpt
-lengths (characters: min, quartiles, max), how much of each document some excerpt covers, the
-share of questions a plain keyword search already answers, and the nearest question pairs.
+lengths (characters, and ``cl100k_base`` tokens), where excerpts start in their documents, how
+much of each document some excerpt covers, how many of a question's words its excerpts hold, the
+share of questions a plain keyword search already answers, and the nearest question pairs. Given
+a ``reference`` set, it measures that set the same way (without the nearest pairs), so that the
+two can be read side by side.
 
 Keyword baseline: BM25 (the ``bm25s`` library, Lucene variant, k1=1.5, b=0.75; words of two or
-more ``\\w`` characters, lower-cased, English stop words removed, no stemming) over every chunk
-of every document, cut by a chunker (``fixed_tokens(size=200, overlap=0)`` by default). A
-question counts as answered when its top chunk (ties broken by chunk order) scores above zero,
-belongs to its document and overlaps one of its excerpts. A set that keyword search solves says
-little about embeddings.
+more ``\\w`` characters, lower-cased, bm25s's 33 English stop words removed, no stemming) over
+the chunks a chunker (``fixed_tokens(size=200, overlap=0)`` by default) cuts. A question counts
+as answered when its top chunk (ties broken by chunk order) scores above zero, belongs to its
+document and overlaps one of its excerpts. In the ``corpus`` scope one index holds every
+chunk of every document; in the ``document`` scope each document's chunks are indexed on their
+own (their own IDF, as the ``in_document`` ranker does) and its questions search only them.
+The default scope is ``document`` when every question (of the reference set, when there is
+one) is marked ``metadata.scope == "document"``, as the suite's sets are, else ``corpus``; both
+sets are measured in the same scope. A set that keyword search solves says little about
+embeddings.
+
+Excerpt position: an excerpt's start offset over its document's length (0 is the first
+character; a value near 1 is the end). Lexical overlap: per question, the share of its distinct
+words (tokenised as for BM25 above) that occur among the words of its excerpts; a question with
+no such words is left out.
 
 Quartiles interpolate linearly between order statistics (numpy's default percentile).
 
@@ -24,10 +38,16 @@ are only ever added under the same schema name)::
      "questions_per_document": DIST,                    # over documents
      "excerpts_per_question": {"counts": {"1": int, "2": int, ...}, "mean": float},
      "excerpt_length": DIST,                            # characters, over all excerpts
-     "bm25": {"chunker": canonical spec, "chunks", "questions", "answered", "share"},
+     "excerpt_tokens": DIST,                            # cl100k_base tokens, over all excerpts
+     "excerpt_position": DIST,                          # start / document length, in [0, 1)
+     "lexical_overlap": DIST,                           # over questions with a word, in [0, 1]
+     "bm25": {"chunker": canonical spec, "scope": "corpus" | "document", "chunks",
+              "questions", "answered", "share"},
      "embedder": str | null,                            # null with --no-embed
      "nearest_pairs": [{"first", "second", "cosine", "first_doc", "second_doc",
-                        "first_text", "second_text"}] | null}
+                        "first_text", "second_text"}] | null,
+     "reference": {the same keys but "reference", "embedder" null, "nearest_pairs" null}
+                  | null}                               # null without a reference set
 
 where DIST is ``{"count", "min", "q1", "median", "q3", "max"}`` (all 0 when empty).
 """
@@ -38,7 +58,7 @@ import importlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -48,11 +68,16 @@ from chunkmark.datasets import Dataset
 from chunkmark.embedders.base import Embedder
 from chunkmark.errors import MissingDependencyError
 from chunkmark.spans import as_array, total_length, union
+from chunkmark.tokenizers import count_tokens
 
 SCHEMA = "chunkmark.synth.inspect/1"
 DEFAULT_CHUNKER = "fixed_tokens(size=200, overlap=0)"
 DEFAULT_EMBEDDER = 'sentence_transformers(model="all-MiniLM-L6-v2")'
 DEFAULT_PAIRS = 10
+ENCODING = "cl100k_base"
+DOCUMENT_SCOPE = "document"  # metadata.scope of a question asked of its own document
+
+Scope = Literal["corpus", "document"]
 _PAIR_BLOCK = 1024
 
 
@@ -99,6 +124,7 @@ class KeywordBaseline:
     chunks: int
     questions: int
     answered: int
+    scope: Scope = "corpus"
 
     @property
     def share(self) -> float:
@@ -121,7 +147,8 @@ class QuestionPair:
 @dataclass(frozen=True)
 class Inspection:
     """Everything :func:`inspect_dataset` measured. ``embedder`` and ``nearest_pairs`` are None
-    when no embedder was given."""
+    when no embedder was given; ``reference`` is the reference set measured the same way (None
+    without one)."""
 
     dataset: str
     fingerprint: str
@@ -129,9 +156,13 @@ class Inspection:
     questions: int
     excerpts_per_question: dict[int, int]
     excerpt_length: Distribution
+    excerpt_tokens: Distribution
+    excerpt_position: Distribution
+    lexical_overlap: Distribution
     keyword: KeywordBaseline
     embedder: str | None
     nearest_pairs: tuple[QuestionPair, ...] | None
+    reference: Inspection | None = None
 
     @property
     def coverage(self) -> float:
@@ -164,11 +195,15 @@ class Inspection:
                 "mean": sum(k * v for k, v in counts.items()) / asked if asked else 0.0,
             },
             "excerpt_length": asdict(self.excerpt_length),
+            "excerpt_tokens": asdict(self.excerpt_tokens),
+            "excerpt_position": asdict(self.excerpt_position),
+            "lexical_overlap": asdict(self.lexical_overlap),
             "bm25": {**asdict(self.keyword), "share": self.keyword.share},
             "embedder": self.embedder,
             "nearest_pairs": None
             if self.nearest_pairs is None
             else [asdict(p) for p in self.nearest_pairs],
+            "reference": None if self.reference is None else self.reference.to_dict(),
         }
 
 
@@ -179,15 +214,42 @@ def inspect_dataset(
     embedder: Embedder | None = None,
     pairs: int = DEFAULT_PAIRS,
     context: ChunkerContext | None = None,
+    reference: Dataset | None = None,
+    scope: Scope | None = None,
 ) -> Inspection:
-    """Measure ``dataset``; the nearest question pairs need ``embedder`` (skipped without one).
+    """Measure ``dataset`` (and ``reference`` the same way, when given); the nearest question
+    pairs need ``embedder`` (skipped without one; never computed for the reference).
 
-    ``context`` is handed to chunkers that need one (semantic chunkers embed with its
-    embedder). Raises :class:`MissingDependencyError` when ``bm25s`` is not installed.
+    ``scope`` is the keyword baseline's (None: :func:`default_scope` of the reference, else of
+    ``dataset``). ``context`` is handed to chunkers that need one (semantic chunkers embed with
+    its embedder). Raises :class:`MissingDependencyError` when ``bm25s`` is not installed.
     """
+    chosen: Scope = scope or default_scope(reference if reference is not None else dataset)
     chunker_fn, spec = CHUNKERS.build(chunker, context=context or ChunkerContext())
+    other = None
+    if reference is not None:
+        other = _measure(reference, chunker_fn, str(spec), chosen, None, pairs)
+    return _measure(dataset, chunker_fn, str(spec), chosen, embedder, pairs, other)
+
+
+def _measure(
+    dataset: Dataset,
+    chunker_fn: Any,
+    spec: str,
+    scope: Scope,
+    embedder: Embedder | None,
+    pairs: int,
+    reference: Inspection | None = None,
+) -> Inspection:
     chunks = [c for d in dataset.documents for c in chunk_document(chunker_fn, d.id, d.text)]
-    answered = keyword_answers(dataset, chunks)
+    answered = (
+        keyword_answers_in_documents(dataset, chunks)
+        if scope == "document"
+        else keyword_answers(dataset, chunks)
+    )
+    excerpts = [
+        dataset.by_id[q.doc_id].text[s.start : s.end] for q in dataset.questions for s in q.excerpts
+    ]
     nearest = None if embedder is None else nearest_pairs(dataset, embedder, pairs)
     return Inspection(
         dataset=dataset.name,
@@ -196,10 +258,55 @@ def inspect_dataset(
         questions=len(dataset.questions),
         excerpts_per_question=dict(Counter(len(q.excerpts) for q in dataset.questions)),
         excerpt_length=Distribution.of([len(s) for q in dataset.questions for s in q.excerpts]),
-        keyword=KeywordBaseline(str(spec), len(chunks), len(dataset.questions), sum(answered)),
+        excerpt_tokens=Distribution.of(count_tokens(excerpts, ENCODING)),
+        excerpt_position=Distribution.of(excerpt_positions(dataset)),
+        lexical_overlap=Distribution.of([v for v in lexical_overlaps(dataset) if v is not None]),
+        keyword=KeywordBaseline(spec, len(chunks), len(dataset.questions), sum(answered), scope),
         embedder=None if embedder is None else embedder.name,
         nearest_pairs=nearest,
+        reference=reference,
     )
+
+
+def default_scope(dataset: Dataset) -> Scope:
+    """``document`` when every question of ``dataset`` is marked ``metadata.scope ==
+    "document"`` (asked of its own document), else ``corpus``."""
+    questions = dataset.questions
+    if questions and all(q.metadata.get("scope") == DOCUMENT_SCOPE for q in questions):
+        return "document"
+    return "corpus"
+
+
+def excerpt_positions(dataset: Dataset) -> list[float]:
+    """Per excerpt (question order, then excerpt order): its start over its document's
+    length."""
+    by_id = dataset.by_id
+    return [
+        s.start / len(by_id[q.doc_id].text)
+        for q in dataset.questions
+        for s in q.excerpts
+        if by_id[q.doc_id].text
+    ]
+
+
+def lexical_overlaps(dataset: Dataset) -> list[float | None]:
+    """Per question: the share of its distinct words (BM25's tokenisation) found among its
+    excerpts' words; None for a question with no words."""
+    bm25s = _import_bm25s()
+    if not dataset.questions:
+        return []
+    by_id = dataset.by_id
+    excerpts = [
+        " ".join(by_id[q.doc_id].text[s.start : s.end] for s in q.excerpts)
+        for q in dataset.questions
+    ]
+    asked = _tokenize(bm25s, [q.text for q in dataset.questions])
+    found = _tokenize(bm25s, excerpts)
+    out: list[float | None] = []
+    for words, answer in zip(asked, found, strict=True):
+        distinct = set(words)
+        out.append(len(distinct & set(answer)) / len(distinct) if distinct else None)
+    return out
 
 
 def document_stats(dataset: Dataset) -> tuple[DocumentStats, ...]:
@@ -236,12 +343,36 @@ def keyword_answers(dataset: Dataset, chunks: Sequence[Chunk]) -> list[bool]:
     queries = _tokenize(bm25s, [q.text for q in dataset.questions])
     out = []
     for q, tokens in zip(dataset.questions, queries, strict=True):
+        if not tokens:  # no word to search for: nothing is found
+            out.append(False)
+            continue
         scores = np.asarray(retriever.get_scores(tokens))
         top = int(np.argmax(scores))  # the first of equal scores: chunk order breaks ties
         hit = scores[top] > 0 and docs[top] == q.doc_id
         out.append(
             bool(hit and any(starts[top] < s.end and s.start < ends[top] for s in q.excerpts))
         )
+    return out
+
+
+def keyword_answers_in_documents(dataset: Dataset, chunks: Sequence[Chunk]) -> list[bool]:
+    """As :func:`keyword_answers`, with each document's chunks indexed on their own and its
+    questions searching only them."""
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    positions: dict[str, list[int]] = {}
+    for i, q in enumerate(dataset.questions):
+        positions.setdefault(q.doc_id, []).append(i)
+    out = [False] * len(dataset.questions)
+    for doc_id, members in positions.items():
+        own = Dataset(
+            dataset.name,
+            (dataset.by_id[doc_id],),
+            tuple(dataset.questions[i] for i in members),
+        )
+        for i, hit in zip(members, keyword_answers(own, by_doc.get(doc_id, [])), strict=True):
+            out[i] = hit
     return out
 
 

@@ -1,0 +1,121 @@
+"""Do two question sets rank the same cells alike? Kendall's tau-b between the cells' means on
+each set, with a bootstrap interval that resamples each set's questions on its own.
+
+The two sets need not share questions (human questions and synthetic ones about the same
+documents, say), only cells: ``a`` is ``(cells, questions of a)``, ``b`` is ``(cells, questions of
+b)``, rows in the same cell order. Each resample draws ``n_a`` questions of ``a`` and ``n_b`` of
+``b`` with replacement, independently (the same draw for every cell of a set, so a set's cells
+stay paired), recomputes both sets' cell means and their tau. The interval is the percentile
+interval of the resampled taus; a resample in which either side's means are all equal has no tau
+and is left out (``resamples`` counts those kept).
+
+Same inputs and seed, same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+RESAMPLES = 1_000
+LEVEL = 0.95
+_BLOCK = 256  # resamples drawn at once
+
+
+def kendall_tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
+    """Kendall's tau-b of two paired sequences (scipy); NaN with fewer than two values or when
+    either side is constant."""
+    from scipy.stats import kendalltau
+
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if len(a) != len(b):
+        raise ValueError(f"the sequences differ in length: {len(a)} and {len(b)}")
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(kendalltau(a, b).statistic)
+
+
+@dataclass(frozen=True)
+class RankingAgreement:
+    """Kendall's tau-b between the orderings of ``cells`` cells by two question sets of
+    ``questions_a`` and ``questions_b`` questions, and its percentile bootstrap interval at
+    ``level`` over ``resamples`` usable resamples."""
+
+    cells: int
+    questions_a: int
+    questions_b: int
+    tau: float
+    ci_low: float
+    ci_high: float
+    resamples: int
+    level: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ranking_agreement(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    *,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> RankingAgreement:
+    """Tau-b between the cell means of ``a`` and of ``b`` (both ``(cells, questions)``, the
+    same cells in the same order, any numbers of questions) and its bootstrap interval, each
+    set's questions resampled independently (see the module docstring). A question with a NaN
+    in any cell is left out of its set."""
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    x = _complete(np.asarray(a, dtype=np.float64), "a")
+    y = _complete(np.asarray(b, dtype=np.float64), "b")
+    if x.shape[0] != y.shape[0]:
+        raise ValueError(f"a has {x.shape[0]} cells and b {y.shape[0]}: they must be the same")
+    cells, n_a = x.shape
+    n_b = y.shape[1]
+    if n_a == 0 or n_b == 0:
+        return RankingAgreement(cells, n_a, n_b, math.nan, math.nan, math.nan, 0, level)
+    tau = kendall_tau_b(x.mean(axis=1), y.mean(axis=1))
+    rng = np.random.default_rng(seed)
+    taus: list[float] = []
+    for start in range(0, resamples, _BLOCK):
+        size = min(_BLOCK, resamples - start)
+        means_a = _resampled_means(x, rng, size)
+        means_b = _resampled_means(y, rng, size)
+        for i in range(size):
+            value = kendall_tau_b(means_a[:, i], means_b[:, i])
+            if not math.isnan(value):
+                taus.append(value)
+    if not taus:
+        return RankingAgreement(cells, n_a, n_b, tau, math.nan, math.nan, 0, level)
+    alpha = (1.0 - level) / 2.0
+    low, high = (float(v) for v in np.quantile(taus, [alpha, 1.0 - alpha]))
+    return RankingAgreement(cells, n_a, n_b, tau, low, high, len(taus), level)
+
+
+def _complete(values: FloatArray, name: str) -> FloatArray:
+    """The questions (columns) without a NaN in any cell."""
+    if values.ndim != 2:
+        raise ValueError(f"{name} must be (cells, questions), got shape {values.shape}")
+    return values[:, ~np.isnan(values).any(axis=0)]
+
+
+def _resampled_means(values: FloatArray, rng: np.random.Generator, size: int) -> FloatArray:
+    """``(cells, size)``: each column the cell means over one draw of the questions with
+    replacement (as counts: how often each question was drawn)."""
+    n = values.shape[1]
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(np.float64)
+    result: FloatArray = values @ counts.T / n
+    return result
