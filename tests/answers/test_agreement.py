@@ -8,7 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from chunkmark.answers.agreement import judge_agreement, kendall_tau, kendall_taus, rank_agreement
+from chunkmark.answers.agreement import judge_agreement, rank_agreement
+from chunkmark.metrics.agreement import kendall_tau_b as kendall_tau
+from chunkmark.metrics.agreement import kendall_taus
 
 
 def test_kendall_tau_by_hand() -> None:

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from chunkmark.metrics.agreement import kendall_tau_b, kendall_taus, percentile_interval
+
 FloatArray = npt.NDArray[np.float64]
 RESAMPLES = 2000
 CORRECT_F1 = 0.5
@@ -40,30 +42,6 @@ class RankAgreement:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
-    """Kendall's tau-b of two paired sequences (NaN when either is constant)."""
-    a = np.asarray(x, dtype=np.float64)
-    b = np.asarray(y, dtype=np.float64)
-    return float(kendall_taus(a[None, :], b[None, :])[0])
-
-
-def kendall_taus(x: FloatArray, y: FloatArray) -> FloatArray:
-    """Kendall's tau-b of each row of ``x`` with the same row of ``y`` (both ``(rows, n)``):
-    the sum over pairs ``i < j`` of ``sign(x_i - x_j) * sign(y_i - y_j)`` over the square root
-    of the pairs untied in ``x`` times the pairs untied in ``y``; NaN for a row where either
-    is constant (no untied pair). Computed for every row at once (a bootstrap's resamples)."""
-    n = x.shape[1]
-    if n < 2:
-        return np.full(x.shape[0], math.nan)
-    i, j = np.triu_indices(n, k=1)
-    sx = np.sign(x[:, i] - x[:, j])
-    sy = np.sign(y[:, i] - y[:, j])
-    denominator = np.sqrt(np.abs(sx).sum(axis=1) * np.abs(sy).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        taus: FloatArray = np.where(denominator > 0, (sx * sy).sum(axis=1) / denominator, math.nan)
-    return taus
 
 
 def rank_agreement(
@@ -86,7 +64,7 @@ def rank_agreement(
     keep = ~(np.isnan(s).any(axis=0) | np.isnan(a).any(axis=0))
     s, a = s[:, keep], a[:, keep]
     n_cells, n = s.shape
-    tau = kendall_tau(s.mean(axis=1), a.mean(axis=1)) if n else math.nan
+    tau = kendall_tau_b(s.mean(axis=1), a.mean(axis=1)) if n else math.nan
     taus: FloatArray = np.zeros(0)
     if n and n_cells >= 2:
         rng = np.random.default_rng(seed)
@@ -95,11 +73,7 @@ def rank_agreement(
         counts = np.stack([np.bincount(row, minlength=n) for row in index]).astype(np.float64)
         found = kendall_taus(counts @ s.T / n, counts @ a.T / n)
         taus = found[~np.isnan(found)]
-    if len(taus):
-        alpha = (1.0 - level) / 2.0
-        low, high = (float(v) for v in np.quantile(taus, [alpha, 1.0 - alpha]))
-    else:
-        low = high = math.nan
+    low, high = percentile_interval(taus, level)
     return RankAgreement(n_cells, n, tau, low, high, len(taus))
 
 
