@@ -32,8 +32,10 @@ phases around the model are what this measures.
 
 It prints the machine's CPU, the corpus, each command's seconds and peak resident memory (its
 process tree's, from ``/proc`` every 0.2 s), the run's phase seconds from its manifest (the
-run's totals and the cell's own phases), what the report did (written and its size, or why
-not), the number of chunks and of duplicate chunk texts, mean recall and precision at each k
+run's totals and the cell's own phases) and each phase's peak resident memory (the run's
+process samples its own every 0.1 s and names the phase its timer is in: the child runs
+chunkmark's command line through this script, which only adds that sampler), what the report
+did (written and its size, or why not), the number of chunks and of duplicate chunk texts, mean recall and precision at each k
 (near zero by design: every answer has hundreds of perturbed copies, and only the question's
 own copy counts), the cache folder's size, and the peak over both commands (sampled, and the
 largest single process's ``ru_maxrss``).
@@ -264,9 +266,60 @@ def chunkmark(*args: str) -> list[str]:
     return [sys.executable, "-m", "chunkmark", *args]
 
 
-def run_command(corpus: Path, out: Path, cache: Path, embedder: str) -> list[str]:
-    """The run, without its report (that is a second command, measured on its own)."""
-    return chunkmark(
+PHASE_CHILD = "--phase-memory-to"
+
+
+def phase_child(path: Path, args: list[str]) -> None:
+    """Run chunkmark's command line with ``args`` in this process and write the peak resident
+    memory of each timed phase (the innermost ``PhaseTimer`` phase running when sampled,
+    ``-`` outside every phase) to ``path`` as JSON, in the order the phases first ran."""
+    from contextlib import contextmanager
+
+    from chunkmark import timing
+    from chunkmark.cli.app import main as cli_main
+
+    page = os.sysconf("SC_PAGE_SIZE")
+    running: list[str] = []
+    peaks: dict[str, int] = {}
+
+    def sample() -> None:
+        with open("/proc/self/statm") as f:
+            resident = int(f.read().split()[1]) * page
+        phase = running[-1] if running else "-"
+        peaks[phase] = max(peaks.get(phase, 0), resident)
+
+    def loop() -> None:
+        while True:
+            sample()
+            time.sleep(0.1)
+
+    timed = timing.PhaseTimer.__call__
+
+    @contextmanager
+    def observed(self: timing.PhaseTimer, phase: str) -> Any:
+        running.append(phase)
+        sample()
+        try:
+            with timed(self, phase):
+                yield
+        finally:
+            sample()
+            running.pop()
+
+    timing.PhaseTimer.__call__ = observed  # type: ignore[method-assign]
+    threading.Thread(target=loop, daemon=True).start()
+    sys.argv = ["chunkmark", *args]
+    try:
+        cli_main()
+    finally:
+        sample()
+        path.write_text(json.dumps(peaks))
+
+
+def run_command(corpus: Path, out: Path, cache: Path, embedder: str, memory: Path) -> list[str]:
+    """The run, without its report (that is a second command, measured on its own), with
+    each phase's peak memory written to ``memory``."""
+    args = [
         "run",
         "--dataset",
         str(corpus),
@@ -281,7 +334,8 @@ def run_command(corpus: Path, out: Path, cache: Path, embedder: str) -> list[str
         "--cache-dir",
         str(cache),
         "--no-report",
-    )
+    ]
+    return [sys.executable, str(Path(__file__).resolve()), PHASE_CHILD, str(memory), *args]
 
 
 def duplicate_texts(corpus: Path, cache: Path) -> tuple[int, int]:
@@ -331,6 +385,10 @@ def cpu_name() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [PHASE_CHILD]:
+        phase_child(Path(argv[1]), argv[2:])
+        return
     default_data = Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=float, default=1024.0)
@@ -363,7 +421,8 @@ def main(argv: list[str] | None = None) -> None:
             f"corpus: {len(plan.copies)} documents, {written / 2**20:.1f} MB, "
             f"{len(plan.questions)} questions (generated in {generate:.1f} s)"
         )
-        run = run_child(run_command(corpus, out, cache, embedder))
+        memory = folder / "phase_memory.json"
+        run = run_child(run_command(corpus, out, cache, embedder, memory))
         if run["status"] != 0:
             print(run["output"])
             sys.exit(f"chunkmark run exited with status {run['status']}")
@@ -374,6 +433,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  run phase {phase}: {seconds:.1f} s")
         for phase, seconds in cell.get("timings", {}).items():
             print(f"  cell phase {phase}: {seconds:.1f} s")
+        for phase, resident in json.loads(memory.read_text()).items():
+            print(f"  peak RSS in {phase}: {resident / GB:.2f} GB")
         peak = run["tree_peak"]
         if not args.no_report:
             report = run_child(chunkmark("report", str(out), "--out", str(out)))

@@ -105,8 +105,15 @@ def encode_array(text: str, encoding: str | Encoding) -> IntArray:
 
     ``text`` must be UTF-8 encodable (no lone surrogates). tiktoken's ``encode_to_numpy`` fills
     a buffer without building a Python list of ints.
+
+    ``text`` itself does not grow: tiktoken reads a string through its UTF-8 form, which
+    CPython makes once for a string that is not ASCII and keeps with it for the string's life,
+    so a document encoded here would carry a second copy of itself in UTF-8 (a 1 GB corpus,
+    another GB). Such a text is encoded from a private copy whose UTF-8 form goes with it.
     """
     enc = resolve_encoding(encoding)
+    if not text.isascii():
+        text = text.encode("utf-8").decode("utf-8")
     if hasattr(enc, "encode_to_numpy"):
         raw = enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
         return np.asarray(raw, dtype=np.int64)

@@ -117,6 +117,21 @@ def test_every_way_of_encoding_gives_the_same_ids() -> None:
     assert encoder(enc) == enc.encode_ordinary
 
 
+def test_encode_array_leaves_no_utf8_copy_on_the_text() -> None:
+    """CPython keeps the UTF-8 form of a non-ASCII string once a C reader such as tiktoken
+    asks for it (its size then counts in sys.getsizeof); encode_array must not leave one on a
+    document, which would double a corpus's memory."""
+    enc = get_encoding("cl100k_base")
+    for text in ("naïve café ¤ " * 300, "漢字 😀 mixed words " * 200):
+        text = "".join([text, "end"])  # a string of its own, never read in UTF-8 before
+        before = sys.getsizeof(text)
+        ids = encode_array(text, enc)
+        assert sys.getsizeof(text) == before
+        assert ids.tolist() == enc.encode_ordinary("".join([text[:5], text[5:]]))
+        enc.encode_ordinary(text)  # tiktoken reading the string itself keeps the copy
+        assert sys.getsizeof(text) > before
+
+
 def test_truncate_tokens_keeps_what_fits_and_cuts_the_rest() -> None:
     text = "word " * 50 + "😀" * 20
     n = len(encode(text, "cl100k_base"))

@@ -36,6 +36,16 @@ def test_shared_words_are_closer() -> None:
     assert q @ near > q @ far + 0.2
 
 
+def test_feature_memo_is_bounded_and_changes_no_vector() -> None:
+    texts = [f"word{i} other{i * 7} shared words" for i in range(300)]
+    reference = FakeEmbedder(dimension=32).embed(texts)
+    small = FakeEmbedder(dimension=32)
+    small.memo_size = 16
+    for lo in range(0, len(texts), 50):
+        np.testing.assert_array_equal(small.embed(texts[lo : lo + 50]), reference[lo : lo + 50])
+        assert len(small._slots) <= 16
+
+
 def test_counts_calls_and_inputs() -> None:
     emb = FakeEmbedder()
     emb.embed(["a", "b"])

@@ -9,6 +9,7 @@ import numpy as np
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.datasets import load_dataset
 from chunkmark.embedders import CachedEmbedder, EmbeddingCache
+from chunkmark.embedders.cache import DIGEST, DigestTable
 from chunkmark.embedders.fake import FakeEmbedder
 from chunkmark.experiments.cell import chunk_dataset
 from chunkmark.experiments.runner import evaluate
@@ -83,3 +84,36 @@ def test_two_configs_sharing_truncated_inputs_embed_them_once(tmp_path: Path) ->
     stats = results.manifest["embedding"]["fake(dimension=64, seed=0, max_words=12)"]["stats"]
     queries = {*fake.model_inputs([q.text for q in dataset.questions], "query")}
     assert stats["inputs"] == len(inputs[0] | inputs[1]) + len(queries)
+
+
+def test_model_seconds_add_up_over_calls_and_kinds(tmp_path: Path) -> None:
+    cached = CachedEmbedder(FakeEmbedder(max_words=3), EmbeddingCache(tmp_path), flush_every=7)
+    batches = [[f"text {b} {i} tail {i % 5}" for i in range(40)] for b in range(3)]
+    for batch in batches:
+        cached.embed(batch)
+    cached.embed(["a question", "another question"], kind="query")
+    total = cached.stats().cache.model_seconds
+    documents = cached.model_seconds_for([t for batch in batches for t in batch])
+    queries = cached.model_seconds_for(["a question", "another question"], kind="query")
+    assert documents > 0 and queries > 0
+    assert abs(documents + queries - total) < 1e-9
+    parts = sum(cached.model_seconds_for(batch) for batch in batches)
+    assert abs(parts - documents) < 1e-9
+    assert cached.model_seconds_for(batches[0] + batches[0]) == cached.model_seconds_for(batches[0])
+    assert cached.model_seconds_for(["a question"]) == 0  # embedded as a query only
+
+
+def test_digest_table_keeps_the_latest_value_of_each_key() -> None:
+    table = DigestTable(np.float64, merge_every=3)
+    keys = [bytes([i % 4]) * 15 + bytes([0 if i % 2 else 255]) for i in range(10)]
+    reference: dict[bytes, float] = {}
+    for i, key in enumerate(keys * 3):  # every key written three times, merged in between
+        table.set_many([key], [float(i)])
+        reference[key] = float(i)
+    assert len(table) == len(reference)
+    missing = b"\x00" * 16
+    found, values = table.get_many(np.array([*reference, missing], dtype=DIGEST))
+    assert found.tolist() == [True] * len(reference) + [False]
+    assert values[:-1].tolist() == list(reference.values())
+    empty = DigestTable(DIGEST)
+    assert empty.get_many(np.array([missing], dtype=DIGEST))[0].tolist() == [False]

@@ -42,6 +42,7 @@ def test_scale_benchmark_at_two_megabytes(tmp_path: Path) -> None:
     for phase in ("load_dataset", "chunk", "count_tokens", "embed_documents", "search", "score"):
         assert re.search(rf"^  run phase {phase}: [\d.]+ s$", out, re.M), phase
         assert re.search(rf"^  cell phase {phase}: [\d.]+ s$", out, re.M) or phase == "load_dataset"
+        assert re.search(rf"^  peak RSS in {phase}: [\d.]+ GB$", out, re.M), phase
     assert re.search(
         r"^chunkmark report: [\d.]+ s, peak RSS [\d.]+ GB, written, [\d.]+ MB$", out, re.M
     )

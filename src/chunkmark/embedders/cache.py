@@ -290,9 +290,10 @@ class CachedEmbedder:
             ("requested", "distinct", "hits", "inputs", "input_hits", "embedded"), 0
         )
         self._model_seconds = 0.0
-        # Digests, not the texts: a large corpus's chunk texts are not kept alive by the books.
-        self._input_of: dict[tuple[str, bytes], bytes] = {}  # (kind, text) -> model input
-        self._seconds_of: dict[tuple[str, bytes], float] = {}  # (kind, input) -> model seconds
+        # Digests, not the texts, in sorted arrays, not dicts: a million chunks cost tens of
+        # megabytes of books, not their texts or half a gigabyte of Python objects.
+        self._input_of: dict[str, DigestTable] = {}  # by kind: text -> model input
+        self._seconds_of: dict[str, DigestTable] = {}  # by kind: input -> model seconds
 
     @property
     def name(self) -> str:
@@ -397,11 +398,16 @@ class CachedEmbedder:
 
         Texts found in the cache from earlier processes count 0: their cost was paid before.
         """
-        inputs = set()
-        for text in texts:
-            digest = _digest(text)
-            inputs.add(self._input_of.get((kind, digest), digest))
-        return sum(self._seconds_of.get((kind, i), 0.0) for i in inputs)
+        seconds = self._seconds_of.get(kind)
+        if seconds is None or not len(texts):
+            return 0.0
+        digests = np.array([_digest(t) for t in texts], dtype=DIGEST)
+        inputs_of = self._input_of.get(kind)
+        if inputs_of is not None:
+            found, inputs = inputs_of.get_many(digests)
+            digests = np.where(found, inputs, digests)
+        found, values = seconds.get_many(np.unique(digests))
+        return float(values[found].sum())
 
     def _uses_inputs(self, kind: Kind) -> bool:
         inner = self.inner
@@ -439,8 +445,8 @@ class CachedEmbedder:
         inverse = np.fromiter(
             (positions.setdefault(i, len(positions)) for i in inputs), dtype=np.intp
         )
-        for text, model_input in zip(texts, inputs, strict=True):
-            self._input_of[(kind, _digest(text))] = _digest(model_input)
+        books = self._input_of.setdefault(kind, DigestTable(DIGEST))
+        books.set_many([_digest(t) for t in texts], [_digest(i) for i in inputs])
         distinct = list(positions)
         self._counts["inputs"] += len(distinct)
         input_kind = f"{kind}:input"
@@ -508,8 +514,57 @@ class CachedEmbedder:
         self._model_seconds += seconds
         raw = [k if isinstance(k, bytes) else k.encode("utf-8", "surrogatepass") for k in keys]
         total = sum(len(k) for k in raw) or 1
-        for k in raw:
-            self._seconds_of[(kind, _digest(k))] = seconds * len(k) / total
+        books = self._seconds_of.setdefault(kind, DigestTable(np.float64))
+        books.set_many([_digest(k) for k in raw], [seconds * len(k) / total for k in raw])
+
+
+DIGEST = np.dtype("S16")  # a 16-byte digest (every byte kept: the width is fixed)
+
+
+class DigestTable:
+    """A map from 16-byte digests to values (digests or floats), for millions of keys: a
+    sorted array of keys beside their values, and the latest writes in a dict until
+    ``merge_every`` of them wait (or a read comes). A key written again takes its latest
+    value."""
+
+    def __init__(self, dtype: npt.DTypeLike, merge_every: int = 1 << 16) -> None:
+        self.dtype = np.dtype(dtype)
+        self.merge_every = merge_every
+        self._keys = np.zeros(0, dtype=DIGEST)
+        self._values = np.zeros(0, dtype=self.dtype)
+        self._pending: dict[bytes, Any] = {}
+
+    def __len__(self) -> int:
+        self._merge()
+        return len(self._keys)
+
+    def set_many(self, keys: Sequence[bytes], values: Sequence[Any]) -> None:
+        self._pending.update(zip(keys, values, strict=True))
+        if len(self._pending) >= self.merge_every:
+            self._merge()
+
+    def get_many(self, keys: npt.NDArray[Any]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[Any]]:
+        """A found mask over ``keys`` (an array of :data:`DIGEST`) and the values (arbitrary
+        where not found)."""
+        self._merge()
+        if not len(self._keys):
+            return np.zeros(len(keys), dtype=bool), np.zeros(len(keys), dtype=self.dtype)
+        at = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+        return self._keys[at] == keys, self._values[at]
+
+    def _merge(self) -> None:
+        if not self._pending:
+            return
+        keys = np.concatenate([self._keys, np.array(list(self._pending), dtype=DIGEST)])
+        values = np.concatenate(
+            [self._values, np.array(list(self._pending.values()), dtype=self.dtype)]
+        )
+        self._pending = {}
+        order = np.argsort(keys, kind="stable")  # two sorted runs; the newer of equal keys last
+        keys, values = keys[order], values[order]
+        last = np.ones(len(keys), dtype=bool)
+        last[:-1] = keys[1:] != keys[:-1]
+        self._keys, self._values = keys[last], values[last]
 
 
 def _digest(item: str | bytes) -> bytes:

@@ -32,7 +32,14 @@ class FakeEmbedder:
     ``max_words`` makes it read only each text's first words, as a model truncates its input.
     It counts its calls so tests can see cache hits. Its ``__init__`` parameters are the spec
     parameters of ``fake(...)``.
+
+    Each feature's coordinate and sign are remembered, up to ``memo_size`` features: a large
+    corpus has millions of distinct words (every perturbed copy in ``benchmarks/scale.py``
+    adds its own), so the memo starts again when full instead of growing with the corpus the
+    way no model's vocabulary does. Vectors do not depend on it.
     """
+
+    memo_size = 1 << 18
 
     def __init__(self, dimension: int = 64, seed: int = 0, max_words: int | None = None) -> None:
         if dimension < 1:
@@ -100,6 +107,8 @@ class FakeEmbedder:
     def _slot(self, feature: str) -> tuple[int, float]:
         slot = self._slots.get(feature)
         if slot is None:
+            if len(self._slots) >= self.memo_size:
+                self._slots.clear()
             digest = hashlib.blake2b(feature.encode(), digest_size=8, key=self._salt).digest()
             value = int.from_bytes(digest, "little")
             slot = (value >> 1) % self.dimension, 1.0 if value & 1 else -1.0
