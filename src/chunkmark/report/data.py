@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from chunkmark.costs.embedding_prices import EmbeddingPrices, load_embedding_prices
 from chunkmark.errors import ChunkmarkError
+from chunkmark.files import read_parquet
 from chunkmark.metrics import METRICS
 from chunkmark.report.errors import ReportError
 from chunkmark.report.settings import (
@@ -491,11 +492,10 @@ _DEFAULTS = (DEFAULT_SCORING.excerpts, DEFAULT_SCORING.unit, DEFAULT_SCORING.den
 def _read_results(path: Path) -> dict[ResultKey, Scores]:
     """results.parquet grouped by dataset, cell, retrieval setting and scoring."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     file = path / "results.parquet"
     try:
-        table = pq.read_table(file)
+        table = read_parquet(file)
     except (OSError, pa.ArrowInvalid) as exc:
         raise ReportError(f"Cannot read {file}: {exc}.", _RUN_FIX) from None
     names = [m for m in METRICS.names() if m in table.column_names]
@@ -665,7 +665,7 @@ def _read_optional(
     try:
         names = pq.read_schema(path).names
         wanted = columns + [c for c in optional if c in names]
-        data: dict[str, list[Any]] = pq.read_table(path, columns=wanted).to_pydict()
+        data: dict[str, list[Any]] = read_parquet(path, columns=wanted).to_pydict()
     except (OSError, pa.ArrowInvalid, KeyError):
         return None
     return data
