@@ -32,6 +32,9 @@ class Encoder:
     """The model, and what it has done."""
 
     def __init__(self, batch_size: int) -> None:
+        from chunkmark.threads import passive_openmp
+
+        passive_openmp()  # as chunkmark's own embedder runs it (chunkmark.threads)
         from sentence_transformers import SentenceTransformer
 
         from chunkmark.embedders.st_models import resolve_model

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
@@ -21,3 +22,15 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_parquet(path: Path, columns: list[str] | None = None) -> Any:
+    """One parquet file as a ``pyarrow.Table`` (``columns``: only those), read by pyarrow's
+    file reader. ``pyarrow.parquet.read_table`` given a path goes through ``pyarrow.dataset``,
+    whose import also imports pandas: more time than a fully cached run spends on its work.
+    Raises OSError for a missing or unreadable file and ``pyarrow.ArrowInvalid`` for one that
+    is not parquet, as ``read_table`` does."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as reader:
+        return reader.read(columns=columns)

@@ -25,6 +25,7 @@ from typer.core import TyperGroup
 
 from chunkmark.errors import ChunkmarkError
 from chunkmark.retry import SECRET_PATTERNS, scrub
+from chunkmark.threads import passive_openmp
 
 LOG_DIR_ENV = "CHUNKMARK_LOG_DIR"
 USAGE_EXIT = 2
@@ -115,6 +116,7 @@ def _root(
 
 def main() -> None:
     """Entry point: run the app and turn every failure into a short message and exit status."""
+    passive_openmp()  # before any model loads torch (chunkmark.threads)
     try:
         _register_commands()
         code = app(standalone_mode=False)

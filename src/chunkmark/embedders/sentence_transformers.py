@@ -60,6 +60,7 @@ from chunkmark.embedders.st_models import (
 from chunkmark.errors import EmbeddingError, MissingDependencyError
 from chunkmark.specs import class_factory
 from chunkmark.stats import EmbedderStats
+from chunkmark.threads import passive_openmp
 
 # The experiment planner reads a Hub model's config from the local cache under this name
 # (chunkmark.embedders.st_models.hub_config).
@@ -423,6 +424,7 @@ class SentenceTransformerEmbedder:
     def _load(self) -> Any:
         if self._st is not None:
             return self._st
+        passive_openmp()  # before torch loads: idle OpenMP threads sleep, not spin
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError:

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chunkmark.chunkers.base import Chunk
-from chunkmark.files import write_bytes_atomic
+from chunkmark.files import read_parquet, write_bytes_atomic
 
 STORE_FORMAT = 1
 FOLDER = "chunks"
@@ -121,7 +121,7 @@ class ChunkStore:
 
     def get(self, key: str) -> tuple[list[Chunk], npt.NDArray[np.int64]] | None:
         try:
-            table = pq.read_table(self.folder / f"{key}.parquet")
+            table = read_parquet(self.folder / f"{key}.parquet")
         except (OSError, pa.ArrowInvalid):
             return None
         columns = table.to_pydict()

@@ -28,7 +28,6 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.datasets import load_dataset
@@ -50,7 +49,7 @@ from chunkmark.experiments.store import (
     write_results,
     write_table,
 )
-from chunkmark.files import write_bytes_atomic
+from chunkmark.files import read_parquet, write_bytes_atomic
 from chunkmark.metrics import METRICS, Scoring, bootstrap_ci, mean_std
 from chunkmark.paths import resolve_cache_dir
 from chunkmark.retrieval import RETRIEVAL
@@ -463,7 +462,7 @@ class Session:
 def _read_table(path: Path) -> pa.Table | None:
     """A cell's chunks or rankings file, or None when missing or unreadable."""
     try:
-        return pq.read_table(path)
+        return read_parquet(path)
     except (OSError, pa.ArrowInvalid):
         return None
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chunkmark.errors import ConfigError
-from chunkmark.files import write_bytes_atomic
+from chunkmark.files import read_parquet, write_bytes_atomic
 
 CELL_META_KEY = b"chunkmark.cell"
 
@@ -34,7 +34,7 @@ def read_cell(path: Path) -> tuple[pa.Table, dict[str, Any]] | None:
     if not path.is_file():
         return None
     try:
-        table = pq.read_table(path)
+        table = read_parquet(path)
     except (OSError, pa.ArrowInvalid):
         return None
     raw = (table.schema.metadata or {}).get(CELL_META_KEY)

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from chunkmark.costs.embedding_prices import EmbeddingPrices, load_embedding_prices
 from chunkmark.errors import ChunkmarkError
+from chunkmark.files import read_parquet
 from chunkmark.metrics import METRICS
 from chunkmark.report.errors import ReportError
 from chunkmark.report.settings import (
@@ -503,7 +504,7 @@ def _read_results(path: Path) -> dict[ResultKey, Scores]:
         names = [m for m in METRICS.names() if m in present]
         fixed = ("question_id", "doc_id", "k_used", "retrieved_tokens")
         wanted = [c for c in (*_KEY_COLUMNS, *_SCORING_COLUMNS, *fixed) if c in present]
-        table = pq.read_table(file, columns=wanted + names)
+        table = read_parquet(file, columns=wanted + names)
     except (OSError, pa.ArrowInvalid) as exc:
         raise ReportError(f"Cannot read {file}: {exc}.", _RUN_FIX) from None
     n = table.num_rows
@@ -720,7 +721,7 @@ def _read_optional(
     try:
         names = pq.read_schema(path).names
         wanted = columns + [c for c in optional if c in names]
-        data: dict[str, list[Any]] = pq.read_table(path, columns=wanted).to_pydict()
+        data: dict[str, list[Any]] = read_parquet(path, columns=wanted).to_pydict()
     except (OSError, pa.ArrowInvalid, KeyError):
         return None
     return data

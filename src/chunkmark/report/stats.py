@@ -533,9 +533,8 @@ def _holm_pairs(
 
 
 def _agreements(data: ReportData, setting: tuple[str, str], metric: str) -> list[Agreement]:
-    """Kendall's tau of the shared cells' means between every two datasets."""
-    from scipy.stats import kendalltau
-
+    """Kendall's tau of the shared cells' means between every two datasets (scipy.stats, which
+    takes a noticeable share of a cached run's second to import, only where there is a pair)."""
     means: dict[str, dict[tuple[str, str], float]] = {}
     for r in data.rows:
         if (r.retrieval, r.scoring) != setting:
@@ -548,6 +547,8 @@ def _agreements(data: ReportData, setting: tuple[str, str], metric: str) -> list
         if len(shared) < 2:
             out.append(Agreement(a, b, len(shared), math.nan, math.nan))
             continue
+        from scipy.stats import kendalltau
+
         x = np.array([means[a][c] for c in shared])
         y = np.array([means[b][c] for c in shared])
         result = kendalltau(x, y)

@@ -140,6 +140,9 @@ def load_cross_encoder(model: str, max_length: int | None) -> CrossEncoderLike:
     """
     if model == FAKE:
         return FakeCrossEncoder(max_length or FAKE_MAX_WORDS)
+    from chunkmark.threads import passive_openmp
+
+    passive_openmp()  # before torch loads: idle OpenMP threads sleep, not spin
     try:
         from sentence_transformers import CrossEncoder
     except ImportError:
