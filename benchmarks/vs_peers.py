@@ -16,7 +16,12 @@ given with ``--python312``) and driven through its library API by ``benchmarks/p
 
 Each tool runs the job twice in fresh processes: **cold** (an empty cache folder) and **warm**
 (the same cache folder again). The times are whole processes (imports, model load, chunking,
-embedding, search, scoring). Ratios are peer seconds over chunkmark seconds. Agreement:
+embedding, search, scoring), by the wall clock, with the CPU seconds (user + system) of the
+process and of the MiniLM server while it ran beside them. chunkmark's sources are compiled to
+bytecode first (``compileall``), as an installed package's are and as pip left the peers'.
+Ratios are peer seconds over chunkmark seconds. Before the jobs it times the floor a warm run
+cannot go under: ``python -c pass`` and ``python -c "import chunkmark"`` (and each peer's
+Python and import), five times each, the median printed. Agreement:
 
 - chunks: chunktuner's ``FixedTokenStrategy`` spans against chunkmark's ``fixed_tokens`` spans,
   per corpus, as (start, end) lists; chunkbench-rag has no chunker and is given chunkmark's.
@@ -40,7 +45,9 @@ import csv
 import glob
 import json
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,21 +138,76 @@ class Server:
         self.process.wait(timeout=30)
 
 
+def children_cpu() -> float:
+    """User + system CPU seconds of the finished child processes of this one so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a running process (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(cmd: list[str], server: Server, env: dict[str, str]) -> dict[str, Any]:
-    """Run ``cmd`` in a fresh process; its seconds and what it asked of the server."""
+    """Run ``cmd`` in a fresh process; its seconds, its CPU seconds and the server's while it
+    ran, and what it asked of the server."""
     before = server.stats()
+    cpu, served = children_cpu(), process_cpu(server.process.pid)
     began = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - began
+    cpu, served = children_cpu() - cpu, process_cpu(server.process.pid) - served
     after = server.stats()
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:3])} failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}")
     return {
         "seconds": seconds,
+        "cpu": cpu,
+        "server_cpu": served,
         "requests": int(after["requests"] - before["requests"]),
         "inputs": int(after["inputs"] - before["inputs"]),
         "server_s": after["seconds"] - before["seconds"],
     }
+
+
+def floor(cmd: list[str], env: dict[str, str], times: int = 5) -> dict[str, float]:
+    """The median wall and CPU seconds of ``cmd`` run ``times`` times in fresh processes."""
+    walls, cpus = [], []
+    for _ in range(times):
+        cpu = children_cpu()
+        began = time.perf_counter()
+        subprocess.run(cmd, check=True, env=env, capture_output=True)
+        walls.append(time.perf_counter() - began)
+        cpus.append(children_cpu() - cpu)
+    return {"seconds": statistics.median(walls), "cpu": statistics.median(cpus)}
+
+
+def floors(exes: dict[str, Path], env: dict[str, str]) -> dict[str, dict[str, float]]:
+    """What a process costs before any work: Python's start and each tool's import."""
+    found = {
+        "python -c pass": floor([sys.executable, "-c", "pass"], env),
+        "python -c 'import chunkmark'": floor([sys.executable, "-c", "import chunkmark"], env),
+        "chunkmark --version": floor([sys.executable, "-m", "chunkmark", "--version"], env),
+    }
+    modules = {"chunktuner": "chunktuner", "chunkbench-rag": "chunkbench.pipeline"}
+    for name, exe in exes.items():
+        found[f"{name}: python -c pass"] = floor([str(exe), "-c", "pass"], env)
+        found[f"{name}: python -c 'import {modules[name]}'"] = floor(
+            [str(exe), "-c", f"import {modules[name]}"], env
+        )
+    return found
+
+
+def compile_chunkmark() -> Path:
+    """Compile chunkmark's sources to bytecode (what pip does at install), so its processes are
+    timed as an installed package's; returns the package folder."""
+    import chunkmark
+
+    folder = Path(chunkmark.__file__).parent
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], check=True)
+    return folder
 
 
 def subset(data: Path, corpora: list[str], folder: Path) -> Path:
@@ -212,6 +274,14 @@ def chunkmark_results(out: Path) -> tuple[dict[str, dict[str, float]], dict[str,
     return hits, chunks
 
 
+def _cpu(t: dict[str, Any]) -> str:
+    """A run's CPU seconds, with the server's added where it worked (n/a in older records)."""
+    if "cpu" not in t:
+        return "n/a"
+    served = t.get("server_cpu", 0.0)
+    return f"{t['cpu']:.1f}+{served:.1f}" if served >= 0.05 else f"{t['cpu']:.1f}"
+
+
 def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
@@ -244,6 +314,7 @@ def main(argv: list[str] | None = None) -> None:
             saved["corpora"],
             saved["versions"],
             saved["cannot"],
+            saved.get("floors", {}),
         )
         return
 
@@ -267,6 +338,7 @@ def main(argv: list[str] | None = None) -> None:
             exes[name], versions[name] = exe, version
     print("versions: " + ", ".join(f"{n} {v}" for n, v in versions.items()))
 
+    print(f"compiled to bytecode: {compile_chunkmark()}")
     dataset = load_dataset(args.data)
     labels = [str(s) for s in args.sizes]
     tmp = tempfile.mkdtemp(prefix="chunkmark-peers-")
@@ -279,6 +351,10 @@ def main(argv: list[str] | None = None) -> None:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm: no download of its price list
     }
     print(f"server: {server.url} ({MODEL}, sentence-transformers, CPU)")
+    print(f"load average before: {os.getloadavg()}")
+    floor_times = floors(exes, env)
+    for what, t in floor_times.items():
+        print(f"floor: {what}: {t['seconds']:.3f} s (CPU {t['cpu']:.3f} s), median of 5")
     native = f'sentence_transformers(model="{MODEL}")'
     api = f'openai(model="{MODEL}", base_url="{server.url}", batch_size=64, timeout=3600)'
     runs: dict[str, dict[str, Any]] = {}
@@ -346,9 +422,11 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{key} {phase}: {runs[key][phase]['seconds']:.1f} s", flush=True)
     finally:
         server.stop()
+    print(f"load average after: {os.getloadavg()}")
     keep = {"runs": runs, "labels": labels, "corpora": args.chunktuner_corpora}
-    (work / "runs.json").write_text(json.dumps({**keep, "versions": versions, "cannot": cannot}))
-    report(runs, labels, dataset, args.chunktuner_corpora, versions, cannot)
+    saved = {**keep, "versions": versions, "cannot": cannot, "floors": floor_times}
+    (work / "runs.json").write_text(json.dumps(saved))
+    report(runs, labels, dataset, args.chunktuner_corpora, versions, cannot, floor_times)
 
 
 def _version(package: str) -> str:
@@ -364,11 +442,15 @@ def report(
     corpora: list[str],
     versions: dict[str, str],
     cannot: dict[str, str],
+    floor_times: dict[str, dict[str, float]] | None = None,
 ) -> None:
     questions = [q.id for q in dataset.questions]
     in_subset = [q.id for q in dataset.questions if q.doc_id in corpora]
     print()
-    header = f"{'tool':<28} {'job':<7} {'cold s':>8} {'warm s':>8}  {'server in/req':>13}  "
+    header = (
+        f"{'tool':<28} {'job':<7} {'cold s':>8} {'CPU s':>13} {'warm s':>8} {'CPU s':>6}  "
+        f"{'server in/req':>13}  "
+    )
     print(header + "  ".join(f"hit@5 {s:>4}" for s in labels))
     for key, run in runs.items():
         tool, job = key.split(" / ")
@@ -382,7 +464,8 @@ def report(
         else:
             hits = [cold["out"]["results"][s]["hit"] for s in labels]
         print(
-            f"{tool:<28} {job:<7} {cold['seconds']:>8.1f} {warm['seconds']:>8.1f}  "
+            f"{tool:<28} {job:<7} {cold['seconds']:>8.1f} {_cpu(cold):>13} "
+            f"{warm['seconds']:>8.1f} {_cpu(warm):>6}  "
             + (
                 f"{cold['inputs']:>6}/{cold['requests']:<6}  "
                 if cold["inputs"] >= 0
@@ -392,7 +475,8 @@ def report(
         )
     print(
         f"(job 'whole': {len(questions)} questions, 5 corpora; 'subset': {len(in_subset)} "
-        f"questions of {', '.join(corpora)}; 'server in/req': texts and requests the cold run "
+        f"questions of {', '.join(corpora)}; CPU s: user + system seconds of the process, "
+        "+ the MiniLM server's while it ran; 'server in/req': texts and requests the cold run "
         "sent to the MiniLM server)"
     )
     print()
@@ -405,6 +489,19 @@ def report(
             cold = runs[key]["cold"]["seconds"] / mine["cold"]["seconds"]
             warm = runs[key]["warm"]["seconds"] / mine["warm"]["seconds"]
             print(f"{peer} / {base} ({job}): cold {cold:.2f}x, warm {warm:.1f}x")
+    if floor_times:
+        print()
+        start = floor_times["python -c pass"]["seconds"]
+        for peer, job in (("chunkbench-rag", "whole"), ("chunktuner", "subset")):
+            key = f"{peer} / {job}"
+            if key not in runs:
+                continue
+            need = runs[key]["warm"]["seconds"] / 100
+            print(
+                f"warm 100x faster than {peer} ({job}) needs a chunkmark process of "
+                f"{need:.3f} s; python -c pass alone takes {start:.3f} s here"
+                + (" (below the floor: unreachable)" if need < start else "")
+            )
     print()
     agreement(runs, labels, dataset, corpora)
     for peer, why in cannot.items():
