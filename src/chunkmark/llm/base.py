@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
@@ -107,26 +107,19 @@ class Answer(NamedTuple):
     cache_write_tokens: int = 0
 
 
-@dataclass
 class _Tally:
-    """Counters of :class:`~chunkmark.stats.LLMStats`, added to as requests go."""
+    """Counters of :class:`~chunkmark.stats.LLMStats` (its integer fields), added to as
+    requests go."""
 
-    calls: int = 0
-    cache_hits: int = 0
-    requests: int = 0
-    retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    empty_answers: int = 0
-    cached_input_tokens: int = 0
-    cache_write_tokens: int = 0
+    def __init__(self) -> None:
+        self.counts = {f.name: 0 for f in fields(LLMStats)}
 
     def add(self, counts: dict[str, int]) -> None:
         for name, value in counts.items():
-            setattr(self, name, getattr(self, name) + value)
+            self.counts[name] += value
 
     def stats(self) -> LLMStats:
-        return LLMStats(**{f.name: getattr(self, f.name) for f in fields(self)})
+        return LLMStats(**self.counts)
 
 
 class BaseLLM(ABC):
