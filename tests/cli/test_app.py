@@ -29,3 +29,54 @@ def test_console_script_points_at_the_app() -> None:
         if ep.group == "console_scripts"
     }
     assert scripts == {"chunkmark": "chunkmark.cli.app:main"}
+
+
+def test_every_command_is_registered_by_the_module_the_lazy_map_names() -> None:
+    # The map main() reads to import one command's module must agree with what each module
+    # really registers: register each module alone into a fresh app and collect the names.
+    import importlib
+
+    import typer
+
+    from chunkmark.cli.app import _HOMES, PANELS
+
+    found: dict[str, str] = {}
+    for home in sorted(set(_HOMES.values())):
+        fresh = typer.Typer()
+        importlib.import_module(f"chunkmark.cli.{home}").register(fresh)
+        names = [c.name for c in fresh.registered_commands]
+        names += [g.name for g in fresh.registered_groups]
+        for name in names:
+            assert name is not None
+            found[name] = home
+    assert found == _HOMES
+    assert sorted(found) == sorted(n for names in PANELS.values() for n in names)
+
+
+def test_a_command_line_imports_only_the_command_it_names() -> None:
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['chunkmark', *sys.argv[1:]]\n"
+        "try:\n"
+        "    runpy.run_module('chunkmark', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('chunkmark.cli.')), file=sys.stderr)\n"
+    )
+
+    def modules(*args: str) -> tuple[str, list[str]]:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+        )
+        return done.stdout, eval(done.stderr.strip().splitlines()[-1])
+
+    out, loaded = modules("--version")
+    assert out.strip() == f"chunkmark {chunkmark.__version__}"
+    assert not {"chunkmark.cli.run", "chunkmark.cli.audit", "chunkmark.cli.suite"} & set(loaded)
+    out, loaded = modules("retrieval")
+    assert "top_k" in out
+    assert "chunkmark.cli.listing" in loaded
+    assert not {"chunkmark.cli.run", "chunkmark.cli.audit", "chunkmark.cli.datasets"} & set(loaded)
+    out, loaded = modules("--help")  # the overview lists every command: all are registered
+    assert "chunkmark.cli.audit" in loaded and "chunkmark.cli.mcp_command" in loaded
+    assert "suite" in out and "mcp" in out

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,38 @@ def test_prompts_change_vectors(minilm: SentenceTransformerEmbedder) -> None:
     a = prompted.embed(["tax rates"], kind="query")
     b = minilm.embed(["query: tax rates"], kind="query")
     np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+LOAD = (
+    "import sys\n"
+    "from chunkmark.embedders.sentence_transformers import SentenceTransformerEmbedder\n"
+    "model = sys.argv[1] if len(sys.argv) > 1 else 'all-MiniLM-L6-v2'\n"
+    "print(SentenceTransformerEmbedder(model=model).embed(['a'], kind='query').shape)\n"
+)
+
+
+def test_loading_prints_no_progress_bar_and_no_report_of_unused_keys() -> None:
+    # transformers reports MiniLM's unused `embeddings.position_ids` and draws a bar while
+    # loading; neither says anything wrong with the model, so neither reaches the terminal.
+    done = subprocess.run([sys.executable, "-c", LOAD], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(1, 384)"
+    assert "LOAD REPORT" not in done.stderr and "Loading weights" not in done.stderr
+
+
+def test_a_missing_weight_is_still_reported_when_loading(tmp_path: Path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    source = minilm_package_dir()
+    assert source is not None
+    folder = tmp_path / "minilm-missing"
+    shutil.copytree(source, folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    dropped = "encoder.layer.0.attention.self.query.weight"
+    assert dropped in weights
+    del weights[dropped]
+    save_file(weights, str(folder / "model.safetensors"))
+    done = subprocess.run([sys.executable, "-c", LOAD, str(folder)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "LOAD REPORT" in done.stderr and "MISSING" in done.stderr
+    assert dropped in done.stderr

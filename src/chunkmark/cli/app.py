@@ -118,7 +118,7 @@ def main() -> None:
     """Entry point: run the app and turn every failure into a short message and exit status."""
     passive_openmp()  # before any model loads torch (chunkmark.threads)
     try:
-        _register_commands()
+        _register_commands(_named_command(sys.argv[1:]))
         code = app(standalone_mode=False)
     except ChunkmarkError as exc:  # a command may give its errors their own status (gate)
         _exit_with([f"error: {_one_line(str(exc))}"], getattr(exc, "exit_code", USAGE_EXIT))
@@ -135,54 +135,68 @@ def main() -> None:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-_registered = False
+# The module of ``chunkmark.cli`` that registers each top-level command or group. A command
+# line that names one of them imports only that module (a warm ``chunkmark run`` should not pay
+# for importing every other command); anything else (``--help``, a typo) registers them all.
+_HOMES: dict[str, str] = {
+    "run": "run",
+    "plan": "plan",
+    "tune": "tune",
+    "compare": "compare",
+    "gate": "gate",
+    "report": "report",
+    "suite": "suite",
+    "audit": "audit",
+    "export": "audit",
+    "datasets": "datasets",
+    "synth": "synth",
+    "relations": "relations",
+    "chunkers": "chunkers",
+    "chunk": "chunkers",
+    "embedders": "listing",
+    "retrieval": "listing",
+    "llms": "listing",
+    "extractors": "listing",
+    "metrics": "listing",
+    "cache": "cache",
+    "mcp": "mcp_command",
+}
+_registered: set[str] = set()
 
 
-def _register_commands() -> None:
-    """Attach every command group to ``app`` (once)."""
-    global _registered
-    if _registered:
-        return
-    _registered = True
-    from chunkmark.cli import (
-        audit,
-        cache,
-        chunkers,
-        compare,
-        datasets,
-        gate,
-        listing,
-        mcp_command,
-        plan,
-        relations,
-        relations_run,
-        report,
-        run,
-        suite,
-        synth,
-        tune,
-    )
+def _register_commands(names: Sequence[str] | None = None) -> None:
+    """Attach the modules that register the commands ``names`` to ``app`` (every command
+    group when None), each module once."""
+    import importlib
 
-    chunkers.register(app)
-    listing.register(app)
-    datasets.register(app)
-    synth.register(app)
-    run.register(app)
-    plan.register(app)
-    tune.register(app)
-    compare.register(app)
-    gate.register(app)
-    report.register(app)
-    suite.register(app)
-    relations_run.add_commands(relations.register(app))
-    cache.register(app)
-    mcp_command.register(app)
-    audit.register(app)
+    homes = dict.fromkeys(_HOMES.values()) if names is None else {_HOMES[n]: None for n in names}
+    for home in homes:
+        if home in _registered:
+            continue
+        _registered.add(home)
+        module = importlib.import_module(f"chunkmark.cli.{home}")
+        group = module.register(app)
+        if home == "relations":  # its run commands live in their own module
+            from chunkmark.cli import relations_run
+
+            relations_run.add_commands(group)
     panel = {name: title for title, names in PANELS.items() for name in names}
     for command in app.registered_commands:
         command.rich_help_panel = panel[str(command.name)]
-    for group in app.registered_groups:
-        group.rich_help_panel = panel[str(group.name)]
+    for each in app.registered_groups:
+        each.rich_help_panel = panel[str(each.name)]
+
+
+def _named_command(argv: Sequence[str]) -> list[str] | None:
+    """The top-level command ``argv`` names, as a list for :func:`_register_commands`; None
+    (register every command) when it names none or one chunkmark does not have, and no command
+    at all for ``--version``."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return [arg] if arg in _HOMES else None
+        if arg == "--version":  # answered before any command is read
+            return []
+    return None
 
 
 def _exit_with(lines: Sequence[str], code: int) -> NoReturn:

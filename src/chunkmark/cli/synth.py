@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import typer
 
-synth_app = typer.Typer(
-    name="synth",
-    help="Generate question sets with exact excerpts from your own documents, filter them, "
-    "and inspect them.",
-    no_args_is_help=True,
-    add_completion=False,
+SYNTH_HELP = (
+    "Generate question sets with exact excerpts from your own documents, filter them, "
+    "and inspect them."
 )
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``synth`` command group (generate, filter, inspect) to the app."""
     from chunkmark.cli import synth_filter, synth_generate
+
+    synth_app = typer.Typer(
+        name="synth", help=SYNTH_HELP, no_args_is_help=True, add_completion=False
+    )
 
     synth_generate.register(synth_app)
     synth_filter.register(synth_app)

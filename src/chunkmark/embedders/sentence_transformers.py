@@ -12,9 +12,11 @@ model's small config files, so a fully cached run never loads torch.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -435,13 +437,14 @@ class SentenceTransformerEmbedder:
         start = time.perf_counter()
         device = run_device(self.device, self.precision)
         try:
-            model = SentenceTransformer(
-                resolved.location,
-                device=device,
-                revision=self.revision if resolved.source == "hub" else None,
-                trust_remote_code=self.trust_remote_code,
-                truncate_dim=self.truncate_dim,
-            )
+            with _quiet_loading():
+                model = SentenceTransformer(
+                    resolved.location,
+                    device=device,
+                    revision=self.revision if resolved.source == "hub" else None,
+                    trust_remote_code=self.trust_remote_code,
+                    truncate_dim=self.truncate_dim,
+                )
         except (OSError, ValueError) as exc:
             raise load_error(self.model, resolved, exc) from None
         if self.max_seq_length is not None:
@@ -453,6 +456,43 @@ class SentenceTransformerEmbedder:
         self._load_seconds += time.perf_counter() - start
         self._st = model
         return model
+
+
+class _UnusedKeysOnly(logging.Filter):
+    """Drops transformers' weight-loading report when it lists only checkpoint keys the model
+    does not use (all-MiniLM-L6-v2's ``embeddings.position_ids``, harmless); a report of a
+    missing or mismatched weight, which means the model is not the one trained, still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "LOAD REPORT" not in message:
+            return True
+        return any(word in message for word in ("MISSING", "MISMATCH", "CONVERSION"))
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """While a model loads: no weight-loading progress bar (chunkmark reports its own
+    progress) and no load report that lists only unused keys."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # pragma: no cover - sentence-transformers requires transformers
+        yield
+        return
+    hf_logging: Any = transformers_logging  # its progress-bar switches are untyped
+    bar = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    loggers = [logging.getLogger("transformers.modeling_utils")]
+    quiet = _UnusedKeysOnly()
+    for each in loggers:
+        each.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for each in loggers:
+            each.removeFilter(quiet)
+        if bar:
+            hf_logging.enable_progress_bar()
 
 
 def _check_kind(kind: str) -> None:
