@@ -50,7 +50,7 @@ from chunkmark.experiments.store import (
     write_table,
 )
 from chunkmark.files import read_parquet, write_bytes_atomic
-from chunkmark.metrics import METRICS, Scoring, bootstrap_ci, mean_std
+from chunkmark.metrics import METRICS, Scoring, bootstrap_ci, mean_std_rows
 from chunkmark.paths import resolve_cache_dir
 from chunkmark.retrieval import RETRIEVAL
 from chunkmark.specs import Spec
@@ -546,6 +546,7 @@ def summary_rows(outcomes: Sequence[CellOutcome], seed: int) -> list[dict[str, A
         for i, key in enumerate(group_keys):
             groups.setdefault(key, []).append(i)
         metric_cols = {m: np.asarray(data[m], dtype=np.float64) for m in names}
+        metric_rows = np.stack([metric_cols[m] for m in names]) if names else None
         k_used = np.asarray(data["k_used"], dtype=np.float64)
         tokens = np.asarray(data["retrieved_tokens"], dtype=np.float64)
         for key, index in groups.items():
@@ -572,10 +573,11 @@ def summary_rows(outcomes: Sequence[CellOutcome], seed: int) -> list[dict[str, A
                         float(tokens[mask].mean()) if mask.any() else float("nan")
                     ),
                 }
-                values = {m: metric_cols[m][mask] for m in names}
-                for m in names:
-                    row[f"{m}_mean"], row[f"{m}_std"] = mean_std(values[m])
-                ci = bootstrap_ci({m: values[m] for m in with_ci}, seed=seed)
+                if metric_rows is not None:  # every metric's mean and std at once
+                    means, stds = mean_std_rows(metric_rows[:, mask])
+                    for i, m in enumerate(names):
+                        row[f"{m}_mean"], row[f"{m}_std"] = float(means[i]), float(stds[i])
+                ci = bootstrap_ci({m: metric_cols[m][mask] for m in with_ci}, seed=seed)
                 for m in with_ci:
                     row[f"{m}_ci_low"], row[f"{m}_ci_high"] = ci[m]
                 rows.append(row)

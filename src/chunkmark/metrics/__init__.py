@@ -1,7 +1,7 @@
 """Span metrics (recall, precision, precision Ω, IoU, F1), rank metrics, the named scoring
 options, the metric catalog, aggregation."""
 
-from chunkmark.metrics.aggregate import bootstrap_ci, mean_std
+from chunkmark.metrics.aggregate import bootstrap_ci, mean_std, mean_std_rows
 from chunkmark.metrics.catalog import METRICS, Metric, MetricCatalog, ScoreInputs
 from chunkmark.metrics.scoring import (
     Scoring,
@@ -40,6 +40,7 @@ __all__ = [
     "count_duplicated_excerpts",
     "find_excerpt_copies",
     "mean_std",
+    "mean_std_rows",
     "min_k_depth",
     "score_chunking",
     "score_chunking_with",
