@@ -99,3 +99,22 @@ def test_bad_grid_is_a_usage_error(tmp_path: Path) -> None:
     result = suite("run", "covid_qa", "--grid", "huge", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "'huge' is not a suite grid: use one of default, fast" in result.output
+
+
+def test_progress_renders_the_runners_markup_and_keeps_brackets_of_specs() -> None:
+    # The runner's warning carries rich markup, as `chunkmark run` prints it; a spec's list
+    # (a tag must start with a letter) and an escaped error stay as written.
+    from rich.markup import escape
+
+    from chunkmark.cli.suite import progress_console
+
+    console = progress_console()
+    with console.capture() as captured:
+        console.print("cuad: [yellow]warning:[/] cuad: x: questions are no closer")
+        console.print("cuad: cell recursive(separators=['\\n\\n', ' '], sizes=[128, 256])")
+        console.print(f"failed: qmsum: {escape('bad key [default: x] in grid')}")
+    shown = captured.get()
+    assert "cuad: warning: cuad: x: questions are no closer" in shown
+    assert "[yellow]" not in shown and "[/]" not in shown
+    assert "separators=['\\n\\n', ' '], sizes=[128, 256])" in shown
+    assert "bad key [default: x] in grid" in shown

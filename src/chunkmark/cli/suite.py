@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from chunkmark.cli import options, suite_download, suite_leaderboard
 from chunkmark.datasets.suite import Sample
@@ -35,6 +36,12 @@ def register(app: typer.Typer) -> None:
     group.command("run")(run_command)
     suite_leaderboard.register(group)
     app.add_typer(group, name="suite")
+
+
+def progress_console() -> Console:
+    """Where the suite's progress goes (stderr): the lines of `chunkmark run`'s runner carry
+    rich markup (a warning's colour), which is rendered, as `chunkmark run` renders it."""
+    return Console(soft_wrap=True, highlight=False, stderr=True)
 
 
 def suite_group() -> None:
@@ -109,7 +116,7 @@ def run_command(
         raise typer.BadParameter(f"{grid!r} is not a suite grid: use one of {', '.join(GRIDS)}.")
     if full and docs is not None:
         raise typer.BadParameter("--full and --docs contradict each other: give one of them.")
-    console = Console(soft_wrap=True, highlight=False, markup=False, stderr=True)
+    console = progress_console()
     say = (lambda line: None) if quiet else console.print
     wanted = suite_download.expand(names or [suite_download.SUITE])
     sets: list[SuiteSet] = []
@@ -122,7 +129,7 @@ def run_command(
                 name, force=False, from_dir=from_dir, sample=sample, progress=say
             )
         except ChunkmarkError as exc:
-            console.print(f"failed: {name}: {exc}")
+            console.print(f"failed: {escape(name)}: {escape(str(exc))}")
             failed.append(name)
             continue
         sets.append(SuiteSet(name, suite_download.prepared_folder(name, sample)))
@@ -147,7 +154,7 @@ def run_command(
         progress=say,
     )
     for name, line in result.failures.items():
-        console.print(f"failed: {name}: {line}")
+        console.print(f"failed: {escape(name)}: {escape(line)}")
     seconds = time.perf_counter() - started
     summary = {
         "out": str(out),

@@ -173,8 +173,7 @@ def run_suite(
             )
             result.scopes[one.name] = scope
         except ChunkmarkError as exc:
-            result.failures[one.name] = str(exc)
-            say(f"failed: {one.name}: {exc}")
+            result.failures[one.name] = str(exc)  # the caller says it (once)
     write_suite_files(result, sets, grid)
     return result
 
