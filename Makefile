@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-baseline release-check llm-server clean
+.PHONY: demo test lint bench bench-baseline release-check llm-server leaderboard clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ test: $(STAMP)
 ## the build takes about 25 min on 2 cores; docs/llm.md)
 llm-server: $(STAMP)
 	$(BIN)/python -m chunkmark.llm.local install
+
+## leaderboard: regenerate leaderboard/leaderboard.md and .html from the committed suite results
+## (docs/suite.md; scripts/publish_leaderboard.py publishes a new `chunkmark suite run`)
+leaderboard: $(STAMP)
+	$(BIN)/chunkmark suite leaderboard leaderboard/results --out leaderboard
 
 ## release-check: build sdist and wheel, twine check them, install the wheel in a fresh venv, run the demo
 release-check: $(STAMP)
