@@ -34,7 +34,7 @@ llm-server: $(STAMP)
 ## leaderboard: regenerate leaderboard/leaderboard.md and .html from the committed suite results
 ## (docs/suite.md; scripts/publish_leaderboard.py publishes a new `chunkmark suite run`)
 leaderboard: $(STAMP)
-	$(BIN)/chunkmark suite leaderboard leaderboard/results --out leaderboard
+	$(BIN)/chunkmark suite leaderboard leaderboard/default-suite --out leaderboard
 
 ## release-check: build sdist and wheel, twine check them, install the wheel in a fresh venv, run the demo
 release-check: $(STAMP)

@@ -1,5 +1,5 @@
 """Publish a finished suite run as the project's leaderboard: copy what the leaderboard reads
-into leaderboard/results and regenerate leaderboard/leaderboard.md and .html from it.
+into leaderboard/default-suite and regenerate leaderboard/leaderboard.md and .html from it.
 
 Only ``suite.json`` and each set's ``results.parquet``, ``summary.csv`` and ``manifest.json`` are
 copied (``chunkmark suite leaderboard`` reads nothing else; the cells' chunk and ranking files
@@ -24,13 +24,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+FOLDER = "default-suite"  # the page is titled by its folder
 SET_FILES = ("results.parquet", "summary.csv", "manifest.json")
 
 
 def publish(suite_dir: Path, to: Path) -> list[Path]:
-    """Copy the files of ``suite_dir`` the leaderboard reads into ``to/results``; returns them."""
+    """Copy the files of ``suite_dir`` the leaderboard reads into ``to/default-suite``; returns them."""
     suite = json.loads((suite_dir / "suite.json").read_text(encoding="utf-8"))
-    results = to / "results"
+    results = to / FOLDER
     if results.exists():
         shutil.rmtree(results)
     results.mkdir(parents=True)
@@ -79,10 +80,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--to", type=Path, default=Path("leaderboard"))
     args = parser.parse_args(argv)
     copied = publish(args.suite_dir, ROOT / args.to)
-    print(f"copied {len(copied)} files into {args.to / 'results'}")
+    print(f"copied {len(copied)} files into {args.to / FOLDER}")
     # run from the project root with relative paths: the page names the command that made it
     subprocess.run(
-        [sys.executable, "-m", "chunkmark", "suite", "leaderboard", str(args.to / "results"),
+        [sys.executable, "-m", "chunkmark", "suite", "leaderboard", str(args.to / FOLDER),
          "--out", str(args.to)],
         cwd=ROOT,
         check=True,

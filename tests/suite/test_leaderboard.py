@@ -232,9 +232,9 @@ def test_every_cell_has_an_interval(board: Leaderboard) -> None:
             for i in columns:
                 assert interval.match(row[i]), (header[i], row[i])
                 checked += 1
-    # the per-set tables (3 sets x 24 cells x 3 metrics), the top 5 and the ranking (17 rows x
-    # a mean rank and a metric per set)
-    assert checked == 3 * 21 * 3 + (5 + 9) * 4
+    # the per-set tables (3 sets x 21 cells x 3 metrics), the top 5 and the ranking (14 rows x
+    # a mean rank and a metric per set), the embedders (3 sets x 2 embedders x mean and best)
+    assert checked == 3 * 21 * 3 + (5 + 9) * 4 + 3 * 2 * 2
 
 
 METRIC_COLUMNS = ("recall", "IoU", "containment recall")
@@ -321,6 +321,34 @@ def test_tau_and_ranks_agree_with_the_summaries(board: Leaderboard, suite_dir: P
         best = max(means[set_board.name], key=lambda k: means[set_board.name][k])
         assert any(means[set_board.name][k] == means[set_board.name][best] for k in set_board.tied)
     assert sum(r.tied_sets for r in board.ranking) == sum(len(b.tied) for b in board.sets)
+
+
+@pytest.mark.integration
+def test_embedders_per_set_average_their_chunkers_and_sum_their_cost(
+    board: Leaderboard, suite_dir: Path
+) -> None:
+    # Reference: results.parquet and manifest.json read directly.
+    rows = {(r.set, r.embedder): r for r in board.embedders}
+    assert len(rows) == len(board.embedders) == 3 * 2  # BM25 reads no vectors: not a row
+    for set_board in board.sets:
+        folder = suite_dir / set_board.name
+        spec = next(c.retrieval for c in set_board.cells if c.setting == "dense @256")
+        per_cell = results_rows(folder, spec)
+        cells = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["cells"]
+        embedders = sorted({e for _, e in per_cell})
+        assert len(embedders) == 2
+        for full in embedders:
+            row = rows[(set_board.name, full)]
+            recalls = [per_cell[(c, e)]["recall"] for c, e in per_cell if e == full]
+            assert row.setting == "dense @256" and row.chunkers == len(recalls) == 3
+            assert row.mean.value == pytest.approx(float(np.mean(np.mean(recalls, axis=0))))
+            assert row.mean.low <= row.mean.value <= row.mean.high
+            assert row.best.value == pytest.approx(max(float(np.mean(r)) for r in recalls))
+            mine = [c for c in cells if c["embedder"] == full]
+            assert row.tokens_embedded == sum(c["chunk_tokens"] for c in mine)
+            assert row.index_seconds == pytest.approx(
+                sum(c["timings"]["embed_documents"] + c["timings"]["chunk"] for c in mine)
+            )
 
 
 @pytest.mark.integration
@@ -420,7 +448,7 @@ def test_the_page_renders_offline_with_an_interval_in_every_metric_cell(
         assert per_set.count() == 3
         metric_cells = page.locator("table:not(.matrix) td.num:has(.ci)")
         # every cell of every set: its three metrics; plus the ranking tables
-        assert metric_cells.count() == 3 * 21 * 3 + (5 + 9) * 4
+        assert metric_cells.count() == 3 * 21 * 3 + (5 + 9) * 4 + 3 * 2 * 2
         shown = page.locator("main").inner_text()
         assert not re.search(r"\b(nan|None|null|undefined)\b", shown)
         browser_test.save_screenshot(page, tmp_path / "leaderboard.png")

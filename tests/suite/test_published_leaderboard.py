@@ -19,7 +19,7 @@ from chunkmark.suite.run import GRIDS
 
 ROOT = Path(__file__).resolve().parents[2]
 BOARD = ROOT / "leaderboard"
-RESULTS = BOARD / "results"
+RESULTS = BOARD / "default-suite"
 COUNT = r"-?[\d,]+(\.\d+)?%?( of \d+)?"
 
 
@@ -50,7 +50,7 @@ def test_the_committed_results_are_a_complete_run_of_the_default_grid() -> None:
 @pytest.mark.integration
 def test_the_page_and_table_regenerate_byte_for_byte_from_the_results(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "chunkmark", "suite", "leaderboard", "leaderboard/results",
+        [sys.executable, "-m", "chunkmark", "suite", "leaderboard", "leaderboard/default-suite",
          "--out", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip

@@ -360,6 +360,23 @@ class Rho:
     within_settings: int = 0
 
 
+@dataclass(frozen=True)
+class EmbedderRow:
+    """One embedder on one set at the dense setting of the board's budget: its recall (or the
+    ranked metric) averaged over the chunkers, per question, and its best chunker, with what
+    embedding every chunking cost."""
+
+    set: str
+    embedder: str
+    setting: str
+    chunkers: int
+    mean: Estimate
+    best: Estimate
+    best_chunker: str
+    tokens_embedded: int
+    index_seconds: float
+
+
 @dataclass
 class Leaderboard:
     """Everything the page and the table show."""
@@ -376,6 +393,7 @@ class Leaderboard:
     tau: dict[tuple[str, str], Tau]
     variance: list[VarianceSplit]
     rho: list[Rho]
+    embedders: list[EmbedderRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -590,15 +608,21 @@ NO_EMBEDDER = "none (keywords only)"
 under every embedder of the grid, so the leaderboard counts the cell once, under this name."""
 
 
-def reads_vectors(retrieval: str) -> bool:
-    """Whether a retrieval setting's ranking reads the chunk vectors (False for BM25, scoped by
-    document or not), so that its rows depend on the embedder."""
+def ranker_name(retrieval: str) -> str:
+    """The ranker a retrieval setting reads (``exact``, ``bm25``, ``hybrid``...), looking
+    through ``in_document`` to the ranker it applies within the document."""
     built, _ = RETRIEVAL.build(retrieval)
     ranker = built.ranker
     if ranker.name == "in_document":
         inner = dict(ranker.params).get("ranker", "exact()")
         ranker = RETRIEVERS.resolve(str(inner))
-    return ranker.name != "bm25"
+    return str(ranker.name)
+
+
+def reads_vectors(retrieval: str) -> bool:
+    """Whether a retrieval setting's ranking reads the chunk vectors (False for BM25, scoped by
+    document or not), so that its rows depend on the embedder."""
+    return ranker_name(retrieval) != "bm25"
 
 
 def read_set(
@@ -810,6 +834,7 @@ def build_leaderboard(
     every_cell = [c for b in boards for c in b.cells]
     variance = [_variance(every_cell, m) for m in RHO_METRICS]
     rho = diagnostic_rho([c for cells in at_budget for c in cells])
+    embedders = _embedder_rows(boards, labels, metric, level, resamples, seed)
     if not any("boundary F1" in c.diagnostics for c in every_cell):
         notes.append(
             "Boundary scores (Pk, WindowDiff, boundary F1) need a set whose dataset records its "
@@ -828,8 +853,50 @@ def build_leaderboard(
         tau=kendall_matrix(means),
         variance=variance,
         rho=rho,
+        embedders=embedders,
         notes=notes,
     )
+
+
+def _embedder_rows(
+    boards: Sequence[SetBoard],
+    labels: Sequence[str],
+    metric: str,
+    level: float,
+    resamples: int,
+    seed: int,
+) -> list[EmbedderRow]:
+    """Per set and embedder, at the budget's dense setting (the exact ranker, no keywords):
+    the metric averaged over the embedder's chunkers question by question, with a bootstrap
+    interval over the questions, its best chunker, and the tokens embedded and index seconds
+    summed over its chunkers (a measured time: what embedding every chunking cost)."""
+    rows: list[EmbedderRow] = []
+    for board in boards:
+        dense = [
+            c for c in board.cells if c.setting in labels and ranker_name(c.retrieval) == "exact"
+        ]
+        for embedder in dict.fromkeys(c.embedder for c in dense):
+            cells = [c for c in dense if c.embedder == embedder]
+            setting = cells[0].setting
+            per_question = np.mean([board.values[c.key][metric] for c in cells], axis=0)
+            low, high = bootstrap_ci(
+                {metric: per_question}, n_resamples=resamples, level=level, seed=seed
+            )[metric]
+            best = max(cells, key=lambda c: c.metrics[metric].value)
+            rows.append(
+                EmbedderRow(
+                    set=board.name,
+                    embedder=embedder,
+                    setting=setting,
+                    chunkers=len(cells),
+                    mean=Estimate(float(np.mean(per_question)), low, high),
+                    best=best.metrics[metric],
+                    best_chunker=best.chunker,
+                    tokens_embedded=sum(c.tokens_embedded for c in cells),
+                    index_seconds=sum(c.index_seconds for c in cells),
+                )
+            )
+    return rows
 
 
 def _ranking(
@@ -934,7 +1001,8 @@ def sections(board: Leaderboard) -> list[Section]:
     """The leaderboard's content, in page order."""
     pct = f"{board.level:.0%}"
     out = [_overview(board, pct), _top_section(board, pct), _tau_section(board)]
-    out += [_variance_section(board), _rho_section(board), _ranking_section(board, pct)]
+    out += [_variance_section(board), _rho_section(board), _embedder_section(board, pct)]
+    out.append(_ranking_section(board, pct))
     out += [_set_section(board, b, pct) for b in board.sets]
     if board.notes:
         out.append(Section("Notes", tuple(board.notes)))
@@ -1091,6 +1159,51 @@ def _variance_section(board: Leaderboard) -> Section:
             "sum over its levels of (cells at the level) x (level mean - grand mean)^2, over "
             "sum (cell mean - grand mean)^2. What is left is interactions. The shares add up "
             "exactly only when the grid is balanced (every combination present).",
+        ),
+        (("", table),),
+    )
+
+
+def _embedder_section(board: Leaderboard, pct: str) -> Section:
+    label = METRIC_LABELS[board.metric]
+    table = Table(
+        (
+            "set",
+            "embedder",
+            "setting",
+            "chunkers",
+            f"mean {label}",
+            f"best {label}",
+            "best chunker",
+            "tokens embedded",
+            "index seconds",
+            "tokens per second",
+        ),
+        [
+            (
+                _text(r.set),
+                _text(_short("embedder", r.embedder)),
+                _text(r.setting),
+                _count(r.chunkers),
+                _estimate(r.mean),
+                _estimate(r.best),
+                _text(_short("chunker", r.best_chunker)),
+                _count(r.tokens_embedded),
+                Value(_num(r.index_seconds, 1), number=r.index_seconds),
+                _count(r.tokens_embedded / r.index_seconds if r.index_seconds > 0 else math.nan),
+            )
+            for r in board.embedders
+        ],
+    )
+    return Section(
+        "Embedders per set: recall against cost",
+        (
+            f"Each embedder at the dense setting of {board.budget:,} tokens (vectors only, no "
+            f"keywords): its {label} averaged over its chunkers question by question, with the "
+            f"{pct} bootstrap interval over the set's questions, and its best chunker. Tokens "
+            "embedded and index seconds (chunking and embedding, as measured in the run that "
+            "wrote the results; a warm cache makes them small) are summed over the chunkers: "
+            "what trying every chunking with that embedder cost.",
         ),
         (("", table),),
     )
