@@ -33,7 +33,10 @@ default scoring is read. The leaderboard holds:
   (:func:`chunkmark.chunkers.diagnostics.diagnose`, recorded per cell in the manifest; boundary
   scores where a set's dataset records its topic boundaries) against recall and IoU at that
   budget, over every cell of every set, and the means of the rhos within each set and within
-  each set and retrieval setting.
+  each set and retrieval setting;
+- **embedders per set** (:class:`EmbedderRow`): each embedder at the budget's dense setting, its
+  metric averaged over its chunkers (with a bootstrap interval) and its best chunker, beside the
+  tokens embedded and index seconds summed over its chunkers: the recall a faster embedder costs.
 """
 
 from __future__ import annotations
