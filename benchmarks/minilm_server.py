@@ -27,8 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import JSONHandler
+sys.path.append(str(Path(__file__).resolve().parent))  # after the rest: no name here shadows
+from bench_common import JSONHandler  # benchmarks/bench_common.py
 
 MODEL = "all-MiniLM-L6-v2"
 

@@ -57,8 +57,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import cpu_name  # noqa: E402  benchmarks/common.py
+sys.path.append(str(Path(__file__).resolve().parent))  # after the rest: no name here shadows
+from bench_common import cpu_name  # noqa: E402  benchmarks/bench_common.py
 
 BENCH = Path(__file__).resolve().parent
 MODEL = "all-MiniLM-L6-v2"

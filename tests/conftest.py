@@ -25,10 +25,8 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()
+def _fail_unless_hardware(report: pytest.TestReport | pytest.CollectReport, nodeid: str) -> None:
+    """Under CHUNKMARK_REQUIRE_ALL=1, turn a skip into a failure unless it is for hardware."""
     if not (report.skipped and require_all()) or hasattr(report, "wasxfail"):
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
@@ -38,10 +36,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return
     report.outcome = "failed"
     report.longrepr = (
-        f"{REQUIRE_ALL}=1: {item.nodeid} skipped ({reason}), but this run must have every "
+        f"{REQUIRE_ALL}=1: {nodeid} skipped ({reason}), but this run must have every "
         "component the tests need. Fix: install or provide it (see .ci/run), or mark a skip "
         f"for missing hardware with a reason starting {HARDWARE!r}."
     )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    _fail_unless_hardware(outcome.get_result(), item.nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    # A module that skips while it is imported (a module-level importorskip) skips every test in
+    # it at collection, which the hook above never sees.
+    outcome = yield
+    _fail_unless_hardware(outcome.get_result(), collector.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,11 +17,13 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url() -> Iterator[str]:
     pgserver = pytest.importorskip("pgserver._commands")
     utils = pytest.importorskip("pgserver.utils")
     psycopg = pytest.importorskip("psycopg")
-    root = tmp_path_factory.mktemp("postgres")
+    # Not under pytest's own temporary root: another pytest session starting meanwhile makes
+    # that root private to its owner again, and the server's user could no longer reach its data.
+    root = Path(tempfile.mkdtemp(prefix="chunkmark-postgres-"))
     data = root / "data"
     data.mkdir()
     user = None
@@ -61,3 +65,4 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     raise
             else:
                 raise
+        shutil.rmtree(root, ignore_errors=True)

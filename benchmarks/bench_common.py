@@ -1,8 +1,9 @@
 """What several benchmark scripts share: the machine's CPU named in their output, and the base
 of the small JSON servers they start on 127.0.0.1.
 
-Scripts import it as a sibling (``sys.path`` gets the benchmarks folder first), as
-``autocast_agreement.py`` imports ``precision.py``.
+Scripts import it as a sibling, with the benchmarks folder appended to ``sys.path`` (at the end,
+so that none of the scripts' names shadows a module of the same name, such as the tests'
+``report`` package when a test loads a script in-process).
 """
 
 from __future__ import annotations
