@@ -20,15 +20,10 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
-
-sys.path.append(str(Path(__file__).resolve().parent))  # after the rest: no name here shadows
-from bench_common import JSONHandler  # benchmarks/bench_common.py
 
 MODEL = "all-MiniLM-L6-v2"
 
@@ -77,7 +72,20 @@ class Encoder:
 
 
 def handler(encoder: Encoder) -> type[BaseHTTPRequestHandler]:
-    class Handler(JSONHandler):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: clients reuse their connection
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def _error(self, status: int, message: str) -> None:
             self._send(status, {"error": {"message": message, "type": "invalid_request_error"}})
 

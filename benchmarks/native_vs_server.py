@@ -42,9 +42,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.append(str(Path(__file__).resolve().parent))  # after the rest: no name here shadows
-from bench_common import cpu_name  # noqa: E402  benchmarks/bench_common.py
-
 BENCH = Path(__file__).resolve().parent
 MODEL = "all-MiniLM-L6-v2"
 SPIN = {"GOMP_SPINCOUNT": "300000"}  # libgomp's default spin count, set explicitly
@@ -55,6 +52,16 @@ CONDITIONS = {
     "server": ("server", {}),
 }
 WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
+
+
+def cpu_name() -> str:
+    fields: dict[str, str] = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name", "unknown CPU")
+    return f"{name} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
 
 
 def texts_of(data: Path, size: int) -> dict[str, list[str]]:

@@ -40,9 +40,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.append(str(Path(__file__).resolve().parent))  # after the rest: no name here shadows
-from bench_common import cpu_name  # noqa: E402  benchmarks/bench_common.py
-
 RAY = Path(sys.executable).parent / "ray"
 
 
@@ -297,6 +294,14 @@ def report_rows(name: str, local: Path, other: Path) -> None:
     if not same:
         for line in row_differences(local, other):
             print(f"  {line}")
+
+
+def cpu_name() -> str:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
 
 
 def main(argv: list[str] | None = None) -> None:

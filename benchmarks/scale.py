@@ -67,9 +67,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.append(str(Path(__file__).resolve().parent))  # after the rest: no name here shadows
-from bench_common import cpu_name  # noqa: E402  benchmarks/bench_common.py
-
 PERTURB_RATE = 0.10
 TAG_EVERY = 128  # characters between tag starts
 TAG_MARK = "\u00a4"  # ¤, written only as a tag's first character
@@ -374,6 +371,17 @@ def mean_scores(out: Path) -> dict[str, tuple[float, float]]:
         precision = float(np.asarray(data["precision"], dtype=float)[rows].mean())
         scores[spec] = (recall, precision)
     return scores
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def main(argv: list[str] | None = None) -> None:

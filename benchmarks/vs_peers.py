@@ -57,13 +57,21 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.append(str(Path(__file__).resolve().parent))  # after the rest: no name here shadows
-from bench_common import cpu_name  # noqa: E402  benchmarks/bench_common.py
-
 BENCH = Path(__file__).resolve().parent
 MODEL = "all-MiniLM-L6-v2"
 K = 5
 PEERS = {"chunktuner": "chunktuner", "chunkbench-rag": "chunkbench-rag[openai]"}
+
+
+def cpu_name() -> str:
+    """The CPU's model name, with its family and model numbers (a VM may show only a brand)."""
+    fields: dict[str, str] = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name", "unknown CPU")
+    return f"{name} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
 
 
 def find_python312(given: str | None) -> str | None:
