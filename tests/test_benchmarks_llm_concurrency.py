@@ -5,23 +5,12 @@ never more requests in flight than the workers."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_script() -> ModuleType:
-    path = ROOT / "benchmarks" / "llm_concurrency.py"
-    spec = importlib.util.spec_from_file_location("llm_concurrency", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("llm_concurrency", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_every_feature_writes_the_same_files_with_four_workers(tmp_path: Path) -> None:
@@ -31,7 +20,7 @@ def test_every_feature_writes_the_same_files_with_four_workers(tmp_path: Path) -
         "--facts", "6", "--questions", "6", "--answer-questions", "4",
         "--out", str(tmp_path / "out"), "--json", str(numbers), "--no-warm-up",
     ]  # fmt: skip
-    assert load_script().main(argv) == 0
+    assert load_benchmark("llm_concurrency").main(argv) == 0
     found = json.loads(numbers.read_text())["features"]
     assert sorted(found) == sorted(
         ["generate", "contextual", "propositions", "relations", "answers"]
@@ -44,7 +33,7 @@ def test_every_feature_writes_the_same_files_with_four_workers(tmp_path: Path) -
 
 
 def test_the_model_answers_each_feature_from_its_prompt() -> None:
-    script = load_script()
+    script = load_benchmark("llm_concurrency")
     sentence, noun, place, metres = script.fact(2, 5)
     assert sentence == f"Fact 2-5: the {noun} near {place} measures {metres} metres."
     props = json.loads(

@@ -3,31 +3,21 @@ fake embedder (baseline process, chunkmark cold and warm, all real subprocesses)
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from benchmark_scripts import load_benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
 CELL = "fixed_tokens(size=200, overlap=0)"
 
 
-def load_script() -> ModuleType:
-    path = ROOT / "benchmarks" / "vs_baseline.py"
-    spec = importlib.util.spec_from_file_location("vs_baseline", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("vs_baseline", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    return load_script()
+    return load_benchmark("vs_baseline")
 
 
 def test_table_has_ratios_and_consistent_numbers(

@@ -10,15 +10,14 @@ parentheses are this file's, rounded as printed).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+
+from benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "benchmarks" / "reference" / "general8.json"
@@ -41,16 +40,6 @@ def load_record() -> dict[str, Any]:
     return record
 
 
-def load_engine() -> ModuleType:
-    path = ROOT / "benchmarks" / "engine.py"
-    spec = importlib.util.spec_from_file_location("engine", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("engine", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_record_has_its_provenance_and_every_cell() -> None:
     record = load_record()
     assert re.fullmatch(r"[0-9a-f]{40}", record["reference"]["commit"])
@@ -58,7 +47,7 @@ def test_the_record_has_its_provenance_and_every_cell() -> None:
     assert "--reference " in record["command"] and "--record " in record["command"]
     for package in ("chromadb", "sentence-transformers", "torch"):
         assert record["versions"][package][0].isdigit()
-    assert list(record["cells"]) == list(load_engine().GENERAL8)
+    assert list(record["cells"]) == list(load_benchmark("engine").GENERAL8)
 
 
 def test_means_are_the_means_of_the_per_question_values() -> None:
@@ -70,7 +59,7 @@ def test_means_are_the_means_of_the_per_question_values() -> None:
 
 
 def test_engine_prints_the_recorded_numbers() -> None:
-    engine = load_engine()
+    engine = load_benchmark("engine")
     table = engine.recorded.table("general8")
     for label, cell in load_record()["cells"].items():
         chunks, *percent = table[label]

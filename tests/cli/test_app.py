@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from importlib import metadata
@@ -61,14 +62,17 @@ def test_a_command_line_imports_only_the_command_it_names() -> None:
         "    runpy.run_module('chunkmark', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('chunkmark.cli.')), file=sys.stderr)\n"
+        "import json\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('chunkmark.cli.'))),"
+        " file=sys.stderr)\n"
     )
 
     def modules(*args: str) -> tuple[str, list[str]]:
         done = subprocess.run(
             [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
         )
-        return done.stdout, eval(done.stderr.strip().splitlines()[-1])
+        loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+        return done.stdout, loaded
 
     out, loaded = modules("--version")
     assert out.strip() == f"chunkmark {chunkmark.__version__}"

@@ -5,14 +5,14 @@ run ending with the lost cells recorded, and a rerun with the local rows."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from benchmark_scripts import load_benchmark
 
 pytest.importorskip("ray")
 
@@ -20,16 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.integration
 
 
-def _benchmark() -> Any:
-    spec = importlib.util.spec_from_file_location("ray_nodes", ROOT / "benchmarks" / "ray_nodes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-nodes = _benchmark()
+nodes = load_benchmark("ray_nodes")
 # Every task asks for the worker node's resource; three chunkers, six cells.
 CHUNKERS = ["fixed_tokens(size=[60, 90, 120])", "recursive(size=[200, 300, 400])"]
 

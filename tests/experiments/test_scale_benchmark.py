@@ -55,13 +55,9 @@ def test_scale_benchmark_at_two_megabytes(tmp_path: Path) -> None:
 
 
 def test_tags_number_every_copy_and_place_and_keep_offsets() -> None:
-    import importlib.util
+    from benchmark_scripts import load_benchmark
 
-    spec = importlib.util.spec_from_file_location("scale", ROOT / "benchmarks" / "scale.py")
-    assert spec is not None and spec.loader is not None
-    scale = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = scale  # dataclasses look their module up
-    spec.loader.exec_module(scale)
+    scale = load_benchmark("scale")
     text = "\u00a4 " * 200 + "\u00e9t\u00e9 \U0001f600 end"
     width = scale.tag_width(copies=3, longest=len(text))
     tagged = [scale.tag(text, copy, len(text), width) for copy in range(3)]

@@ -6,34 +6,22 @@ concurrency) change neither the answer cache key nor any result's name."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from benchmark_scripts import load_benchmark
 from chunkmark.errors import LLMError
 from chunkmark.llm import LLMS, FakeLLM, build_llm, identity_spec
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def load_benchmark() -> ModuleType:
-    path = ROOT / "benchmarks" / "llm_concurrency.py"
-    spec = importlib.util.spec_from_file_location("llm_concurrency", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("llm_concurrency", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 class Server:
@@ -52,7 +40,9 @@ class Server:
 
 @pytest.fixture
 def server() -> Iterator[Server]:
-    httpd = load_benchmark().serve(latency=0.005, jitter=0.02)  # 5 to 25 ms, drawn per request
+    httpd = load_benchmark("llm_concurrency").serve(
+        latency=0.005, jitter=0.02
+    )  # 5 to 25 ms, drawn per request
     try:
         yield Server(f"http://127.0.0.1:{httpd.server_address[1]}")
     finally:
