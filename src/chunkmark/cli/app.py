@@ -192,10 +192,12 @@ def _named_command(argv: Sequence[str]) -> list[str] | None:
     (register every command) when it names none or one chunkmark does not have, and no command
     at all for ``--version``."""
     for arg in argv:
-        if not arg.startswith("-"):
-            return [arg] if arg in _HOMES else None
+        if arg in ("--help", "-h"):  # the root's help lists every command
+            return None
         if arg == "--version":  # answered before any command is read
             return []
+        if not arg.startswith("-"):
+            return [arg] if arg in _HOMES else None
     return None
 
 
