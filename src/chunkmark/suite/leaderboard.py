@@ -41,6 +41,7 @@ default scoring is read. The leaderboard holds:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import json
@@ -607,8 +608,50 @@ def diagnostic_values(diagnostics: Mapping[str, Any] | None) -> dict[str, float]
 
 
 NO_EMBEDDER = "none (keywords only)"
-"""The embedder column of a cell whose ranking reads no vectors (BM25): its rows are the same
-under every embedder of the grid, so the leaderboard counts the cell once, under this name."""
+
+
+def keyword_embedder(
+    group: tuple[str, str],
+    embedder: str,
+    seen: dict[tuple[str, str], list[tuple[str, dict[str, FloatArray]]]],
+    per_question: Mapping[str, FloatArray],
+) -> str | None:
+    """The embedder part of a keyword ranking's cell key, or None for a ranking equal on every
+    question to one already seen for its chunker x setting (``group``): the same cell again.
+
+    A keyword ranking reads no vectors, so one chunking gives it under every embedder and it is
+    counted once, as :data:`NO_EMBEDDER`; a chunker that embeds while chunking (a semantic one
+    using the cell's embedder) chunks differently under each embedder, and then each ranking is
+    its own cell, named by the embedder it was chunked with (:func:`keyword_label`; the first of
+    such a group is renamed once the group is read, by :func:`_name_keyword_cells`)."""
+    rankings = seen.setdefault(group, [])
+    for _, earlier in rankings:
+        if all(np.array_equal(earlier[m], per_question[m]) for m in per_question):
+            return None
+    rankings.append((embedder, dict(per_question)))
+    return NO_EMBEDDER if len(rankings) == 1 else keyword_label(embedder)
+
+
+def keyword_label(embedder: str) -> str:
+    """The embedder part of a keyword cell whose chunking depends on the cell's embedder (the
+    embedder by its short name)."""
+    return f"{NO_EMBEDDER[:-1]}; chunked with {_short('embedder', embedder)})"
+
+
+def _name_keyword_cells(
+    seen: Mapping[tuple[str, str], list[tuple[str, dict[str, FloatArray]]]],
+    cells: list[SetCell],
+    values: dict[CellKey, dict[str, FloatArray]],
+) -> None:
+    """Rename the first keyword cell of every chunker x setting that turned out to have more
+    than one ranking, so that each names the embedder it was chunked with."""
+    for (chunker, setting), rankings in seen.items():
+        if len(rankings) < 2:
+            continue
+        old: CellKey = (chunker, NO_EMBEDDER, setting)
+        new: CellKey = (chunker, keyword_label(rankings[0][0]), setting)
+        values[new] = values.pop(old)
+        cells[:] = [dataclasses.replace(c, embedder=new[1]) if c.key == old else c for c in cells]
 
 
 def ranker_name(retrieval: str) -> str:
@@ -662,6 +705,7 @@ def read_set(
     default = DEFAULT_SCORING.key
     cells: list[SetCell] = []
     values: dict[CellKey, dict[str, FloatArray]] = {}
+    keyword_rows: dict[tuple[str, str], list[tuple[str, dict[str, FloatArray]]]] = {}
     question_ids: tuple[str, ...] | None = None
     unmatched: set[str] = set()
     for row in data.rows:
@@ -692,12 +736,16 @@ def read_set(
         per_question = {
             m: np.asarray(scores.values[m], dtype=np.float64)[order] for m in METRICS_SHOWN
         }
-        intervals = bootstrap_ci(per_question, n_resamples=resamples, level=level, seed=seed)
         embedder_free = not reads_vectors(row.retrieval)
-        embedder = NO_EMBEDDER if embedder_free else info.embedder
+        embedder = info.embedder
+        if embedder_free:
+            group = (info.chunker, setting.label)
+            named = keyword_embedder(group, embedder, keyword_rows, per_question)
+            if named is None:
+                continue  # the same keyword ranking under another embedder: counted once
+            embedder = named
         key: CellKey = (info.chunker, embedder, setting.label)
-        if embedder_free and key in values:
-            continue  # the same keyword ranking under another embedder: counted once
+        intervals = bootstrap_ci(per_question, n_resamples=resamples, level=level, seed=seed)
         if key in values:
             raise LeaderboardError(
                 f"{folder}: two retrieval specs of the set map to the setting {setting.label!r}.",
@@ -726,6 +774,7 @@ def read_set(
                 diagnostics=diag,
             )
         )
+    _name_keyword_cells(keyword_rows, cells, values)
     if unmatched:
         notes.append(
             f"{suite_set.name}: {len(unmatched)} retrieval setting(s) of the folder are not in "
