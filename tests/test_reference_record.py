@@ -1,10 +1,10 @@
 """The recorded reference run, ``benchmarks/reference/general8.json``, that the benchmark scripts
-and README's agreement table read instead of typed-in numbers.
+and the agreement table of docs/reference.md read instead of typed-in numbers.
 
 It is checked against itself (its means are the means of its per-question values), against the
 golden set (an independent run of the reference on the same data: same chunks, same precision
 Omega and k=5 recall per question, the same precision and IoU but for one question), and
-against README.md's table (whose numbers in
+against docs/reference.md's table (whose numbers in
 parentheses are this file's, rounded as printed).
 """
 
@@ -94,10 +94,10 @@ def test_golden_cells_agree_with_the_recorded_run(golden_dir: Path, golden_name:
         assert cell["means"][metric] == pytest.approx(golden["means_k5"][metric], abs=1e-12)
 
 
-def readme_rows() -> dict[str, list[str]]:
-    """The agreement table's rows in README.md: chunker -> its cells."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Agreement with the reference, and speed", 1)[1].split("\n## ", 1)[0]
+def agreement_rows() -> dict[str, list[str]]:
+    """The agreement table's rows in docs/reference.md (the first table): chunker -> its cells."""
+    text = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    section = text.split("\n\n| chunker |", 1)[1].split("\n\n", 1)[0]
     rows = {}
     for line in section.splitlines():
         match = re.match(r"\| `([^`]+)` \|(.*)\|$", line)
@@ -106,8 +106,8 @@ def readme_rows() -> dict[str, list[str]]:
     return rows
 
 
-def test_readme_table_shows_the_recorded_run() -> None:
-    rows = readme_rows()
+def test_the_agreement_table_shows_the_recorded_run() -> None:
+    rows = agreement_rows()
     for label, cell in load_record()["cells"].items():
         chunks, *metrics = rows[label]
         assert re.fullmatch(rf"\d+ \({cell['chunks']}\)", chunks), (label, chunks)
