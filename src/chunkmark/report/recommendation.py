@@ -186,7 +186,8 @@ def summary_lines(recs: Sequence[RunRecommendation]) -> list[str]:
         verdict = (
             "a single winner"
             if r.single_winner
-            else f"no single winner ({len(r.tied)} cells tied with it)"
+            else f"no single winner ({len(r.tied)} {'cell' if len(r.tied) == 1 else 'cells'} "
+            "tied with it)"
             if r.tied
             else "no single winner"
         )
