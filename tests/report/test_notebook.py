@@ -52,7 +52,7 @@ def same(a: Any, b: Any) -> bool:
 def test_to_pandas_rows_are_the_rows_of_results_parquet(tmp_path: Path) -> None:
     results = chunkmark.evaluate(
         datasets=["demo"], chunkers=["fixed_tokens(size=[64, 128])"], embedders=["fake()"],
-        k=[1, 5], out=tmp_path / "out", no_cache=True, report=False,
+        retrieval=["top_k(k=[1, 5])"], out=tmp_path / "out", no_cache=True, report=False,
     )  # fmt: skip
     frame = results.to_pandas()
     rows = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
@@ -76,6 +76,7 @@ def test_to_pandas_rows_are_the_rows_of_results_parquet(tmp_path: Path) -> None:
     # read back from the folder: the same summary rows, values and types
     opened = chunkmark.open_results(tmp_path / "out")
     assert isinstance(results, chunkmark.Results) and isinstance(opened, chunkmark.Results)
+    assert opened.config == results.config
     assert len(opened.summary) == len(results.summary)
     for mine, theirs in zip(opened.summary, results.summary, strict=True):
         assert mine.keys() == theirs.keys()

@@ -194,7 +194,10 @@ def open_results(out: str | Path) -> Results:
     manifest_path = folder / "manifest.json"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        config = ExperimentConfig.model_validate(manifest["config"])
+        recorded = dict(manifest["config"])
+        if recorded.get("retrieval") is not None:  # the depths were put in the settings
+            recorded.pop("k", None)
+        config = ExperimentConfig.model_validate(recorded)
         summary = read_summary(folder / "summary.csv")
     except (OSError, ValueError, KeyError) as exc:
         raise ReportError(
