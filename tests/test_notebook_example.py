@@ -19,6 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "examples" / "demo.ipynb"
 OUT = "results/notebook-demo"  # the notebook's own --out, relative to where it runs
+KERNEL = "chunkmark-tests"
 
 
 def texts(cell: Any, kind: str) -> str:
@@ -49,6 +50,14 @@ def test_the_example_notebook_runs_and_shows_the_runs_answer(
 
     monkeypatch.setenv("CHUNKMARK_CACHE_DIR", str(tmp_path / "cache"))  # the kernel inherits it
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))  # this checkout's chunkmark
+    # The kernel is this environment's Python: a kernel spec of our own, found first on
+    # JUPYTER_PATH, so no python3 spec installed for the user or the system is picked instead.
+    spec = tmp_path / "jupyter" / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    kernel = {"argv": argv, "display_name": "chunkmark tests", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(kernel), encoding="utf-8")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
     probe = nbformat.v4.new_code_cell(
@@ -58,7 +67,7 @@ def test_the_example_notebook_runs_and_shows_the_runs_answer(
     NotebookClient(
         notebook,
         timeout=900,
-        kernel_name="python3",
+        kernel_name=KERNEL,
         resources={"metadata": {"path": str(tmp_path)}},
     ).execute()
 
