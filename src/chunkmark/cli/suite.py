@@ -71,6 +71,7 @@ def run_command(
             "-d",
             help="A dataset folder of your own (Chroma or JSONL layout), repeatable: a set named "
             "by its folder, run whole beside the SETs given (instead of the suite when none is).",
+            metavar="FOLDER",
             show_default=False,
         ),
     ] = None,
