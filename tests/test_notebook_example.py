@@ -79,7 +79,8 @@ def test_the_example_notebook_runs_and_shows_the_runs_answer(
     # The recommendation shown is what `chunkmark run` prints for this folder.
     printed = recommendation_lines(out)
     found = re.search(
-        r": (\S+): (\S+) ([\d.]+)% \[([\d.]+), ([\d.]+)\] with (\S+), (\d+) questions", printed[0]
+        r"(\S+): (\S+) ([\d.]+)% \[([\d.]+), ([\d.]+)\] with (\S+), (\d+) questions",
+        "\n".join(printed),
     )
     assert found is not None, printed
     name, metric, mean, low, high, setting, n = found.groups()

@@ -179,9 +179,7 @@ def size_plots(
             key = " · ".join(p for p in parts if p)
             groups.setdefault(key, (r.retrieval, []))[1].append(r)
         traces = []
-        for name, (_, items) in sorted(
-            groups.items(), key=lambda g: (order[g[1][0]], g[0])
-        ):
+        for name, (_, items) in sorted(groups.items(), key=lambda g: (order[g[1][0]], g[0])):
             items = sorted(items, key=x)
             traces.append(
                 {
