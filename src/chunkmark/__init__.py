@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from chunkmark.version import __version__
 
 _EXPORTS = {
-    "Results": "chunkmark.experiments.runner",
+    "Results": "chunkmark.report.notebook",
+    "open_results": "chunkmark.report.notebook",
     "ExperimentConfig": "chunkmark.experiments.config",
     "load_config": "chunkmark.experiments.config",
     "load_dataset": "chunkmark.datasets",
@@ -43,6 +44,7 @@ __all__ = [
     "evaluate",
     "load_config",
     "load_dataset",
+    "open_results",
 ]
 
 if TYPE_CHECKING:
@@ -52,7 +54,8 @@ if TYPE_CHECKING:
     from chunkmark.embedders import EMBEDDERS
     from chunkmark.errors import ChunkmarkError
     from chunkmark.experiments.config import ExperimentConfig, load_config
-    from chunkmark.experiments.runner import EmbedProgress, Progress, Results
+    from chunkmark.experiments.runner import EmbedProgress, Progress
+    from chunkmark.report.notebook import Results, open_results
     from chunkmark.spans import Span
     from chunkmark.specs import Spec
 
@@ -66,11 +69,14 @@ def evaluate(
     """Run a grid and write ``results.parquet``, ``summary.csv``, ``manifest.json`` and, unless
     ``report=False``, ``report.html``: :func:`chunkmark.experiments.runner.evaluate` with the
     report's writer (a report that cannot be built is ``Results.report_error``, the other
-    files complete)."""
+    files complete). The :class:`~chunkmark.report.notebook.Results` returned has DataFrames,
+    the recommendation and the report's figures for a notebook (docs/notebook.md)."""
     from chunkmark.experiments.runner import evaluate as run_grid
     from chunkmark.report import write_run_report
+    from chunkmark.report.notebook import Results
 
-    return run_grid(config, progress, embed_progress, report_writer=write_run_report, **options)
+    ran = run_grid(config, progress, embed_progress, report_writer=write_run_report, **options)
+    return Results.of(ran)
 
 
 def __getattr__(name: str) -> Any:

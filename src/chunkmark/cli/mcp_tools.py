@@ -636,9 +636,9 @@ def recommendation(
     its 95% interval and indexing cost, the test that separates it from the runner-up or the
     cells tied with it, the cheapest tied cell, and the cell with the best recall among those
     retrieving at most ``token_budget`` tokens per question (as the report's budget pick)."""
-    from chunkmark.cli.recommend import recommend
     from chunkmark.metrics import METRICS
     from chunkmark.report import ReportOptions
+    from chunkmark.report.recommendation import recommend
     from chunkmark.report.settings import Scoring
 
     options = ReportOptions(metric=metric, retrieval=retrieval, k=k, token_budget=token_budget)

@@ -1,7 +1,7 @@
 """The last lines of ``chunkmark run``: the cell the report recommends (a single winner only when
 its P(best) and the paired tests agree), else the group tied with the best and its cheapest
 cell, and where the report is, computed by the report's own analysis
-(:mod:`chunkmark.report.stats`), which needs no plotly."""
+(:func:`chunkmark.report.recommendation.recommend`), which needs no plotly."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chunkmark.report.data import ReportData
-    from chunkmark.report.stats import Recommendation, Separation, StatsOptions
+    from chunkmark.report.stats import Recommendation, Separation
 
 
 def recommendation_lines(
@@ -29,6 +29,8 @@ def recommendation_lines(
             from chunkmark.report import ReportOptions
 
             options = replace(ReportOptions().stats(), min_p_best=min_p_best)
+        from chunkmark.report.recommendation import recommend
+
         data, recommendations = recommend(out, options)
     except ChunkmarkError as exc:
         lines = [f"No recommendation: {exc}"]
@@ -37,23 +39,6 @@ def recommendation_lines(
     if report is not None:
         lines.append(f"Report: {report}")
     return lines
-
-
-def recommend(
-    out: Path, options: StatsOptions | None = None
-) -> tuple[ReportData, list[Recommendation]]:
-    """The run in ``out`` read as the report reads it, and the report's recommendation for
-    each of its datasets under ``options`` (default: those report.html is built with); a
-    ChunkmarkError when the run cannot be read or lacks the setting asked for."""
-    from chunkmark.report import ReportOptions
-    from chunkmark.report.data import load_runs
-    from chunkmark.report.stats import analyse, choose_setting
-
-    data = load_runs([out])
-    stats = options or ReportOptions().stats()  # the defaults the run's report.html is built with
-    retrieval, scoring = choose_setting(data, stats)
-    recommendations, _ = analyse(data, replace(stats, retrieval=retrieval, scoring=scoring))
-    return data, recommendations
 
 
 def _lines(data: ReportData, r: Recommendation) -> list[str]:

@@ -6,7 +6,7 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -15,7 +15,8 @@ from rich.markup import escape
 from chunkmark.cli import options, suite_download, suite_leaderboard
 from chunkmark.datasets.suite import Sample
 from chunkmark.errors import ChunkmarkError
-from chunkmark.suite.run import GRIDS, SuiteSet, run_suite
+from chunkmark.experiments.runner import Results
+from chunkmark.suite.run import GRIDS, SuiteSet, own_sets, run_suite
 
 # Documents drawn per set by default: about 100,000 to 500,000 characters of each set, so the
 # whole suite fits a laptop (docs/suite.md has the timings). Chroma's general set is used whole.
@@ -56,11 +57,22 @@ def run_command(
     names: Annotated[
         list[str] | None,
         typer.Argument(
-            help="The sets to run (default: suite, all seven): "
+            help="The sets to run (default: suite, all seven, or none when --dataset is given): "
             + ", ".join(suite_download.SUITE_NAMES)
             + ".",
             show_default=False,
             metavar="[SET...]",
+        ),
+    ] = None,
+    datasets: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="A dataset folder of your own (Chroma or JSONL layout), repeatable: a set named "
+            "by its folder, run whole beside the SETs given (instead of the suite when none is).",
+            metavar="FOLDER",
+            show_default=False,
         ),
     ] = None,
     out: Annotated[
@@ -102,13 +114,16 @@ def run_command(
     ] = False,
     cache_dir: options.CacheDir = None,
     max_cost: options.MaxCost = None,
+    as_json: options.Json = False,
     quiet: options.Quiet = False,
 ) -> None:
     """Run one grid over the suite's sets, one results folder per set (resumable).
 
-    Each set is converted first if needed (downloaded at its pinned commit, or from --from).
-    A set whose questions are asked of one document each searches only that document (the
-    in_document ranker); the others search their corpus. --chunker and --embedder replace the
+    Each set is converted first if needed (downloaded at its pinned commit, or from --from);
+    --dataset adds a folder of your own, so your data sits beside the suite's sets in one
+    leaderboard (`chunkmark suite leaderboard OUT`). A set whose questions are asked of one
+    document each searches only that document (the in_document ranker); the others search
+    their corpus. --chunker and --embedder replace the
     grid's chunkers or embedders. A set that fails is one line and the
     others go on (exit code 1).
     """
@@ -118,7 +133,8 @@ def run_command(
         raise typer.BadParameter("--full and --docs contradict each other: give one of them.")
     console = progress_console()
     say = (lambda line: None) if quiet else console.print
-    wanted = suite_download.expand(names or [suite_download.SUITE])
+    wanted = suite_download.expand(names or ([] if datasets else [suite_download.SUITE]))
+    own = own_sets(datasets or [], taken=wanted)  # checked before anything is downloaded
     sets: list[SuiteSet] = []
     failed: list[str] = []
     started = time.perf_counter()
@@ -133,6 +149,7 @@ def run_command(
             failed.append(name)
             continue
         sets.append(SuiteSet(name, suite_download.prepared_folder(name, sample)))
+    sets.extend(own)
     writer = None
     if report:
         from chunkmark.report import write_run_report
@@ -166,6 +183,29 @@ def run_command(
         "cells_computed": sum(r.cells_computed for r in result.results.values()),
         "cells_resumed": sum(r.cells_resumed for r in result.results.values()),
     }
-    print(json.dumps(summary, indent=2))
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+    else:
+        for line in summary_lines(summary, result.results):
+            typer.echo(line)
     if summary["failed"]:
         raise typer.Exit(code=1)
+
+
+def summary_lines(summary: dict[str, Any], results: dict[str, Results]) -> list[str]:
+    """What a suite run did, as lines: the cells, each set's folder, the leaderboard command."""
+    computed, resumed = summary["cells_computed"], summary["cells_resumed"]
+    ran = len(summary["sets"])
+    lines = [
+        f"{ran} set{'s' if ran != 1 else ''} run with the {summary['grid']} grid in "
+        f"{summary['seconds']:.1f} s: {computed} cells computed, {resumed} resumed."
+    ]
+    for name, folder in summary["sets"].items():
+        failed = len(results[name].failures)
+        note = f", {failed} failed cells" if failed else ""
+        lines.append(f"{name}: {folder} ({summary['scopes'][name]} scope{note})")
+    if summary["failed"]:
+        lines.append(f"Failed: {', '.join(summary['failed'])} (the lines above say why).")
+    if ran:
+        lines.append(f"Leaderboard: chunkmark suite leaderboard {summary['out']}")
+    return lines

@@ -128,6 +128,32 @@ class SuiteSet:
     folder: Path
 
 
+def own_sets(folders: Sequence[Path], taken: Sequence[str] = ()) -> list[SuiteSet]:
+    """A user's dataset folders as suite sets, each named by its folder (``data/myset`` is set
+    ``myset``, its results in ``OUT/myset``), beside the sets named in ``taken``. A folder that
+    does not exist, or two sets that would share a name (and so a results folder), is a
+    ConfigError naming the folder and the fix; nothing is run."""
+    sets: list[SuiteSet] = []
+    names = set(taken)
+    for folder in folders:
+        if not folder.is_dir():
+            raise ConfigError(
+                f"--dataset {folder}: no such folder.",
+                "Give the folder of a dataset (Chroma or JSONL layout; "
+                "`chunkmark datasets validate FOLDER` checks one).",
+            )
+        name = folder.resolve().name
+        if name in names:
+            raise ConfigError(
+                f"--dataset {folder}: a set named {name!r} is already in this suite run, and "
+                "each set's results go to OUT/<set name>.",
+                "Give each dataset folder its own name (rename or link the folder).",
+            )
+        names.add(name)
+        sets.append(SuiteSet(name, folder.resolve()))
+    return sets
+
+
 @dataclass
 class SuiteResult:
     """What a suite run did: each set's results (or the line saying why it failed)."""
