@@ -1,0 +1,129 @@
+"""``chunkmark label``: a local page for labeling real questions with exact evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from chunkmark.cli import options
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``label`` command to the app."""
+    app.command("label")(label)
+
+
+def label(
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="A dataset folder (documents.jsonl) or a corpus folder (corpora/ as datasets "
+            "import writes it, or .md/.txt files). Questions are written to its questions.jsonl.",
+            show_default=False,
+            metavar="DATASET_OR_CORPUS",
+        ),
+    ],
+    queries: Annotated[
+        Path | None,
+        typer.Option(
+            "--queries",
+            help="Real queries to step through: .txt (one per line), .csv (a column) or .jsonl.",
+            show_default=False,
+        ),
+    ] = None,
+    column: Annotated[
+        str | None,
+        typer.Option(
+            "--column",
+            help="The CSV column or JSONL key holding the queries. [default: query, question or "
+            "text]",
+            show_default=False,
+        ),
+    ] = None,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")
+    ] = 0,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the address instead of opening it.")
+    ] = False,
+    embedder: Annotated[
+        str,
+        typer.Option(
+            "--embedder",
+            help="Embedder spec for the dense and hybrid suggestions; none for BM25 alone. "
+            "[default: auto: model2vec() when the distilled MiniLM is cached, else MiniLM]",
+            show_default=False,
+        ),
+    ] = "auto",
+    max_chars: Annotated[
+        int,
+        typer.Option("--max-chars", min=1, help="The longest document the page accepts."),
+    ] = 2_000_000,
+    cache_dir: options.CacheDir = None,
+    no_cache: options.NoCache = False,
+) -> None:
+    """Label real questions with exact evidence on a local page that suggests the passages.
+
+    Serves a page on 127.0.0.1 (a per-session token guards every request): type a question or
+    step through --queries, accept one of the suggested passages (BM25, dense and hybrid over
+    several chunkings, pooled) or select the text, and each question is written at once to
+    FOLDER/questions.jsonl with exact offsets, checked as datasets validate checks it; reopening
+    resumes. Questions the documents do not answer go to FOLDER/unanswered.jsonl. See
+    docs/label.md.
+    """
+    import webbrowser
+
+    import uvicorn
+    from rich.console import Console
+
+    from chunkmark.label.server import create_app
+    from chunkmark.label.session import build_embedder, open_session
+
+    console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
+    session = open_session(
+        folder,
+        embedder=build_embedder(embedder, cache_dir, no_cache),
+        queries=queries,
+        column=column,
+        max_chars=max_chars,
+        progress=console.print,
+    )
+    counts = session.store.counts()
+    console.print(
+        f"{len(session.pool.documents)} documents, {counts.answered} questions labeled, "
+        f"{counts.unanswered} not answered, {len(session.queries)} queries to step through"
+    )
+    config = uvicorn.Config(create_app(session), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+
+    def opened() -> None:
+        address = f"http://127.0.0.1:{_bound_port(server, port)}/"
+        console.print(f"labeling {session.folder} at {address} (Ctrl-C to stop)")
+        if not no_browser:
+            webbrowser.open(address)
+
+    _serve(server, opened)
+
+
+def _bound_port(server: object, asked: int) -> int:
+    for each in getattr(server, "servers", []):
+        for sock in each.sockets:
+            return int(sock.getsockname()[1])
+    return asked
+
+
+def _serve(server: object, opened: object) -> None:
+    """Run ``server`` and call ``opened`` once it listens."""
+    import asyncio
+
+    async def main() -> None:
+        task = asyncio.create_task(server.serve())  # type: ignore[attr-defined]
+        while not getattr(server, "started", False) and not task.done():
+            await asyncio.sleep(0.05)
+        if getattr(server, "started", False):
+            opened()  # type: ignore[operator]
+        await task
+
+    asyncio.run(main())
