@@ -7,7 +7,7 @@ A Label Studio text-labeling project exports a list of tasks, each with its text
 outside the Basic Multilingual Plane (emoji, some CJK) keeps its exact spans.
 
 :func:`to_label_studio` writes one task per labeled question (the document's text, the
-question and its ``doc_id`` in ``data``; its excerpts as one annotation);
+question, its ``doc_id`` and ``question_id`` in ``data``; its excerpts as one annotation);
 :func:`from_label_studio` reads such tasks back into question objects of chunkmark's JSONL
 layout, finding each task's document by ``data["doc_id"]`` or by its exact text.
 """
@@ -62,7 +62,12 @@ def to_label_studio(
         tasks.append(
             {
                 "id": number,
-                "data": {"text": text, "question": q["question"], "doc_id": q["doc_id"]},
+                "data": {
+                    "text": text,
+                    "question": q["question"],
+                    "doc_id": q["doc_id"],
+                    "question_id": q["id"],
+                },
                 "annotations": [{"result": result}],
             }
         )
@@ -111,7 +116,7 @@ def from_label_studio(
         if spans:
             out.append(
                 {
-                    "id": str(task.get("id", number)),
+                    "id": str(data.get("question_id") or task.get("id", number)),
                     "question": question,
                     "doc_id": str(doc_id),
                     "excerpts": [
