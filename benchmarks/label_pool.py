@@ -175,7 +175,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     embedder = build_embedder(args.embedder)
-    print(f"embedder: {embedder.name if embedder else 'none'}; chunkings: {', '.join(DEFAULT_CHUNKERS)}")
+    print(
+        f"embedder: {embedder.name if embedder else 'none'}; chunkings: {', '.join(DEFAULT_CHUNKERS)}"
+    )
     results: dict[str, Any] = {"embedder": args.embedder, "chunkers": list(DEFAULT_CHUNKERS)}
     datasets = [prepared(name, SAMPLES[name], args.from_dir) for name in args.sets]
     rows = []

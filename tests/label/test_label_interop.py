@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from chunkmark.label.interop import code_point_offset, from_label_studio, to_label_studio, utf16_offset
+from chunkmark.label.interop import (
+    code_point_offset,
+    from_label_studio,
+    to_label_studio,
+    utf16_offset,
+)
 from chunkmark.label.store import LabelError
 
 DOCS = {"d1": "Emoji 😀 first, then the answer: forty-two 🎉 done.", "d2": "Plain text only."}
@@ -12,8 +17,12 @@ DOCS = {"d1": "Emoji 😀 first, then the answer: forty-two 🎉 done.", "d2": "
 
 def question(doc: str, words: str, qid: str = "q1") -> dict[str, object]:
     start = DOCS[doc].index(words)
-    return {"id": qid, "question": "What is it?", "doc_id": doc,
-            "excerpts": [{"start": start, "end": start + len(words), "text": words}]}
+    return {
+        "id": qid,
+        "question": "What is it?",
+        "doc_id": doc,
+        "excerpts": [{"start": start, "end": start + len(words), "text": words}],
+    }
 
 
 def test_offsets_are_utf16_units_as_javascript_counts_them() -> None:
@@ -36,10 +45,19 @@ def test_a_task_is_found_by_its_text_and_bad_ones_name_themselves() -> None:
     del task["data"]["doc_id"]
     assert from_label_studio([task], DOCS)[0]["doc_id"] == "d2"
     task["data"]["text"] = "another text"
-    with pytest.raises(LabelError, match="export.json, task 1: its text is none of the documents"):
+    with pytest.raises(
+        LabelError, match=r"export\.json, task 1: its text is none of the documents"
+    ):
         from_label_studio([task], DOCS, "export.json")
     (shifted,) = to_label_studio([question("d2", "Plain")], DOCS)
     shifted["annotations"][0]["result"][0]["value"]["start"] += 1
-    with pytest.raises(LabelError, match=r"task 1: the span \[1, 5\) does not hold its text 'Plain'"):
+    with pytest.raises(
+        LabelError, match=r"task 1: the span \[1, 5\) does not hold its text 'Plain'"
+    ):
         from_label_studio([shifted], DOCS)
-    assert from_label_studio([{"data": {"text": DOCS["d2"], "question": "q"}, "annotations": []}], DOCS) == []
+    assert (
+        from_label_studio(
+            [{"data": {"text": DOCS["d2"], "question": "q"}, "annotations": []}], DOCS
+        )
+        == []
+    )

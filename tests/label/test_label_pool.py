@@ -98,7 +98,10 @@ def test_dense_and_hybrid_lists_join_with_an_embedder() -> None:
 
 
 def test_search_ignores_case_and_spacing_and_reports_exact_offsets() -> None:
-    docs = [Document("a", "Line one.\nThe  Quick\nbrown fox; the quick brown fox."), Document("b", "quick brown")]
+    docs = [
+        Document("a", "Line one.\nThe  Quick\nbrown fox; the quick brown fox."),
+        Document("b", "quick brown"),
+    ]
     pool = Pool(docs, None, chunkers=("sentences(n=1)",))
     hits = pool.search("quick brown")
     assert [(h.doc_id, docs[0 if h.doc_id == "a" else 1].text[h.start : h.end]) for h in hits] == [

@@ -21,7 +21,9 @@ def test_csv_column_named_or_found(tmp_path: Path) -> None:
     path.write_text('id,query,team\n1,"where, exactly?",a\n2,second,b\n', "utf-8")
     assert read_queries(path) == ["where, exactly?", "second"]
     assert read_queries(path, "team") == ["a", "b"]
-    with pytest.raises(LabelError, match=r"no column 'body' \(the columns are 'id', 'query', 'team'\)"):
+    with pytest.raises(
+        LabelError, match=r"no column 'body' \(the columns are 'id', 'query', 'team'\)"
+    ):
         read_queries(path, "body")
 
 

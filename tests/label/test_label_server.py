@@ -25,17 +25,33 @@ def served(tmp_path: Path) -> tuple[TestClient, str, Path]:
     return TestClient(create_app(session)), session.token, folder
 
 
-POSTS = ["/api/suggest", "/api/search", "/api/questions", "/api/unanswered", "/api/delete",
-         "/api/undo", "/api/export"]
+POSTS = [
+    "/api/suggest",
+    "/api/search",
+    "/api/questions",
+    "/api/unanswered",
+    "/api/delete",
+    "/api/undo",
+    "/api/export",
+]
 
 
 def test_every_api_call_needs_the_session_token(served: tuple[TestClient, str, Path]) -> None:
     client, token, folder = served
     for path in POSTS:
         for headers in ({}, {TOKEN_HEADER: "not-the-token"}):
-            response = client.post(path, json={"question": "x", "doc_id": "pump",
-                                               "excerpts": [[0, 8]], "id": "q1", "path": "e.json",
-                                               "text": "pump"}, headers=headers)
+            response = client.post(
+                path,
+                json={
+                    "question": "x",
+                    "doc_id": "pump",
+                    "excerpts": [[0, 8]],
+                    "id": "q1",
+                    "path": "e.json",
+                    "text": "pump",
+                },
+                headers=headers,
+            )
             assert response.status_code == 403, path
     for path in ("/api/state", "/api/document?id=pump"):
         assert client.get(path).status_code == 403
@@ -60,8 +76,14 @@ def test_no_path_outside_the_folder_is_served_or_written(
     for path in ("/../../etc/passwd", "/pump.txt", "/api/../pump.txt", "/%2e%2e/%2e%2e/etc/passwd"):
         assert client.get(path, headers=h).status_code == 404, path
     assert client.get("/api/document?id=../../../etc/passwd", headers=h).status_code == 404
-    assert client.post("/api/questions", headers=h, json={
-        "question": "q?", "doc_id": "pump", "excerpts": [[0, 8]]}).status_code == 200
+    assert (
+        client.post(
+            "/api/questions",
+            headers=h,
+            json={"question": "q?", "doc_id": "pump", "excerpts": [[0, 8]]},
+        ).status_code
+        == 200
+    )
     for outside in ("../stolen.json", str(tmp_path / "abs.json"), "/etc/x.json", "", "."):
         response = client.post("/api/export", headers=h, json={"path": outside})
         assert response.status_code == 400, outside
@@ -78,21 +100,35 @@ def test_no_path_outside_the_folder_is_served_or_written(
 def test_labeling_through_the_api_writes_a_valid_set(served: tuple[TestClient, str, Path]) -> None:
     client, token, folder = served
     h = {TOKEN_HEADER: token}
-    found = client.post("/api/suggest", headers=h, json={"question": "How often is the filter changed?"})
+    found = client.post(
+        "/api/suggest", headers=h, json={"question": "How often is the filter changed?"}
+    )
     first = found.json()["passages"][0]
     assert first["doc_id"] == "pump" and "filter is changed" in first["text"]
     assert first["text"] == TEXT[first["start"] : first["end"]]
-    hits = client.post("/api/search", headers=h, json={"text": "300 LITRES", "doc_id": "pump"}).json()["hits"]
+    hits = client.post(
+        "/api/search", headers=h, json={"text": "300 LITRES", "doc_id": "pump"}
+    ).json()["hits"]
     assert [(x["match"], x["start"]) for x in hits] == [("300 litres", TEXT.index("300 litres"))]
-    saved = client.post("/api/questions", headers=h, json={
-        "question": "How often is the filter changed?", "doc_id": "pump",
-        "excerpts": [[first["start"], first["end"]]]}).json()
+    saved = client.post(
+        "/api/questions",
+        headers=h,
+        json={
+            "question": "How often is the filter changed?",
+            "doc_id": "pump",
+            "excerpts": [[first["start"], first["end"]]],
+        },
+    ).json()
     assert saved["counts"] == {"answered": 1, "unanswered": 0}
-    bad = client.post("/api/questions", headers=h, json={"question": "q", "doc_id": "pump",
-                                                         "excerpts": [[5, 9999]]})
+    bad = client.post(
+        "/api/questions",
+        headers=h,
+        json={"question": "q", "doc_id": "pump", "excerpts": [[5, 9999]]},
+    )
     assert bad.status_code == 400 and "fall outside the document" in bad.json()["error"]
-    malformed = client.post("/api/questions", headers=h, json={"question": "q", "doc_id": "pump",
-                                                               "excerpts": "0-8"})
+    malformed = client.post(
+        "/api/questions", headers=h, json={"question": "q", "doc_id": "pump", "excerpts": "0-8"}
+    )
     assert malformed.status_code == 400
     un = client.post("/api/unanswered", headers=h, json={"question": "Who built it?"}).json()
     assert un["counts"] == {"answered": 1, "unanswered": 1}

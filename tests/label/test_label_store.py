@@ -42,7 +42,9 @@ def test_a_corpus_folder_becomes_a_dataset_that_validates(tmp_path: Path) -> Non
     store.save("How long is the warranty?", "roof", [span("roof", "ten years 🏠"), (0, 8)])
     assert find_problems(folder) == []
     dataset = load_dataset(folder)
-    got = {q.text: [TEXTS[q.doc_id][s.start : s.end] for s in q.excerpts] for q in dataset.questions}
+    got = {
+        q.text: [TEXTS[q.doc_id][s.start : s.end] for s in q.excerpts] for q in dataset.questions
+    }
     assert got == {
         "When is the boiler serviced?": ["serviced in May"],
         "How long is the warranty?": ["The roof", "ten years 🏠"],  # sorted by offset
@@ -63,8 +65,17 @@ def test_a_bad_excerpt_is_refused_with_the_validators_words_and_nothing_written(
     assert (folder / "questions.jsonl").read_bytes() == before
     # the same line, written by hand, is what datasets validate reports
     (folder / "questions.jsonl").write_text(
-        before.decode() + json.dumps({"id": "q2", "question": "Where?", "doc_id": "boiler",
-                                      "excerpts": [{"start": 10, "end": 500}]}) + "\n", "utf-8"
+        before.decode()
+        + json.dumps(
+            {
+                "id": "q2",
+                "question": "Where?",
+                "doc_id": "boiler",
+                "excerpts": [{"start": 10, "end": 500}],
+            }
+        )
+        + "\n",
+        "utf-8",
     )
     (problem,) = find_problems(folder)
     assert problem.message in str(raised.value)
@@ -80,14 +91,22 @@ def test_edit_delete_undo_and_not_answered(tmp_path: Path) -> None:
     first = store.save("When is it serviced?", "boiler", [span("boiler", "May")])
     second = store.save("What is checked?", "boiler", [span("boiler", "the valve")])
     saved = (folder / "questions.jsonl").read_bytes()
-    store.save("When exactly is it serviced?", "boiler", [span("boiler", "in May")], qid=first["id"])
-    assert [q["question"] for q in store.questions()] == ["When exactly is it serviced?", "What is checked?"]
+    store.save(
+        "When exactly is it serviced?", "boiler", [span("boiler", "in May")], qid=first["id"]
+    )
+    assert [q["question"] for q in store.questions()] == [
+        "When exactly is it serviced?",
+        "What is checked?",
+    ]
     assert store.undo()
     assert (folder / "questions.jsonl").read_bytes() == saved
     store.mark_unanswered("Who pays for the garden?")
     store.mark_unanswered("What is checked?", qid=second["id"])  # moved out of the set
     assert [q["id"] for q in store.questions()] == [first["id"]]
-    assert [q["question"] for q in store.unanswered()] == ["Who pays for the garden?", "What is checked?"]
+    assert [q["question"] for q in store.unanswered()] == [
+        "Who pays for the garden?",
+        "What is checked?",
+    ]
     assert (store.counts().answered, store.counts().unanswered) == (1, 2)
     store.delete(first["id"])
     assert store.questions() == []
@@ -124,7 +143,9 @@ def test_a_file_that_does_not_validate_stops_the_store(tmp_path: Path) -> None:
     store_of(folder).save("When?", "boiler", [span("boiler", "May")])
     path = folder / "questions.jsonl"
     path.write_text(path.read_text("utf-8").replace('"boiler"', '"boiler2"'), "utf-8")
-    with pytest.raises(LabelError, match=r"line 1: question 'q1': doc_id 'boiler2' is not a document"):
+    with pytest.raises(
+        LabelError, match=r"line 1: question 'q1': doc_id 'boiler2' is not a document"
+    ):
         store_of(folder)
 
 
@@ -134,7 +155,9 @@ def test_folders_that_cannot_be_labeled(tmp_path: Path) -> None:
     with pytest.raises(ChunkmarkError, match=r"latin.txt, line 1: not valid UTF-8"):
         open_documents(folder)
     (folder / "corpora" / "latin.txt").unlink()
-    with pytest.raises(LabelError, match=r"document 'boiler' has 80 characters, more than the page shows \(50\)"):
+    with pytest.raises(
+        LabelError, match=r"document 'boiler' has 80 characters, more than the page shows \(50\)"
+    ):
         open_documents(folder, max_chars=50)  # boiler, the first file, has 80
     (folder / "questions_df.csv").write_text("question\n", "utf-8")
     with pytest.raises(LabelError, match="Chroma layout"):

@@ -87,16 +87,24 @@ def from_label_studio(
         at = f"{where}, task {number}"
         data = task.get("data") if isinstance(task, dict) else None
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-            raise LabelError(f"{at}: no data.text.", "Export text tasks (data.text holds the text).")
-        doc_id = data.get("doc_id") if data.get("doc_id") in documents else by_text.get(data["text"])
+            raise LabelError(
+                f"{at}: no data.text.", "Export text tasks (data.text holds the text)."
+            )
+        doc_id = (
+            data.get("doc_id") if data.get("doc_id") in documents else by_text.get(data["text"])
+        )
         if doc_id is None:
             raise LabelError(
                 f"{at}: its text is none of the documents.",
                 "Import into the folder whose documents were labeled, or add data.doc_id.",
             )
-        question = next((data[k] for k in ("question", "query") if isinstance(data.get(k), str)), None)
+        question = next(
+            (data[k] for k in ("question", "query") if isinstance(data.get(k), str)), None
+        )
         if question is None:
-            raise LabelError(f"{at}: no data.question.", "Put each task's question in data.question.")
+            raise LabelError(
+                f"{at}: no data.question.", "Put each task's question in data.question."
+            )
         text = documents[str(doc_id)]
         spans: set[tuple[int, int]] = set()
         for annotation in task.get("annotations") or []:

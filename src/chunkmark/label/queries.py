@@ -49,7 +49,9 @@ def _csv(path: Path, content: str, column: str | None) -> list[str]:
     reader = csv.reader(io.StringIO(content))
     header = next(reader, None)
     if not header:
-        raise LabelError(f"{path}: the CSV file is empty.", "Give it a header row and one query per row.")
+        raise LabelError(
+            f"{path}: the CSV file is empty.", "Give it a header row and one query per row."
+        )
     names = [h.strip() for h in header]
     wanted = column or next((k for k in KEYS if k in names), None)
     if wanted is None and len(names) == 1:
@@ -68,7 +70,7 @@ def _csv(path: Path, content: str, column: str | None) -> list[str]:
         if len(row) != len(names):
             raise LabelError(
                 f"{path}, row {row_number}: {len(row)} fields where the header has {len(names)}.",
-                "Quote fields that hold commas (\"...\"), or fix the row.",
+                'Quote fields that hold commas ("..."), or fix the row.',
             )
         out.append(row[at].strip())
     return out

@@ -166,7 +166,9 @@ def create_app(session: LabelSession) -> Starlette:
         Route("/api/export", _guarded(session, export), methods=["POST"]),
     ]
     hosts = ["127.0.0.1", "localhost", "testserver"]
-    return Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+    return Starlette(
+        routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)]
+    )
 
 
 _NO_STORE = {"Cache-Control": "no-store"}

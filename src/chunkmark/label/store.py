@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from chunkmark.datasets.chroma import read_corpus, read_documents
 from chunkmark.datasets.jsonl import (
@@ -85,8 +85,8 @@ class _FolderLock:
     """One lock per folder: shared by every store of this process on that folder, and held
     across processes too (``flock`` on ``.label.lock`` in the folder) where the system has it."""
 
-    _locks: dict[Path, threading.Lock] = {}
-    _guard = threading.Lock()
+    _locks: ClassVar[dict[Path, threading.Lock]] = {}
+    _guard: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, folder: Path) -> None:
         self.path = folder.resolve() / ".label.lock"
@@ -227,7 +227,10 @@ class QuestionStore:
             if not self._undo:
                 return False
             questions, unanswered = self._undo.pop()
-            for path, data in ((self.questions_path, questions), (self.unanswered_path, unanswered)):
+            for path, data in (
+                (self.questions_path, questions),
+                (self.unanswered_path, unanswered),
+            ):
                 if data is None:
                     path.unlink(missing_ok=True)
                 else:
