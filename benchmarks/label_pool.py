@@ -17,8 +17,19 @@ after three warm-up questions, 20 questions of the sets are timed one by one, th
 labeler's HTTP endpoint (Starlette's test client: routing, the token check, JSON both ways)
 and through :meth:`Pool.suggest` alone. The median and the slowest are printed.
 
+**Pooling bias** (``--bias OUT``). A scripted labeler relabels each set through the pool: for
+each human excerpt of a question it accepts the first of the 10 suggestions (within the
+question's document) that overlaps it, whole, as a labeler who does not trim would; when none
+does, it searches and marks the human excerpt itself. The suite's grid (``--grid``: its
+chunkers and settings, ``fast``: model2vec, or ``default``: MiniLM, MiniLM with late chunking
+and model2vec) is run on the original and on the relabeled set, and Kendall's tau-b between
+the two orderings of the cells by mean recall is printed with its 95% bootstrap interval
+(:func:`chunkmark.metrics.agreement.ranking_agreement`), beside the human set's own ceiling:
+tau between two seeded random halves of its questions, with its interval.
+
     nice .venv/bin/python benchmarks/label_pool.py --from ../shared/datasets/suite \\
-        [--embedder "model2vec()"] [--sets cuad qmsum ...] [--out results/label_pool.json]
+        [--embedder "model2vec()"] [--sets cuad qmsum ...] [--out results/label_pool.json] \\
+        [--bias /tmp/label-bias --grid fast]
 """
 
 from __future__ import annotations
@@ -164,6 +175,108 @@ def latency(datasets: list[Dataset], chars: int, embedder_spec: str) -> dict[str
     }
 
 
+def relabeled(pool: Pool, dataset: Dataset) -> tuple[Dataset, dict[str, int]]:
+    """The set as the scripted labeler marks it (see the module docstring)."""
+    from dataclasses import replace
+
+    from chunkmark.spans import Span
+
+    questions = []
+    counts = {"accepted": 0, "searched": 0}
+    for q in dataset.questions:
+        passages = pool.suggest(q.text, q.doc_id, n=10)
+        spans: list[tuple[int, int]] = []
+        for e in q.excerpts:
+            hit = next((p for p in passages if p.start < e.end and e.start < p.end), None)
+            counts["accepted" if hit else "searched"] += 1
+            spans.append((hit.start, hit.end) if hit else (e.start, e.end))
+        merged: list[list[int]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        questions.append(replace(q, excerpts=tuple(Span(a, b) for a, b in merged)))
+    return Dataset(dataset.name, dataset.documents, tuple(questions)), counts
+
+
+def bias(pool: Pool, dataset: Dataset, out: Path, grid_name: str, seed: int = 0) -> dict[str, Any]:
+    """Tau between the grid's cell orderings on the original and the relabeled set."""
+    import numpy as np
+
+    import chunkmark
+    from chunkmark.datasets import write_jsonl
+    from chunkmark.metrics.agreement import ranking_agreement
+    from chunkmark.report.data import load_runs
+    from chunkmark.report.stats import StatsOptions, choose_setting, paired_values
+    from chunkmark.suite.run import GRIDS
+
+    grid = GRIDS[grid_name]
+    relabel, counts = relabeled(pool, dataset)
+    values: dict[str, dict[tuple[str, str, str], Any]] = {}
+    for kind, data in (("original", dataset), ("relabeled", relabel)):
+        folder = out / dataset.name / kind
+        write_jsonl(data, folder / "set")
+        specs = [s.spec("document") for s in grid.settings]
+        chunkmark.evaluate(
+            dataset=str(folder / "set"),
+            chunkers=list(grid.chunkers),
+            embedders=list(grid.embedders),
+            retrieval=specs,
+            out=folder / "run",
+            report=False,
+        )
+        loaded = load_runs([folder / "run"])
+        cells: dict[tuple[str, str, str], Any] = {}
+        for spec in specs:
+            setting = choose_setting(loaded, StatsOptions(metric="recall", retrieval=spec))
+            options = [(c.index, *setting) for c in loaded.cells]
+            for option, per_question in paired_values(loaded, options, "recall").items():
+                cell = loaded.cells[option[0]]
+                cells[(cell.chunker, cell.embedder, spec)] = per_question
+        values[kind] = cells
+    keys = sorted(set(values["original"]) & set(values["relabeled"]))
+    original = np.vstack([values["original"][k] for k in keys])
+    relabeled_values = np.vstack([values["relabeled"][k] for k in keys])
+    agreement = ranking_agreement(original, relabeled_values, seed=seed)
+    order = np.random.default_rng(seed).permutation(original.shape[1])
+    half = len(order) // 2
+    ceiling = ranking_agreement(original[:, order[:half]], original[:, order[half:]], seed=seed)
+    return {
+        "cells": len(keys),
+        "excerpts": counts,
+        "tau": agreement.tau,
+        "low": agreement.ci_low,
+        "high": agreement.ci_high,
+        "ceiling tau": ceiling.tau,
+        "ceiling low": ceiling.ci_low,
+        "ceiling high": ceiling.ci_high,
+    }
+
+
+# Pool variants measured beside the default (``--variants``): what helps long evidence.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "+ recursive(size=1024)": {"chunkers": (*DEFAULT_CHUNKERS, "recursive(size=1024)")},
+    "passages up to 4,000 characters": {"max_chars": 4000},
+    "BM25 and hybrid (no dense list)": {"rankers": ("bm25", "hybrid")},
+}
+
+
+def variants(datasets: list[Dataset], names: list[str], embedder: Any) -> list[str]:
+    """One table row per set and variant: pool@5, pool@10 and the characters shown at 10."""
+    rows = []
+    for name, dataset in zip(names, datasets, strict=True):
+        for label, options in VARIANTS.items():
+            found = quality(Pool(dataset.documents, embedder, **options), dataset)
+            rows.append(
+                f"| {name} | {label} | {found['pool@5']['share']:.0%} | "
+                f"{found['pool@10']['share']:.0%} | {found['pool@10']['chars']:,.0f} |"
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> None:
     shared = Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -173,6 +286,10 @@ def main() -> None:
     parser.add_argument("--latency-chars", type=int, default=1_000_000)
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--bias", type=Path, default=None, help="Folder for the bias runs.")
+    parser.add_argument("--grid", default="fast", choices=["fast", "default"])
+    parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--variants", action="store_true", help="Also measure VARIANTS.")
     args = parser.parse_args()
     embedder = build_embedder(args.embedder)
     print(
@@ -181,8 +298,19 @@ def main() -> None:
     results: dict[str, Any] = {"embedder": args.embedder, "chunkers": list(DEFAULT_CHUNKERS)}
     datasets = [prepared(name, SAMPLES[name], args.from_dir) for name in args.sets]
     rows = []
+    biased = []
     for name, dataset in zip(args.sets, datasets, strict=True):
         pool = Pool(dataset.documents, embedder)
+        if args.bias is not None:
+            b = results.setdefault("bias", {})[name] = bias(pool, dataset, args.bias, args.grid)
+            biased.append(
+                f"| {name} | {b['cells']} | {b['excerpts']['accepted']} / "
+                f"{b['excerpts']['searched']} | {b['tau']:+.2f} [{b['low']:+.2f}, {b['high']:+.2f}] | "
+                f"{b['ceiling tau']:+.2f} [{b['ceiling low']:+.2f}, {b['ceiling high']:+.2f}] |"
+            )
+            print(json.dumps({name: b}), flush=True)
+        if args.skip_quality:
+            continue
         found = quality(pool, dataset)
         results[name] = found
         rows.append(
@@ -193,12 +321,24 @@ def main() -> None:
             f"{found['evidence chars']:,.0f} |"
         )
         print(json.dumps({name: found}, indent=1), flush=True)
+    if biased:
+        print(f"pooling bias, {args.grid} grid, recall:")
+        print(
+            "| set | cells | excerpts accepted / searched | tau relabeled vs human | ceiling (halves) |"
+        )
+        print("|---|---|---|---|---|")
+        print("\n".join(biased))
     print(
         "| set | questions | pool@5 | pool@10 | best list@5 | best list@10 | best pair (5+5) | "
         "chars shown pool@10 | chars shown best pair | evidence chars |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    if args.variants:
+        rows = variants(datasets, args.sets, embedder)
+        print("| set | pool | pool@5 | pool@10 | chars shown pool@10 |")
+        print("|---|---|---|---|---|")
+        print("\n".join(rows))
     if not args.skip_latency:
         results["latency"] = timed = latency(datasets, args.latency_chars, args.embedder)
         print(json.dumps({"latency": timed}, indent=1))

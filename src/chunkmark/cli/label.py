@@ -73,10 +73,19 @@ def label(
     resumes. Questions the documents do not answer go to FOLDER/unanswered.jsonl. See
     docs/label.md.
     """
+    import importlib.util
     import webbrowser
 
-    import uvicorn
     from rich.console import Console
+
+    from chunkmark.errors import ChunkmarkError
+
+    if not all(importlib.util.find_spec(m) for m in ("starlette", "uvicorn")):
+        raise ChunkmarkError(
+            "chunkmark label needs starlette and uvicorn, which are not installed.",
+            "pip install 'chunkmark[label]'",
+        )
+    import uvicorn
 
     from chunkmark.label.server import create_app
     from chunkmark.label.session import build_embedder, open_session
