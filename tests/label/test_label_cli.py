@@ -52,3 +52,56 @@ def test_it_serves_the_page_on_127_0_0_1(tmp_path: Path) -> None:
         finally:
             process.terminate()
             process.wait(10)
+
+
+def test_label_studio_export_then_import_gives_the_same_questions(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from chunkmark.datasets import find_problems, load_dataset
+    from chunkmark.label.store import QuestionStore, open_documents
+
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "a.md").write_text("Snow 🏔 falls in winter. Rain falls in spring.", "utf-8")
+    store = QuestionStore(first, open_documents(first))
+    text = (first / "a.md").read_text("utf-8")
+    store.save("When does rain fall?", "a", [(text.index("Rain"), len(text))])
+    store.save("What falls?", "a", [(0, 6), (text.index("Rain"), text.index("Rain") + 4)])
+    export = tmp_path / "ls.json"
+    done = invoke("label", str(first), "--export-label-studio", str(export))
+    assert done.exit_code == 0, done.output
+    assert len(json.loads(export.read_text("utf-8"))) == 2
+    second = tmp_path / "second"
+    second.mkdir()
+    shutil.copy(first / "a.md", second / "a.md")
+    done = invoke(
+        "label",
+        str(second),
+        "--import-label-studio",
+        str(export),
+        "--export-label-studio",
+        str(tmp_path / "again.json"),
+    )
+    assert done.exit_code == 0, done.output
+    assert find_problems(second) == []
+    before = [(q.text, q.doc_id, q.excerpts) for q in load_dataset(first).questions]
+    after = [(q.text, q.doc_id, q.excerpts) for q in load_dataset(second).questions]
+    assert after == before
+    bad = tmp_path / "bad.json"
+    bad.write_text("[{", "utf-8")
+    done = invoke(
+        "label",
+        str(second),
+        "--import-label-studio",
+        str(bad),
+        "--export-label-studio",
+        str(tmp_path / "x.json"),
+    )
+    assert error_line(done).startswith(f"error: {bad}: cannot be read as JSON")
+
+
+def test_an_unknown_ranker_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("Some text.", "utf-8")
+    done = invoke("label", str(tmp_path), "--ranker", "bm26", "--embedder", "none")
+    assert error_line(done) == "error: unknown ranker(s) bm26. Fix: Use bm25, dense, hybrid."

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -57,10 +57,47 @@ def label(
             show_default=False,
         ),
     ] = "auto",
+    chunker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--chunker",
+            "-c",
+            help="A chunking to pool, repeatable. [default: sentences(n=3), recursive(size=256), "
+            "recursive(size=512), paragraphs()]",
+            show_default=False,
+        ),
+    ] = None,
+    ranker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ranker",
+            help="A ranker to pool over every chunking, repeatable: bm25, dense, hybrid. "
+            "[default: all three]",
+            show_default=False,
+        ),
+    ] = None,
     max_chars: Annotated[
         int,
         typer.Option("--max-chars", min=1, help="The longest document the page accepts."),
     ] = 2_000_000,
+    import_label_studio: Annotated[
+        Path | None,
+        typer.Option(
+            "--import-label-studio",
+            help="Add the spans of a Label Studio JSON export to the folder's questions (each "
+            "checked), then serve the page.",
+            show_default=False,
+        ),
+    ] = None,
+    export_label_studio: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-label-studio",
+            help="Write the folder's questions as a Label Studio JSON export to this file and "
+            "exit (no page).",
+            show_default=False,
+        ),
+    ] = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
 ) -> None:
@@ -87,15 +124,22 @@ def label(
         )
     import uvicorn
 
+    from chunkmark.label.pool import DEFAULT_CHUNKERS, RANKERS
     from chunkmark.label.server import create_app
     from chunkmark.label.session import build_embedder, open_session
 
     console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
+    if export_label_studio is not None or import_label_studio is not None:
+        _label_studio(folder, max_chars, import_label_studio, export_label_studio, console.print)
+        if export_label_studio is not None:
+            return
     session = open_session(
         folder,
         embedder=build_embedder(embedder, cache_dir, no_cache),
         queries=queries,
         column=column,
+        chunkers=tuple(chunker or DEFAULT_CHUNKERS),
+        rankers=tuple(ranker or RANKERS),
         max_chars=max_chars,
         progress=console.print,
     )
@@ -114,6 +158,43 @@ def label(
             webbrowser.open(address)
 
     _serve(server, opened)
+
+
+def _label_studio(
+    folder: Path, max_chars: int, source: Path | None, target: Path | None, say: Any
+) -> None:
+    """Import a Label Studio export into the folder's questions, or export them."""
+    import json
+
+    from chunkmark.errors import ChunkmarkError
+    from chunkmark.files import write_bytes_atomic
+    from chunkmark.label.interop import from_label_studio, to_label_studio
+    from chunkmark.label.store import QuestionStore, open_documents
+
+    documents = open_documents(folder, max_chars)
+    store = QuestionStore(folder, documents)
+    texts = {d.id: d.text for d in documents}
+    if source is not None:
+        try:
+            tasks = json.loads(source.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ChunkmarkError(
+                f"{source}: cannot be read as JSON ({exc}).",
+                "Export the Label Studio project as JSON (not JSON-MIN or CSV).",
+            ) from None
+        taken = {q["id"] for q in store.questions()}
+        imported = from_label_studio(tasks, texts, str(source))
+        for q in imported:
+            spans = [(e["start"], e["end"]) for e in q["excerpts"]]
+            qid = q["id"] if q["id"] not in taken else None
+            store.save(
+                q["question"], q["doc_id"], spans, qid=qid, metadata={"from": "label-studio"}
+            )
+        say(f"imported {len(imported)} questions from {source}")
+    if target is not None:
+        data = to_label_studio(store.questions(), texts)
+        write_bytes_atomic(target, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode())
+        say(f"wrote {len(data)} Label Studio tasks to {target}")
 
 
 def _bound_port(server: object, asked: int) -> int:

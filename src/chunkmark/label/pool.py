@@ -27,6 +27,7 @@ from chunkmark.chunkers import CHUNKERS
 from chunkmark.chunkers.base import chunk_documents
 from chunkmark.datasets import Document
 from chunkmark.embedders.base import Embedder
+from chunkmark.label.store import LabelError
 from chunkmark.retrieval.bm25 import BM25Retriever
 
 DEFAULT_CHUNKERS = ("sentences(n=3)", "recursive(size=256)", "recursive(size=512)", "paragraphs()")
@@ -97,7 +98,9 @@ class Pool:
     ) -> None:
         unknown = sorted(set(rankers) - set(RANKERS))
         if unknown:
-            raise ValueError(f"unknown ranker(s) {', '.join(unknown)}; use {', '.join(RANKERS)}")
+            raise LabelError(
+                f"unknown ranker(s) {', '.join(unknown)}.", f"Use {', '.join(RANKERS)}."
+            )
         if depth < 1 or max_chars < 1:
             raise ValueError("depth and max_chars must be at least 1")
         self.documents = {d.id: d.text for d in documents}
