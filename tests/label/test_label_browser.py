@@ -225,3 +225,30 @@ def test_a_post_without_the_token_and_a_path_outside_are_refused(
     assert statuses == {"without": 403, "wrong": 403, "outside": 400, "file": 404, "doc": 404}
     assert not (folder / "questions.jsonl").exists()
     assert not (folder.parent / "outside.json").exists()
+
+
+def test_two_tabs_on_one_folder_lose_nothing_and_undo_restores(
+    browser: Any, served: tuple[str, Path]
+) -> None:
+    from playwright.sync_api import expect
+
+    url, folder = served
+    one, two = Opened(browser, url).page, Opened(browser, url).page
+    for page, question in ((one, "Which storage targets exist?"), (two, "Where is the index?")):
+        page.fill("#question", question)
+        page.press("#question", "Enter")
+        page.wait_for_selector("#suggestions li.suggestion")
+        page.click("button[aria-label='Accept suggestion 2 as evidence']")
+        page.wait_for_selector("#evidence li")
+        page.click("#save")
+    expect(two.locator("#counts")).to_have_text(re.compile("^2 labeled"))
+    assert {q.text for q in load_dataset(folder).questions} == {
+        "Which storage targets exist?",
+        "Where is the index?",
+    }
+    saved = (folder / "questions.jsonl").read_bytes()
+    one.click("button[aria-label='Delete question q1']")
+    expect(one.locator("#counts")).to_have_text(re.compile("^1 labeled"))
+    one.keyboard.press("Alt+z")
+    expect(one.locator("#counts")).to_have_text(re.compile("^2 labeled"))
+    assert (folder / "questions.jsonl").read_bytes() == saved
