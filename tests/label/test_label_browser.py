@@ -8,6 +8,7 @@ import re
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +49,11 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The demo's documents as a corpus folder, served by ``chunkmark label``'s app."""
+@contextmanager
+def serving(folder: Path, queries: Path | None = None) -> Iterator[str]:
+    """``chunkmark label``'s app over ``folder`` on a free port of 127.0.0.1; its address."""
     import uvicorn
 
-    folder = tmp_path / "corpus"
-    (folder / "corpora").mkdir(parents=True)
-    for doc in load_demo().documents:
-        (folder / "corpora" / f"{doc.id}.md").write_text(doc.text, "utf-8")
-    queries = tmp_path / "queries.txt"
-    queries.write_text("\n".join(QUERIES) + "\n", "utf-8")
     session = open_session(
         folder, embedder=None, queries=queries, chunkers=("sentences(n=2)", "recursive(size=128)")
     )
@@ -70,9 +65,24 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     thread.start()
     while not server.started:
         thread.join(0.05)
-    yield f"http://127.0.0.1:{port}/", folder
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The demo's documents as a corpus folder, served by ``chunkmark label``'s app."""
+    folder = tmp_path / "corpus"
+    (folder / "corpora").mkdir(parents=True)
+    for doc in load_demo().documents:
+        (folder / "corpora" / f"{doc.id}.md").write_text(doc.text, "utf-8")
+    queries = tmp_path / "queries.txt"
+    queries.write_text("\n".join(QUERIES) + "\n", "utf-8")
+    with serving(folder, queries) as url:
+        yield url, folder
 
 
 class Opened:
@@ -252,3 +262,26 @@ def test_two_tabs_on_one_folder_lose_nothing_and_undo_restores(
     one.keyboard.press("Alt+z")
     expect(one.locator("#counts")).to_have_text(re.compile("^2 labeled"))
     assert (folder / "questions.jsonl").read_bytes() == saved
+
+
+def test_offsets_stay_exact_after_characters_outside_the_basic_plane(
+    browser: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    folder = tmp_path / "emoji"
+    folder.mkdir()
+    text = "Party 🎉🎉 notes.\n\nThe cake 🍰 arrives at noon on Friday. Bring 𝒳 plates."
+    (folder / "party.md").write_text(text, "utf-8")
+    with serving(folder) as url:
+        page = Opened(browser, url).page
+        page.fill("#question", "When does the cake arrive?")
+        select_with_mouse(page, "arrives at noon")
+        page.click("#addsel")
+        page.wait_for_selector("#evidence li")
+        page.click("button[aria-label='Excerpt 1: start one word earlier']")
+        page.click("#save")
+        expect(page.locator("#counts")).to_have_text(re.compile("^1 labeled"))
+    ((span,),) = [q.excerpts for q in load_dataset(folder).questions]
+    assert text[span.start : span.end] == "🍰 arrives at noon"
+    assert find_problems(folder) == []
