@@ -106,8 +106,8 @@ def label(
     Serves a page on 127.0.0.1 (a per-session token guards every request): type a question or
     step through --queries, accept one of the suggested passages (BM25, dense and hybrid over
     several chunkings, pooled) or select the text, and each question is written at once to
-    FOLDER/questions.jsonl with exact offsets, checked as datasets validate checks it; reopening
-    resumes. Questions the documents do not answer go to FOLDER/unanswered.jsonl. See
+    the folder's questions.jsonl with exact offsets, checked as datasets validate checks it; reopening
+    resumes. Questions the documents do not answer go to its unanswered.jsonl. See
     docs/label.md.
     """
     import importlib.util
