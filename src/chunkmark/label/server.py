@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -83,7 +84,7 @@ def create_app(session: LabelSession) -> Starlette:
         question = _str(body, "question")
         doc_id = _optional_doc(body, pool)
         n = int(body.get("n", 10))
-        passages = pool.suggest(question, doc_id, n=max(1, min(n, 50)))
+        passages = await run_in_threadpool(pool.suggest, question, doc_id, max(1, min(n, 50)))
         return _json(
             {
                 "passages": [
