@@ -52,8 +52,10 @@ def test_no_character_is_suggested_twice(raw: dict[str, list[tuple[str, int, int
     rankings = {k: [Hit(d, s, s + n) for d, s, n in v] for k, v in raw.items()}
     passages = fuse(rankings, max_chars=150)
     chunks = [h for hits in rankings.values() for h in hits]
+    longest = max((h.end - h.start for h in chunks), default=0)
     for i, p in enumerate(passages):
         assert p.start < p.end
+        assert p.end - p.start <= max(150, longest)  # merging stops at max_chars
         # every character shown lies in a chunk some list ranked
         for c in range(p.start, p.end):
             assert any(h.doc_id == p.doc_id and h.start <= c < h.end for h in chunks)

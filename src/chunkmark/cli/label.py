@@ -76,6 +76,12 @@ def label(
             show_default=False,
         ),
     ] = None,
+    passage_chars: Annotated[
+        int,
+        typer.Option(
+            "--passage-chars", min=1, help="The longest passage that merging chunks may suggest."
+        ),
+    ] = 3000,
     max_chars: Annotated[
         int,
         typer.Option("--max-chars", min=1, help="The longest document the page accepts."),
@@ -140,6 +146,7 @@ def label(
         column=column,
         chunkers=tuple(chunker or DEFAULT_CHUNKERS),
         rankers=tuple(ranker or RANKERS),
+        passage_chars=passage_chars,
         max_chars=max_chars,
         progress=console.print,
     )

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from chunkmark.embedders.base import Embedder
-from chunkmark.label.pool import DEFAULT_CHUNKERS, RANKERS, Pool
+from chunkmark.label.pool import DEFAULT_CHUNKERS, DEFAULT_MAX_CHARS, RANKERS, Pool
 from chunkmark.label.queries import read_queries
 from chunkmark.label.server import LabelSession
 from chunkmark.label.store import MAX_DOCUMENT_CHARS, QuestionStore, open_documents
@@ -49,6 +49,7 @@ def open_session(
     column: str | None = None,
     chunkers: Sequence[str] = DEFAULT_CHUNKERS,
     rankers: Sequence[str] = RANKERS,
+    passage_chars: int = DEFAULT_MAX_CHARS,
     max_chars: int = MAX_DOCUMENT_CHARS,
     progress: Callable[[str], None] | None = None,
 ) -> LabelSession:
@@ -57,5 +58,5 @@ def open_session(
     documents = open_documents(folder, max_chars)
     store = QuestionStore(folder, documents)
     wanted = read_queries(queries, column) if queries is not None else []
-    pool = Pool(documents, embedder, chunkers, rankers, progress=progress)
+    pool = Pool(documents, embedder, chunkers, rankers, max_chars=passage_chars, progress=progress)
     return LabelSession(folder.resolve(), pool, store, wanted)
