@@ -285,3 +285,28 @@ def test_offsets_stay_exact_after_characters_outside_the_basic_plane(
     ((span,),) = [q.excerpts for q in load_dataset(folder).questions]
     assert text[span.start : span.end] == "🍰 arrives at noon"
     assert find_problems(folder) == []
+
+
+def test_a_search_hit_becomes_evidence_widened_to_its_sentence(
+    browser: Any, served: tuple[str, Path]
+) -> None:
+    from playwright.sync_api import expect
+
+    url, folder = served
+    page = Opened(browser, url).page
+    page.fill("#question", "Where do snapshots go?")
+    page.fill("#search", "SFTP server")
+    page.click("#search-form button[type=submit]")
+    page.wait_for_selector("#hits li")
+    page.locator("#hits li").first.get_by_role("button", name=re.compile("^Add hit")).click()
+    page.wait_for_selector("#evidence li")
+    page.click("button[aria-label='Excerpt 1: end one sentence later']")
+    page.click("#save")
+    expect(page.locator("#counts")).to_have_text(re.compile("^1 labeled"))
+    ((span,),) = [q.excerpts for q in load_dataset(folder).questions]
+    text = load_dataset(folder).by_id["tidewell-manual"].text
+    found = re.search(r"SFTP\s+server", text)  # a line break in the document: search spans it
+    assert found is not None and "\n" in found.group()
+    at = found.start()
+    end = text.index(".", at) + 1  # the end of that sentence
+    assert (span.start, span.end) == (at, end)
