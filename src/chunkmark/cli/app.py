@@ -35,7 +35,7 @@ INTERRUPTED_EXIT = 130
 # ``chunkmark --help`` lists the commands in these panels, in this order.
 PANELS: dict[str, tuple[str, ...]] = {
     "Evaluate": ("run", "plan", "tune", "compare", "gate", "report", "suite", "audit", "export"),
-    "Data": ("datasets", "synth", "relations"),
+    "Data": ("datasets", "label", "synth", "relations"),
     "Components": (
         "chunkers",
         "embedders",
@@ -149,6 +149,7 @@ _HOMES: dict[str, str] = {
     "audit": "audit",
     "export": "audit",
     "datasets": "datasets",
+    "label": "label",
     "synth": "synth",
     "relations": "relations",
     "chunkers": "chunkers",

@@ -36,6 +36,7 @@ from chunkmark.datasets.validate import (
     missing_file,
     missing_keys,
     not_an_integer,
+    raise_first,
     read_text,
 )
 from chunkmark.files import write_bytes_atomic
@@ -328,3 +329,27 @@ def _duplicate(file: str, line: int, kind: str, item_id: str, first: int) -> Pro
         f"duplicate {kind} id {item_id!r} (first on line {first}).",
         f"Give every {kind} a unique id.",
     )
+
+
+def read_documents_file(folder: str | Path) -> list[Document]:
+    """The documents of ``folder/documents.jsonl`` alone (no questions file needed), checked as
+    :func:`load_jsonl` checks them; raises :class:`DatasetError` at the first problem."""
+    root = Path(folder)
+    path = root / JSONL_DOCUMENTS
+    report = raise_first(root)
+    if not path.is_file():
+        report(missing_file(root, JSONL_DOCUMENTS, "the documents file"))
+    docs = _read_documents(root, path, report)
+    texts = docs[0] if docs is not None else {}
+    return [Document(doc_id, text) for doc_id, text in texts.items()]
+
+
+def check_question_object(
+    obj: dict[str, Any], texts: dict[str, str], file: str, line: int, seen: dict[str, int]
+) -> tuple[Question | None, list[Problem]]:
+    """One ``questions.jsonl`` object checked by exactly the rules of ``chunkmark datasets
+    validate``: the question (None when it has a problem) and its problems. ``seen`` maps the
+    ids already read to their line (a repeated id is a problem) and is updated."""
+    problems: list[Problem] = []
+    question = _read_question(obj, texts, set(), file, line, seen, problems.append)
+    return question, problems

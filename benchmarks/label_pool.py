@@ -1,0 +1,357 @@
+"""How good are ``chunkmark label``'s suggestions, and how fast?
+
+**Pool quality.** For each of the suite's five human-evidence sets, the seeded sample the
+committed suite ran (``chunkmark datasets download SET --docs N --seed 0``: CUAD 8 documents,
+QMSum 8, Evidence Inference 12, FairytaleQA 20, COVID-QA 10; converted from ``--from``), every
+question is put to the labeler's pool within its own document (the suite's sets are asked of
+one document each, as ``chunkmark suite run`` searches them). A question counts as *found* at
+n when the first n suggestions cover at least half of its human evidence (characters of the
+union of its excerpts). Beside the pool (``pool@5``, ``pool@10``): the best single pooled list
+(one chunking and one ranker, its first n chunks) and the best pair of lists (the first 5 chunks
+of each, 10 passages shown), both picked after the fact on the set itself (the most favourable
+choice for them). The mean characters shown per question say what each reads.
+
+**Latency.** A corpus of about ``--latency-chars`` characters (whole documents of the five
+samples, in set order) is pooled across the corpus with the default chunkings and embedder;
+after three warm-up questions, 20 questions of the sets are timed one by one, through the
+labeler's HTTP endpoint (Starlette's test client: routing, the token check, JSON both ways)
+and through :meth:`Pool.suggest` alone. The median and the slowest are printed.
+
+**Pooling bias** (``--bias OUT``). A scripted labeler relabels each set through the pool: for
+each human excerpt of a question it accepts the first of the 10 suggestions (within the
+question's document) that overlaps it, whole, as a labeler who does not trim would; when none
+does, it searches and marks the human excerpt itself. The suite's grid (``--grid``: its
+chunkers and settings, ``fast``: model2vec, or ``default``: MiniLM, MiniLM with late chunking
+and model2vec) is run on the original and on the relabeled set, and Kendall's tau-b between
+the two orderings of the cells by mean recall is printed with its 95% bootstrap interval
+(:func:`chunkmark.metrics.agreement.ranking_agreement`), beside the human set's own ceiling:
+tau between two seeded random halves of its questions, with its interval.
+
+    nice .venv/bin/python benchmarks/label_pool.py --from ../shared/datasets/suite \\
+        [--embedder "model2vec()"] [--sets cuad qmsum ...] [--out results/label_pool.json] \\
+        [--bias /tmp/label-bias --grid fast]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from chunkmark.datasets import Dataset, load_dataset
+from chunkmark.datasets.suite import Sample
+from chunkmark.label.pool import DEFAULT_CHUNKERS, Hit, Pool, coverage, fuse
+from chunkmark.label.session import build_embedder
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = {  # the committed default suite's samples (leaderboard/default-suite/suite.json)
+    "fairytaleqa": 20,
+    "covid_qa": 10,
+    "qmsum": 8,
+    "cuad": 8,
+    "evidence_inference": 12,
+}
+HALF = 0.5
+
+
+def prepared(name: str, docs: int, from_dir: Path | None) -> Dataset:
+    """The seeded sample of ``name``, converted once into chunkmark's cache."""
+    from chunkmark.cli.suite_download import download_one, prepared_folder
+
+    sample = Sample(docs, 0)
+    folder = prepared_folder(name, sample)
+    if not (folder / "questions.jsonl").is_file():
+        print(download_one(name, force=False, from_dir=from_dir, sample=sample, progress=print))
+    return load_dataset(folder)
+
+
+def quality(pool: Pool, dataset: Dataset) -> dict[str, Any]:
+    """Share of questions half-covered at 5 and 10 by the pool, the best list and best pair."""
+    names = pool.lists
+    found: dict[str, list[float]] = {}  # key -> per-question coverage
+    shown: dict[str, list[int]] = {}
+
+    def record(key: str, cover: float, chars: int) -> None:
+        found.setdefault(key, []).append(cover)
+        shown.setdefault(key, []).append(chars)
+
+    for q in dataset.questions:
+        evidence = [(s.start, s.end) for s in q.excerpts]
+        rankings = pool.rankings(q.text, q.doc_id)
+        passages = fuse(rankings, pool.max_chars)
+        for n in (5, 10):
+            top = [(p.start, p.end) for p in passages[:n]]
+            record(f"pool@{n}", coverage(evidence, top), _chars(top))
+            for name in names:
+                spans = _spans(rankings[name][:n])
+                record(f"{name}@{n}", coverage(evidence, spans), _chars(spans))
+        for a, b in itertools.combinations(names, 2):
+            spans = _spans(rankings[a][:5] + rankings[b][:5])
+            record(f"{a} + {b}", coverage(evidence, spans), _chars(spans))
+    share = {k: sum(c >= HALF for c in v) / len(v) for k, v in found.items()}
+    mean_chars = {k: statistics.fmean(v) for k, v in shown.items()}
+
+    def best(keys: list[str]) -> dict[str, Any]:
+        key = max(keys, key=lambda k: (share[k], -mean_chars[k]))
+        return {"which": key, "share": share[key], "chars": mean_chars[key]}
+
+    return {
+        "questions": len(dataset.questions),
+        "pool@5": {"share": share["pool@5"], "chars": mean_chars["pool@5"]},
+        "pool@10": {"share": share["pool@10"], "chars": mean_chars["pool@10"]},
+        "best list@5": best([f"{n}@5" for n in names]),
+        "best list@10": best([f"{n}@10" for n in names]),
+        "best pair (5 each)": best([f"{a} + {b}" for a, b in itertools.combinations(names, 2)]),
+        "evidence chars": statistics.fmean(
+            sum(s.end - s.start for s in q.excerpts) for q in dataset.questions
+        ),
+    }
+
+
+def _spans(hits: list[Hit]) -> list[tuple[int, int]]:
+    return [(h.start, h.end) for h in hits]
+
+
+def _chars(spans: list[tuple[int, int]]) -> int:
+    marks: set[int] = set()
+    for s, e in spans:
+        marks.update(range(s, e))
+    return len(marks)
+
+
+def latency(datasets: list[Dataset], chars: int, embedder_spec: str) -> dict[str, Any]:
+    """Median and slowest of 20 warm suggestions on a corpus of about ``chars`` characters."""
+    import tempfile
+
+    from starlette.testclient import TestClient
+
+    from chunkmark.label.server import LabelSession, create_app
+    from chunkmark.label.store import QuestionStore
+
+    documents = []
+    total = 0
+    for dataset in datasets:
+        for doc in dataset.documents:
+            if total >= chars:
+                break
+            documents.append(doc)
+            total += len(doc.text)
+    questions = [q.text for d in datasets for q in d.questions[:5]][:23]
+    started = time.perf_counter()
+    pool = Pool(documents, build_embedder(embedder_spec))
+    built = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as folder:
+        session = LabelSession(Path(folder), pool, QuestionStore(Path(folder), documents))
+        client = TestClient(create_app(session))
+        headers = {"X-Chunkmark-Token": session.token}
+        http: list[float] = []
+        direct: list[float] = []
+        for i, question in enumerate(questions):
+            t0 = time.perf_counter()
+            response = client.post("/api/suggest", json={"question": question}, headers=headers)
+            t1 = time.perf_counter()
+            assert response.status_code == 200, response.text
+            pool.suggest(question)
+            t2 = time.perf_counter()
+            if i >= 3:  # three warm-up questions
+                http.append((t1 - t0) * 1000)
+                direct.append((t2 - t1) * 1000)
+    return {
+        "documents": len(documents),
+        "characters": total,
+        "chunks": {c.spec: len(c.doc_ids) for c in pool._chunkings},
+        "lists": len(pool.lists),
+        "build seconds": built,
+        "questions timed": len(http),
+        "http median ms": statistics.median(http),
+        "http max ms": max(http),
+        "pool median ms": statistics.median(direct),
+        "pool max ms": max(direct),
+    }
+
+
+def relabeled(pool: Pool, dataset: Dataset) -> tuple[Dataset, dict[str, int]]:
+    """The set as the scripted labeler marks it (see the module docstring)."""
+    from dataclasses import replace
+
+    from chunkmark.spans import Span
+
+    questions = []
+    counts = {"accepted": 0, "searched": 0}
+    for q in dataset.questions:
+        passages = pool.suggest(q.text, q.doc_id, n=10)
+        spans: list[tuple[int, int]] = []
+        for e in q.excerpts:
+            hit = next((p for p in passages if p.start < e.end and e.start < p.end), None)
+            counts["accepted" if hit else "searched"] += 1
+            spans.append((hit.start, hit.end) if hit else (e.start, e.end))
+        merged: list[list[int]] = []
+        for a, b in sorted(spans):
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        questions.append(replace(q, excerpts=tuple(Span(a, b) for a, b in merged)))
+    return Dataset(dataset.name, dataset.documents, tuple(questions)), counts
+
+
+def bias(pool: Pool, dataset: Dataset, out: Path, grid_name: str, seed: int = 0) -> dict[str, Any]:
+    """Tau between the grid's cell orderings on the original and the relabeled set."""
+    import numpy as np
+
+    import chunkmark
+    from chunkmark.datasets import write_jsonl
+    from chunkmark.metrics.agreement import ranking_agreement
+    from chunkmark.report.data import load_runs
+    from chunkmark.report.stats import StatsOptions, choose_setting, paired_values
+    from chunkmark.suite.run import GRIDS
+
+    grid = GRIDS[grid_name]
+    relabel, counts = relabeled(pool, dataset)
+    values: dict[str, dict[tuple[str, str, str], Any]] = {}
+    for kind, data in (("original", dataset), ("relabeled", relabel)):
+        folder = out / dataset.name / kind
+        write_jsonl(data, folder / "set")
+        specs = [s.spec("document") for s in grid.settings]
+        chunkmark.evaluate(
+            dataset=str(folder / "set"),
+            chunkers=list(grid.chunkers),
+            embedders=list(grid.embedders),
+            retrieval=specs,
+            out=folder / "run",
+            report=False,
+        )
+        loaded = load_runs([folder / "run"])
+        cells: dict[tuple[str, str, str], Any] = {}
+        for spec in specs:
+            setting = choose_setting(loaded, StatsOptions(metric="recall", retrieval=spec))
+            options = [(c.index, *setting) for c in loaded.cells]
+            for option, per_question in paired_values(loaded, options, "recall").items():
+                cell = loaded.cells[option[0]]
+                cells[(cell.chunker, cell.embedder, spec)] = per_question
+        values[kind] = cells
+    keys = sorted(set(values["original"]) & set(values["relabeled"]))
+    original = np.vstack([values["original"][k] for k in keys])
+    relabeled_values = np.vstack([values["relabeled"][k] for k in keys])
+    agreement = ranking_agreement(original, relabeled_values, seed=seed)
+    order = np.random.default_rng(seed).permutation(original.shape[1])
+    half = len(order) // 2
+    ceiling = ranking_agreement(original[:, order[:half]], original[:, order[half:]], seed=seed)
+    return {
+        "cells": len(keys),
+        "excerpts": counts,
+        "tau": agreement.tau,
+        "low": agreement.ci_low,
+        "high": agreement.ci_high,
+        "ceiling tau": ceiling.tau,
+        "ceiling low": ceiling.ci_low,
+        "ceiling high": ceiling.ci_high,
+    }
+
+
+# Pool variants measured beside the default (``--variants``): what helps long evidence.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "+ recursive(size=1024)": {"chunkers": (*DEFAULT_CHUNKERS, "recursive(size=1024)")},
+    "passages up to 4,000 characters": {"max_chars": 4000},
+    "BM25 and hybrid (no dense list)": {"rankers": ("bm25", "hybrid")},
+}
+
+
+def variants(datasets: list[Dataset], names: list[str], embedder: Any) -> list[str]:
+    """One table row per set and variant: pool@5, pool@10 and the characters shown at 10."""
+    rows = []
+    for name, dataset in zip(names, datasets, strict=True):
+        for label, options in VARIANTS.items():
+            found = quality(Pool(dataset.documents, embedder, **options), dataset)
+            rows.append(
+                f"| {name} | {label} | {found['pool@5']['share']:.0%} | "
+                f"{found['pool@10']['share']:.0%} | {found['pool@10']['chars']:,.0f} |"
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    shared = Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--from", dest="from_dir", type=Path, default=shared / "datasets/suite")
+    parser.add_argument("--sets", nargs="+", default=list(SAMPLES), choices=list(SAMPLES))
+    parser.add_argument("--embedder", default="auto")
+    parser.add_argument("--latency-chars", type=int, default=1_000_000)
+    parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--bias", type=Path, default=None, help="Folder for the bias runs.")
+    parser.add_argument("--grid", default="fast", choices=["fast", "default"])
+    parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--variants", action="store_true", help="Also measure VARIANTS.")
+    args = parser.parse_args()
+    embedder = build_embedder(args.embedder)
+    print(
+        f"embedder: {embedder.name if embedder else 'none'}; chunkings: {', '.join(DEFAULT_CHUNKERS)}"
+    )
+    results: dict[str, Any] = {"embedder": args.embedder, "chunkers": list(DEFAULT_CHUNKERS)}
+    datasets = [prepared(name, SAMPLES[name], args.from_dir) for name in args.sets]
+    rows = []
+    biased = []
+    for name, dataset in zip(args.sets, datasets, strict=True):
+        pool = Pool(dataset.documents, embedder)
+        if args.bias is not None:
+            b = results.setdefault("bias", {})[name] = bias(pool, dataset, args.bias, args.grid)
+            biased.append(
+                f"| {name} | {b['cells']} | {b['excerpts']['accepted']} / "
+                f"{b['excerpts']['searched']} | {b['tau']:+.2f} [{b['low']:+.2f}, {b['high']:+.2f}] | "
+                f"{b['ceiling tau']:+.2f} [{b['ceiling low']:+.2f}, {b['ceiling high']:+.2f}] |"
+            )
+            print(json.dumps({name: b}), flush=True)
+        if args.skip_quality:
+            continue
+        found = quality(pool, dataset)
+        results[name] = found
+        rows.append(
+            f"| {name} | {found['questions']} | {found['pool@5']['share']:.0%} | "
+            f"{found['pool@10']['share']:.0%} | {found['best list@5']['share']:.0%} | "
+            f"{found['best list@10']['share']:.0%} | {found['best pair (5 each)']['share']:.0%} | "
+            f"{found['pool@10']['chars']:,.0f} | {found['best pair (5 each)']['chars']:,.0f} | "
+            f"{found['evidence chars']:,.0f} |"
+        )
+        print(json.dumps({name: found}, indent=1), flush=True)
+    if biased:
+        print(f"pooling bias, {args.grid} grid, recall:")
+        print(
+            "| set | cells | excerpts accepted / searched | tau relabeled vs human | ceiling (halves) |"
+        )
+        print("|---|---|---|---|---|")
+        print("\n".join(biased))
+    print(
+        "| set | questions | pool@5 | pool@10 | best list@5 | best list@10 | best pair (5+5) | "
+        "chars shown pool@10 | chars shown best pair | evidence chars |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    if args.variants:
+        rows = variants(datasets, args.sets, embedder)
+        print("| set | pool | pool@5 | pool@10 | chars shown pool@10 |")
+        print("|---|---|---|---|---|")
+        print("\n".join(rows))
+    if not args.skip_latency:
+        results["latency"] = timed = latency(datasets, args.latency_chars, args.embedder)
+        print(json.dumps({"latency": timed}, indent=1))
+        print(
+            f"latency on {timed['characters']:,} characters ({timed['documents']} documents, "
+            f"{timed['lists']} lists): median {timed['http median ms']:.0f} ms through HTTP "
+            f"(slowest {timed['http max ms']:.0f} ms), {timed['pool median ms']:.0f} ms in the "
+            f"pool, over {timed['questions timed']} questions"
+        )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""``chunkmark label``: a local page for labeling real questions with exact evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from chunkmark.cli import options
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``label`` command to the app."""
+    app.command("label")(label)
+
+
+def label(
+    folder: Annotated[
+        Path,
+        typer.Argument(
+            help="A dataset folder (documents.jsonl) or a corpus folder (corpora/ as datasets "
+            "import writes it, or .md/.txt files). Questions are written to its questions.jsonl.",
+            show_default=False,
+            metavar="DATASET_OR_CORPUS",
+        ),
+    ],
+    queries: Annotated[
+        Path | None,
+        typer.Option(
+            "--queries",
+            help="Real queries to step through: .txt (one per line), .csv (a column) or .jsonl.",
+            show_default=False,
+        ),
+    ] = None,
+    column: Annotated[
+        str | None,
+        typer.Option(
+            "--column",
+            help="The CSV column or JSONL key holding the queries. [default: query, question or "
+            "text]",
+            show_default=False,
+        ),
+    ] = None,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")
+    ] = 0,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the address instead of opening it.")
+    ] = False,
+    embedder: Annotated[
+        str,
+        typer.Option(
+            "--embedder",
+            help="Embedder spec for the dense and hybrid suggestions; none for BM25 alone. "
+            "[default: auto: model2vec() when the distilled MiniLM is cached, else MiniLM]",
+            show_default=False,
+        ),
+    ] = "auto",
+    chunker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--chunker",
+            "-c",
+            help="A chunking to pool, repeatable. [default: sentences(n=3), recursive(size=256), "
+            "recursive(size=512), paragraphs()]",
+            show_default=False,
+        ),
+    ] = None,
+    ranker: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ranker",
+            help="A ranker to pool over every chunking, repeatable: bm25, dense, hybrid. "
+            "[default: all three]",
+            show_default=False,
+        ),
+    ] = None,
+    passage_chars: Annotated[
+        int,
+        typer.Option(
+            "--passage-chars", min=1, help="The longest passage that merging chunks may suggest."
+        ),
+    ] = 3000,
+    max_chars: Annotated[
+        int,
+        typer.Option("--max-chars", min=1, help="The longest document the page accepts."),
+    ] = 2_000_000,
+    import_label_studio: Annotated[
+        Path | None,
+        typer.Option(
+            "--import-label-studio",
+            help="Add the spans of a Label Studio JSON export to the folder's questions (each "
+            "checked), then serve the page.",
+            show_default=False,
+        ),
+    ] = None,
+    export_label_studio: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-label-studio",
+            help="Write the folder's questions as a Label Studio JSON export to this file and "
+            "exit (no page).",
+            show_default=False,
+        ),
+    ] = None,
+    cache_dir: options.CacheDir = None,
+    no_cache: options.NoCache = False,
+) -> None:
+    """Label real questions with exact evidence on a local page that suggests the passages.
+
+    Serves a page on 127.0.0.1 (a per-session token guards every request): type a question or
+    step through --queries, accept one of the suggested passages (BM25, dense and hybrid over
+    several chunkings, pooled) or select the text, and each question is written at once to
+    the folder's questions.jsonl with exact offsets, checked as datasets validate checks it; reopening
+    resumes. Questions the documents do not answer go to its unanswered.jsonl. See
+    docs/label.md.
+    """
+    import importlib.util
+    import webbrowser
+
+    from rich.console import Console
+
+    from chunkmark.errors import ChunkmarkError
+
+    if not all(importlib.util.find_spec(m) for m in ("starlette", "uvicorn")):
+        raise ChunkmarkError(
+            "chunkmark label needs starlette and uvicorn, which are not installed.",
+            "pip install 'chunkmark[label]'",
+        )
+    import uvicorn
+
+    from chunkmark.label.pool import DEFAULT_CHUNKERS, RANKERS
+    from chunkmark.label.server import create_app
+    from chunkmark.label.session import build_embedder, open_session
+
+    console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
+    if export_label_studio is not None or import_label_studio is not None:
+        _label_studio(folder, max_chars, import_label_studio, export_label_studio, console.print)
+        if export_label_studio is not None:
+            return
+    session = open_session(
+        folder,
+        embedder=build_embedder(embedder, cache_dir, no_cache),
+        queries=queries,
+        column=column,
+        chunkers=tuple(chunker or DEFAULT_CHUNKERS),
+        rankers=tuple(ranker or RANKERS),
+        passage_chars=passage_chars,
+        max_chars=max_chars,
+        progress=console.print,
+    )
+    counts = session.store.counts()
+    console.print(
+        f"{len(session.pool.documents)} documents, {counts.answered} questions labeled, "
+        f"{counts.unanswered} not answered, {len(session.queries)} queries to step through"
+    )
+    config = uvicorn.Config(create_app(session), host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+
+    def opened() -> None:
+        address = f"http://127.0.0.1:{_bound_port(server, port)}/"
+        console.print(f"labeling {session.folder} at {address} (Ctrl-C to stop)")
+        if not no_browser:
+            webbrowser.open(address)
+
+    _serve(server, opened)
+
+
+def _label_studio(
+    folder: Path, max_chars: int, source: Path | None, target: Path | None, say: Any
+) -> None:
+    """Import a Label Studio export into the folder's questions, or export them."""
+    import json
+
+    from chunkmark.errors import ChunkmarkError
+    from chunkmark.files import write_bytes_atomic
+    from chunkmark.label.interop import from_label_studio, to_label_studio
+    from chunkmark.label.store import QuestionStore, open_documents
+
+    documents = open_documents(folder, max_chars)
+    store = QuestionStore(folder, documents)
+    texts = {d.id: d.text for d in documents}
+    if source is not None:
+        try:
+            tasks = json.loads(source.read_text("utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ChunkmarkError(
+                f"{source}: cannot be read as JSON ({exc}).",
+                "Export the Label Studio project as JSON (not JSON-MIN or CSV).",
+            ) from None
+        taken = {q["id"] for q in store.questions()}
+        imported = from_label_studio(tasks, texts, str(source))
+        for q in imported:
+            spans = [(e["start"], e["end"]) for e in q["excerpts"]]
+            qid = q["id"] if q["id"] not in taken else None
+            store.save(
+                q["question"], q["doc_id"], spans, qid=qid, metadata={"from": "label-studio"}
+            )
+        say(f"imported {len(imported)} questions from {source}")
+    if target is not None:
+        data = to_label_studio(store.questions(), texts)
+        write_bytes_atomic(target, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode())
+        say(f"wrote {len(data)} Label Studio tasks to {target}")
+
+
+def _bound_port(server: object, asked: int) -> int:
+    for each in getattr(server, "servers", []):
+        for sock in each.sockets:
+            return int(sock.getsockname()[1])
+    return asked
+
+
+def _serve(server: object, opened: object) -> None:
+    """Run ``server`` and call ``opened`` once it listens."""
+    import asyncio
+
+    async def main() -> None:
+        task = asyncio.create_task(server.serve())  # type: ignore[attr-defined]
+        while not getattr(server, "started", False) and not task.done():
+            await asyncio.sleep(0.05)
+        if getattr(server, "started", False):
+            opened()  # type: ignore[operator]
+        await task
+
+    asyncio.run(main())

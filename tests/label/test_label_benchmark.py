@@ -1,0 +1,40 @@
+"""benchmarks/label_pool.py's measures on the demo set: what they compare can be compared."""
+
+from __future__ import annotations
+
+from benchmark_scripts import load_benchmark
+from chunkmark.datasets import load_demo
+from chunkmark.label.pool import Pool
+
+CHUNKERS = ("sentences(n=2)", "recursive(size=128)")
+
+
+def test_a_pair_of_lists_shows_at_least_what_its_better_half_shows() -> None:
+    bench = load_benchmark("label_pool")
+    demo = load_demo()
+    found = bench.quality(Pool(demo.documents, None, CHUNKERS), demo)
+    assert found["questions"] == len(demo.questions)
+    shares = [found[k]["share"] for k in ("pool@5", "pool@10", "best list@5", "best list@10")]
+    assert all(0 <= s <= 1 for s in shares)
+    # a pair shows the first 5 of two lists: the best list at 5 plus another
+    assert found["best pair (5 each)"]["share"] >= found["best list@5"]["share"]
+    assert found["pool@10"]["share"] >= found["pool@5"]["share"]
+
+
+def test_the_scripted_labeler_accepts_overlapping_suggestions_or_keeps_the_human_span() -> None:
+    bench = load_benchmark("label_pool")
+    demo = load_demo()
+    pool = Pool(demo.documents, None, CHUNKERS)
+    relabeled, counts = bench.relabeled(pool, demo)
+    assert counts["accepted"] + counts["searched"] == sum(len(q.excerpts) for q in demo.questions)
+    assert counts["accepted"] > 0
+    for before, after in zip(demo.questions, relabeled.questions, strict=True):
+        assert (before.id, before.doc_id) == (after.id, after.doc_id)
+        suggested = {(p.start, p.end) for p in pool.suggest(before.text, before.doc_id, n=10)}
+        for e in before.excerpts:  # every human excerpt lies inside what was marked
+            assert any(s.start <= e.start and e.end <= s.end for s in after.excerpts) or any(
+                s.start < e.end and e.start < s.end and (s.start, s.end) in suggested
+                for s in after.excerpts
+            )
+        for s in after.excerpts:
+            assert s.end <= len(demo.by_id[before.doc_id].text)
