@@ -42,19 +42,22 @@ def _pg(bin_dir: Path, tool: str, args: list[str], data: Path, user: str | None)
 
 
 def _reachable_install(commands: ModuleType, root: Path) -> Path:
-    """The PostgreSQL install's ``bin`` folder, copied into ``root`` (which every user may
-    enter): the server's unprivileged user cannot run the programs where the wheel put them
+    """The PostgreSQL install's ``bin`` folder, copied into a new folder ``root`` that every
+    user may enter: the server's unprivileged user cannot run the programs where the wheel put them
     when the virtual environment sits under a folder only root may enter (a checkout under
     ``mktemp -d``, or in root's home). PostgreSQL finds its ``lib`` and ``share`` folders
-    beside its ``bin`` folder, so the three are copied together."""
-    install = Path(commands.POSTGRES_BIN_PATH).parent
-    copy = root / "pginstall"
-    for part in ("bin", "lib", "share"):
-        shutil.copytree(install / part, copy / part, symlinks=True)
-    for folder in (copy, *copy.rglob("*")):
+    beside ``bin``, and the programs load libpq from the wheel's ``pgserver.libs`` folder
+    three levels above ``bin`` (their rpath), so the copy keeps the wheel's layout."""
+    install = Path(commands.POSTGRES_BIN_PATH).parent  # site-packages/pgserver/pginstall
+    site = install.parents[1]
+    parts = [install / "bin", install / "lib", install / "share", site / "pgserver.libs"]
+    for part in parts:
+        if part.is_dir():
+            shutil.copytree(part, root / part.relative_to(site), symlinks=True)
+    for folder in (root, *root.rglob("*")):
         if folder.is_dir() and not folder.is_symlink():
             folder.chmod(0o755)
-    return copy / "bin"
+    return root / install.relative_to(site) / "bin"
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +78,7 @@ def postgres_url() -> Iterator[str]:
         utils.ensure_prefix_permissions(data)
         entry = pwd.getpwnam(user)
         os.chown(data, entry.pw_uid, entry.pw_gid)
-        bin_dir = _reachable_install(commands, root)
+        bin_dir = _reachable_install(commands, root / "install")
     _pg(bin_dir, "initdb", ["--auth=trust", "--encoding=utf8", "-U", "postgres"], data, user)
     port = utils.find_suitable_port("127.0.0.1")
     log = data / "server.log"
