@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from chunkmark.datasets.jsonl import write_jsonl
@@ -121,6 +122,34 @@ def config(tmp_path: Path, server: Any, out: str, **answers: Any) -> Any:
     )
 
 
+def span_vs_answer_tau(out: Path, answers: list[dict[str, str]], metric: str) -> tuple[float, int]:
+    """Kendall's tau (scipy, tau-b) between the retrieved-context cells' mean ``metric`` from
+    results.parquet and their mean answer score from answers.csv, over the questions every cell
+    has a score and a span value for; and how many questions that is."""
+    import pyarrow.parquet as pq
+    from scipy.stats import kendalltau
+
+    span = {
+        (r["chunker"], r["embedder"], r["retrieval"], r["question_id"]): r[metric]
+        for r in pq.read_table(out / "results.parquet").to_pylist()
+        if (r["excerpts"], r["unit"], r["denominator"]) == ("position", "chars", "sum")
+    }
+    score = {
+        (r["chunker"], r["embedder"], r["retrieval"], r["question_id"]): float(r["score"])
+        for r in answers
+        if r["context"] == "retrieved"
+    }
+    cells = sorted({key[:3] for key in score})
+    questions = sorted(
+        {key[3] for key in score}
+        - {key[3] for key in score if np.isnan(score[key]) or np.isnan(span[key])}
+    )
+    questions = [q for q in questions if all((*c, q) in score for c in cells)]
+    by_span = [np.mean([span[(*c, q)] for q in questions]) for c in cells]
+    by_score = [np.mean([score[(*c, q)] for q in questions]) for c in cells]
+    return float(kendalltau(by_span, by_score).statistic), len(questions)
+
+
 def rows(path: Path) -> list[dict[str, str]]:
     with path.open(encoding="utf-8", newline="") as f:
         return list(csv.DictReader(f))
@@ -192,6 +221,13 @@ def test_answers_are_asked_scored_judged_and_cached(tmp_path: Path, server: Any)
     assert section["judge_agreement"]["accuracy"] == 1.0
     (tau,) = section["span_vs_answer"]
     assert tau["cells"] == 2 and tau["recall"]["questions"] == 3
+    for metric in ("recall", "iou"):
+        want, questions = span_vs_answer_tau(out, found, metric)
+        assert tau[metric]["questions"] == questions
+        if np.isnan(want):  # tau is undefined when either ranking is all ties
+            assert tau[metric]["tau"] is None or np.isnan(tau[metric]["tau"]), tau
+        else:
+            assert tau[metric]["tau"] == pytest.approx(want, abs=1e-12), (metric, tau)
     summary = rows(out / "answers_summary.csv")
     assert len(summary) == 3
     cell = next(s for s in summary if s["context"] == "retrieved")
