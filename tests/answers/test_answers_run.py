@@ -98,13 +98,19 @@ def server() -> Iterator[Any]:
         yield state
 
 
-def config(tmp_path: Path, server: Any, out: str, **answers: Any) -> Any:
+def config(
+    tmp_path: Path,
+    server: Any,
+    out: str,
+    chunkers: str = "fixed_tokens(size=[8, 16], overlap=0)",
+    **answers: Any,
+) -> Any:
     llm = f"openai(model='gpt-4o-mini', base_url='{server.openai_url}', max_retries=0)"
     judge = f"openai(model='judge-model', base_url='{server.openai_url}', max_retries=0)"
     return make_config(
         {
             "datasets": [str(tmp_path / "tiny")],
-            "chunkers": ["fixed_tokens(size=[8, 16], overlap=0)"],
+            "chunkers": [chunkers],
             "embedders": ["fake()"],
             "retrieval": ["token_budget(tokens=20)", "top_k(k=1)"],
             "out": str(tmp_path / out),
@@ -329,3 +335,32 @@ def test_transport_settings_change_neither_answers_nor_names(tmp_path: Path, ser
     assert one["llm"] == two["llm"] and one["options"] == two["options"]
     assert "timeout" not in two["llm"]["spec"] and "concurrency" not in two["llm"]["spec"]
     assert first.manifest["config"]["answers"] == second.manifest["config"]["answers"]
+
+
+def test_span_vs_answer_tau_is_kendalls_tau_of_the_cells(tmp_path: Path, server: Any) -> None:
+    """Answers that depend on the context (the first passage, word for word), so that cells
+    with other chunk sizes score otherwise: the manifest's tau is a number, and it is scipy's
+    Kendall tau of the per-cell means read back from the output files."""
+
+    def echo(path: str, payload: dict[str, Any]) -> str:
+        user = payload["messages"][-1]["content"]
+        if payload["messages"][0]["content"].startswith("You grade"):
+            return 'Verdict: {"correct": true, "faithful": true}'
+        context = user.split("Context:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+        first = re.split(r"\n\n\[\d+\] ", context.removeprefix("[1] "))[0]
+        return " ".join(first.split()[:6])
+
+    server.answer = echo
+    dataset(tmp_path / "tiny")
+    result = evaluate(
+        config(tmp_path, server, "run", "fixed_tokens(size=[6, 12, 24, 48], overlap=0)")
+    )
+    out = tmp_path / "run"
+    found = rows(out / "answers.csv")
+    (tau,) = result.manifest["answers"]["span_vs_answer"]
+    assert tau["cells"] == 4
+    for metric in ("recall", "iou"):
+        want, questions = span_vs_answer_tau(out, found, metric)
+        assert not np.isnan(want), metric  # the cells' means differ both ways
+        assert tau[metric]["questions"] == questions
+        assert tau[metric]["tau"] == pytest.approx(want, abs=1e-12), (metric, tau)
