@@ -3,8 +3,9 @@ the folder named by ``CHUNKMARK_SHARED_DIR``; it is never copied into the reposi
 
 With ``CHUNKMARK_REQUIRE_ALL=1`` (as ``.ci/run`` sets it) a test that skips fails instead: CI
 has every component the tests need (the shared data, MiniLM, Ray, faiss, Chromium, ...), so a
-skip there would be a regression passing silently. The only skips allowed are for hardware the
-machine does not have; such a skip's reason starts with ``skipping.HARDWARE``. The run ends with
+skip there would be a regression passing silently. An ``xfail`` (failing or passing) counts as a
+skip. The only skips allowed are for hardware the machine does not have; such a skip's reason
+starts with ``skipping.HARDWARE``. The run ends with
 the count of tests that ran and that skipped.
 """
 
@@ -26,20 +27,37 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _fail_unless_hardware(report: pytest.TestReport | pytest.CollectReport, nodeid: str) -> None:
-    """Under CHUNKMARK_REQUIRE_ALL=1, turn a skip into a failure unless it is for hardware."""
-    if not (report.skipped and require_all()) or hasattr(report, "wasxfail"):
+    """Under CHUNKMARK_REQUIRE_ALL=1, turn a skip into a failure unless it is for hardware. An
+    expected failure (``xfail``, marked or called) counts as a skip, since it hides whatever
+    goes wrong in the test, and so does an ``xfail`` test that passes (``xpass``): the mark is
+    stale."""
+    if not require_all():
         return
-    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-    if reason.startswith("Skipped: "):
-        reason = reason[len("Skipped: ") :]
+    expected = getattr(report, "wasxfail", None)
+    if expected is not None:
+        reason = str(expected)
+        kind = "passed while marked xfail" if report.passed else "was an expected failure"
+        if report.passed and isinstance(report, pytest.TestReport) and report.when != "call":
+            return  # xpass is judged on the test's call, not its setup or teardown
+    elif report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        kind = "skipped"
+    else:
+        return
+    for prefix in ("Skipped: ", "reason: "):
+        if reason.startswith(prefix):
+            reason = reason[len(prefix) :]
     if reason.startswith(HARDWARE):
         return
     report.outcome = "failed"
     report.longrepr = (
-        f"{REQUIRE_ALL}=1: {nodeid} skipped ({reason}), but this run must have every "
-        "component the tests need. Fix: install or provide it (see .ci/run), or mark a skip "
-        f"for missing hardware with a reason starting {HARDWARE!r}."
+        f"{REQUIRE_ALL}=1: {nodeid} {kind} ({reason}), but this run must have every "
+        "component the tests need and every test passing. Fix: install or provide what it "
+        "needs (see .ci/run) or fix the failure and drop the xfail, or mark a skip for missing "
+        f"hardware with a reason starting {HARDWARE!r}."
     )
+    if expected is not None:
+        del report.wasxfail  # else pytest's summary would still report it as xfailed/xpassed
 
 
 @pytest.hookimpl(hookwrapper=True)

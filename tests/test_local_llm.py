@@ -230,3 +230,21 @@ def test_relations_run_with_llm_extractor(
     # a rerun resumes from the stored extraction and asks nothing
     again = runner.invoke(app, args, catch_exceptions=False)
     assert again.exit_code == 0 and "resumed" in again.output
+
+
+def test_a_gguf_file_of_ones_own_is_served(tmp_path: Path) -> None:
+    """``--gguf``: any GGUF file, here a copy of the installed SmolLM2 under another name."""
+    from chunkmark.llm import local
+
+    installed = local.model_path(local.SMALLEST)
+    if not (installed.exists() and local.server_path().exists()):
+        pytest.skip(f"{installed} is not installed (python -m chunkmark.llm.local install)")
+    own = tmp_path / "my-own-model.gguf"
+    own.symlink_to(installed)
+    with local.start(gguf=own) as server:
+        assert server.model == "my-own-model"
+        assert server.spec().startswith("openai(model='my-own-model', ")
+        llm = build_llm(llm_spec(server), cache_dir=None, seed=0)
+        answer = llm.complete("You answer briefly.", "Say hello.", max_tokens=8)
+        assert answer.strip() and llm.stats().output_tokens > 0
+    assert server.process.poll() is not None  # stopped after the block

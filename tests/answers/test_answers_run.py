@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from chunkmark.datasets.jsonl import write_jsonl
@@ -97,13 +98,19 @@ def server() -> Iterator[Any]:
         yield state
 
 
-def config(tmp_path: Path, server: Any, out: str, **answers: Any) -> Any:
+def config(
+    tmp_path: Path,
+    server: Any,
+    out: str,
+    chunkers: str = "fixed_tokens(size=[8, 16], overlap=0)",
+    **answers: Any,
+) -> Any:
     llm = f"openai(model='gpt-4o-mini', base_url='{server.openai_url}', max_retries=0)"
     judge = f"openai(model='judge-model', base_url='{server.openai_url}', max_retries=0)"
     return make_config(
         {
             "datasets": [str(tmp_path / "tiny")],
-            "chunkers": ["fixed_tokens(size=[8, 16], overlap=0)"],
+            "chunkers": [chunkers],
             "embedders": ["fake()"],
             "retrieval": ["token_budget(tokens=20)", "top_k(k=1)"],
             "out": str(tmp_path / out),
@@ -119,6 +126,34 @@ def config(tmp_path: Path, server: Any, out: str, **answers: Any) -> Any:
             },
         }
     )
+
+
+def span_vs_answer_tau(out: Path, answers: list[dict[str, str]], metric: str) -> tuple[float, int]:
+    """Kendall's tau (scipy, tau-b) between the retrieved-context cells' mean ``metric`` from
+    results.parquet and their mean answer score from answers.csv, over the questions every cell
+    has a score and a span value for; and how many questions that is."""
+    import pyarrow.parquet as pq
+    from scipy.stats import kendalltau
+
+    span = {
+        (r["chunker"], r["embedder"], r["retrieval"], r["question_id"]): r[metric]
+        for r in pq.read_table(out / "results.parquet").to_pylist()
+        if (r["excerpts"], r["unit"], r["denominator"]) == ("position", "chars", "sum")
+    }
+    score = {
+        (r["chunker"], r["embedder"], r["retrieval"], r["question_id"]): float(r["score"])
+        for r in answers
+        if r["context"] == "retrieved"
+    }
+    cells = sorted({key[:3] for key in score})
+    questions = sorted(
+        {key[3] for key in score}
+        - {key[3] for key in score if np.isnan(score[key]) or np.isnan(span[key])}
+    )
+    questions = [q for q in questions if all((*c, q) in score for c in cells)]
+    by_span = [np.mean([span[(*c, q)] for q in questions]) for c in cells]
+    by_score = [np.mean([score[(*c, q)] for q in questions]) for c in cells]
+    return float(kendalltau(by_span, by_score).statistic), len(questions)
 
 
 def rows(path: Path) -> list[dict[str, str]]:
@@ -192,6 +227,13 @@ def test_answers_are_asked_scored_judged_and_cached(tmp_path: Path, server: Any)
     assert section["judge_agreement"]["accuracy"] == 1.0
     (tau,) = section["span_vs_answer"]
     assert tau["cells"] == 2 and tau["recall"]["questions"] == 3
+    for metric in ("recall", "iou"):
+        want, questions = span_vs_answer_tau(out, found, metric)
+        assert tau[metric]["questions"] == questions
+        if np.isnan(want):  # tau is undefined when either ranking is all ties
+            assert tau[metric]["tau"] is None or np.isnan(tau[metric]["tau"]), tau
+        else:
+            assert tau[metric]["tau"] == pytest.approx(want, abs=1e-12), (metric, tau)
     summary = rows(out / "answers_summary.csv")
     assert len(summary) == 3
     cell = next(s for s in summary if s["context"] == "retrieved")
@@ -293,3 +335,32 @@ def test_transport_settings_change_neither_answers_nor_names(tmp_path: Path, ser
     assert one["llm"] == two["llm"] and one["options"] == two["options"]
     assert "timeout" not in two["llm"]["spec"] and "concurrency" not in two["llm"]["spec"]
     assert first.manifest["config"]["answers"] == second.manifest["config"]["answers"]
+
+
+def test_span_vs_answer_tau_is_kendalls_tau_of_the_cells(tmp_path: Path, server: Any) -> None:
+    """Answers that depend on the context (the first passage, word for word), so that cells
+    with other chunk sizes score otherwise: the manifest's tau is a number, and it is scipy's
+    Kendall tau of the per-cell means read back from the output files."""
+
+    def echo(path: str, payload: dict[str, Any]) -> str:
+        user = payload["messages"][-1]["content"]
+        if payload["messages"][0]["content"].startswith("You grade"):
+            return 'Verdict: {"correct": true, "faithful": true}'
+        context = user.split("Context:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+        first = re.split(r"\n\n\[\d+\] ", context.removeprefix("[1] "))[0]
+        return " ".join(first.split()[:6])
+
+    server.answer = echo
+    dataset(tmp_path / "tiny")
+    result = evaluate(
+        config(tmp_path, server, "run", "fixed_tokens(size=[6, 12, 24, 48], overlap=0)")
+    )
+    out = tmp_path / "run"
+    found = rows(out / "answers.csv")
+    (tau,) = result.manifest["answers"]["span_vs_answer"]
+    assert tau["cells"] == 4
+    for metric in ("recall", "iou"):
+        want, questions = span_vs_answer_tau(out, found, metric)
+        assert not np.isnan(want), metric  # the cells' means differ both ways
+        assert tau[metric]["questions"] == questions
+        assert tau[metric]["tau"] == pytest.approx(want, abs=1e-12), (metric, tau)

@@ -11,6 +11,7 @@ run's numbers back; the audit leaves the collection as it found it.
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 import uuid
@@ -296,6 +297,156 @@ def run_facts(run: Path, chunker: str) -> dict[str, Any]:
     return next(c for c in manifest["cells"] if c["chunker"] == str(chunker))
 
 
+# --- the audit's approximate-search figures, recomputed here ------------------------------------
+
+
+def native_top_k(
+    kind: str, where: Path | str, name: str, queries: np.ndarray, k: int
+) -> list[list[str]]:
+    """Each question's top ``k`` record ids as the store's own client returns them (the store's
+    index and metric as filled; not chunkmark's store reader)."""
+    if kind == "chroma":
+        import chromadb
+        from chromadb.config import Settings
+
+        client = chromadb.PersistentClient(
+            path=str(where), settings=Settings(anonymized_telemetry=False)
+        )
+        found = client.get_collection(name).query(query_embeddings=queries, n_results=k, include=[])
+        return [list(row) for row in found["ids"]]
+    if kind == "qdrant":
+        from qdrant_client import QdrantClient
+
+        qdrant = QdrantClient(path=str(where))
+        try:
+            return [
+                [str(p.id) for p in qdrant.query_points(name, query=q.tolist(), limit=k).points]
+                for q in queries
+            ]
+        finally:
+            qdrant.close()
+    if kind == "lancedb":
+        import lancedb
+
+        table = lancedb.connect(str(where)).open_table(name)
+        return [
+            table.search(q).limit(k).select(["id"]).to_arrow().column("id").to_pylist()
+            for q in queries
+        ]
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(str(where)) as conn:
+        register_vector(conn)
+        if conn.execute("SELECT to_regclass(%s)", (f"data_{name}",)).fetchone()[0]:
+            query = f"SELECT node_id FROM data_{name} ORDER BY embedding <=> %s LIMIT %s"
+            params: tuple[Any, ...] = ()
+        else:
+            query = (
+                "SELECT e.id FROM langchain_pg_embedding e JOIN langchain_pg_collection c "
+                "ON e.collection_id = c.uuid WHERE c.name = %s ORDER BY e.embedding <=> %s LIMIT %s"
+            )
+            params = (name,)
+        return [[r[0] for r in conn.execute(query, (*params, q, k)).fetchall()] for q in queries]
+
+
+def record_spans(dataset: Dataset, records: list[Record]) -> dict[str, tuple[str, int, int]]:
+    """Each record's (document, start, end): the one place its text occurs in the dataset."""
+    spans = {}
+    for r in records:
+        places = [
+            (d.id, at, at + len(r.text))
+            for d in dataset.documents
+            for at in range(len(d.text))
+            if d.text.startswith(r.text, at)
+        ]
+        assert len(places) == 1, (r.id, len(places))  # the test's data: one place per chunk
+        spans[r.id] = places[0]
+    return spans
+
+
+def span_recall(excerpts: list[tuple[str, int, int]], chunks: list[tuple[str, int, int]]) -> float:
+    """The run's default recall (excerpts by position, characters, sum of excerpt lengths):
+    the excerpts' characters inside some chunk over the excerpts' total length."""
+    covered = 0
+    for doc, start, end in excerpts:
+        inside = np.zeros(end - start, dtype=bool)
+        for c_doc, c_start, c_end in chunks:
+            if c_doc == doc and c_start < end and c_end > start:
+                inside[max(c_start, start) - start : min(c_end, end) - start] = True
+        covered += int(inside.sum())
+    return covered / sum(end - start for _, start, end in excerpts)
+
+
+def assert_ann_figures(
+    done: AuditResults,
+    kind: str,
+    where: Path | str,
+    name: str,
+    records: list[Record],
+    reference: Reference,
+) -> dict[int, int]:
+    """``audit.csv`` and the manifest's ``ann`` section against figures computed here: the exact
+    top k by numpy over the stored vectors, the store's top k from its own client, their overlap,
+    and each side's recall from the chunks' and excerpts' character spans. Returns, per k, how
+    many questions the store answered with fewer than k chunks."""
+    dataset = reference.dataset
+    inner, _ = EMBEDDERS.build(EMBEDDER)
+    queries = CachedEmbedder(inner, EmbeddingCache(reference.cache)).embed(
+        [q.text for q in dataset.questions], kind="query"
+    )
+    vectors = np.stack([r.vector for r in records]).astype(np.float64)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)  # searched as stored
+    sims = queries.astype(np.float64) @ vectors.T
+    order = np.argsort(-sims, axis=1, kind="stable")
+    ranked = np.take_along_axis(sims, order, axis=1)
+    spans = record_spans(dataset, records)
+    ids = [r.id for r in records]
+    position = {d.id: i for i, d in enumerate(dataset.documents)}
+    # A store that answers fewer than k chunks has its ranking completed with the chunks it did
+    # not return in index order (documents in dataset order, then by offsets), as the store
+    # ranker documents (chunkmark.retrieval.store).
+    index_order = sorted(ids, key=lambda i: (position[spans[i][0]], *spans[i][1:]))
+    rows: dict[tuple[str, int], dict[str, float]] = {}
+    short = dict.fromkeys((1, 3, 5, 10), 0)
+    for k in (1, 3, 5, 10):
+        width = min(k, len(records))
+        # No score at the cut within float32 rounding of the next: the exact top k is one set.
+        if width < len(records):
+            assert (ranked[:, width - 1] - ranked[:, width] > 1e-5).all(), k
+        store = native_top_k(kind, where, name, queries.astype(np.float32), k)
+        for q, question in enumerate(dataset.questions):
+            truth = {ids[i] for i in order[q, :width]}
+            assert len(set(store[q])) == len(store[q]) <= width  # an IVF list may hold fewer
+            short[k] += len(store[q]) < width
+            filler = [i for i in index_order if i not in store[q]]
+            got = set(store[q] + filler[: width - len(store[q])])
+            excerpts = [(question.doc_id, e.start, e.end) for e in question.excerpts]
+            exact = span_recall(excerpts, [spans[i] for i in truth])
+            found = span_recall(excerpts, [spans[i] for i in got])
+            rows[(question.id, k)] = {
+                "chunks_recall_vs_exact": len(truth & got) / width,
+                "recall_exact": exact,
+                "recall_store": found,
+                "recall_lost": exact - found,
+            }
+    with (done.results.out / "audit.csv").open(newline="") as handle:
+        written = list(csv.DictReader(handle))
+    assert len(written) == len(rows)
+    for row in written:
+        want = rows[(row["question_id"], int(row["k"]))]
+        for field, value in want.items():
+            assert float(row[field]) == pytest.approx(value, abs=1e-9), (row, field)
+    assert [s["k"] for s in done.section["ann"]] == [1, 3, 5, 10]
+    for summary in done.section["ann"]:
+        mine = [v for (_, k), v in rows.items() if k == summary["k"]]
+        assert summary["questions"] == len(mine) == len(dataset.questions)
+        for field in ("chunks_recall_vs_exact", "recall_exact", "recall_store", "recall_lost"):
+            assert summary[field] == pytest.approx(np.mean([m[field] for m in mine]), abs=1e-9)
+        assert summary["questions_losing"] == sum(m["recall_lost"] > 0 for m in mine)
+    return short
+
+
 # --- the figures -------------------------------------------------------------------------------
 
 
@@ -311,7 +462,8 @@ def test_audit_equals_the_run_of_the_matching_chunker(
     from chunkmark.chunkers import CHUNKERS
 
     records = reference.records[pipeline]
-    uri = fill(kind, location(kind), f"demo_{pipeline}_{kind}", records)
+    where, name = location(kind), f"demo_{pipeline}_{kind}"
+    uri = fill(kind, where, name, records)
     before = snapshot(uri)
     # LangChain chunks name their file under `source`; LlamaIndex nodes their document under
     # `ref_doc_id`; LanceDB's are found by content.
@@ -332,9 +484,44 @@ def test_audit_equals_the_run_of_the_matching_chunker(
     expected = "exact" if kind == "lancedb" else "offsets"
     assert placed[expected] == len(records) == run_facts(reference.run, chunker)["n_chunks"]
     assert done.section["chunk_embeddings"] == {"requested": 0, "computed": 0}
-    assert [row["k"] for row in done.section["ann"]] == [1, 3, 5, 10]
-    assert (tmp_path / "audit" / "audit.csv").exists()
+    assert_ann_figures(done, kind, where, name, records, reference)
     assert snapshot(uri) == before  # nothing written into the collection
+
+
+def test_an_approximate_index_loses_what_the_audit_reports(
+    reference: Reference, location: Callable[[str], Path | str], tmp_path: Path
+) -> None:
+    """An IVF index probing one list of 16 misses neighbours: the store's search is really
+    approximate here, and every figure the audit reports for it is recomputed independently."""
+    import psycopg
+
+    records = reference.records["llama_index"]
+    where, name = location("pgvector"), "demo_ivf"
+    uri = fill("pgvector", where, name, records)
+    with psycopg.connect(str(where), autocommit=True) as conn:
+        for (index,) in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE '%%hnsw%%'",
+            (f"data_{name}",),
+        ).fetchall():
+            conn.execute(f"DROP INDEX {index}")
+        conn.execute(
+            f"CREATE INDEX ON data_{name} USING ivfflat (embedding vector_cosine_ops) "
+            "WITH (lists = 16)"
+        )
+    done = audit(
+        uri,
+        "demo",
+        EMBEDDER,
+        out=tmp_path / "audit",
+        cache_dir=reference.cache,
+        doc_key="ref_doc_id",
+        report=False,
+    )
+    assert "ivfflat" in str(done.section["search"]["index"])
+    ann = {s["k"]: s for s in done.section["ann"]}
+    assert ann[10]["chunks_recall_vs_exact"] < 0.95 and ann[10]["questions_losing"] > 0
+    short = assert_ann_figures(done, "pgvector", where, name, records, reference)
+    assert short[10] > 0  # some probed list held fewer than 10 chunks: the completion is checked
 
 
 @pytest.mark.parametrize("kind", STORES)

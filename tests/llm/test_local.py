@@ -128,3 +128,24 @@ def test_spec_reaches_the_server_with_a_timeout_for_cpu_inference() -> None:
     assert llm.identity()["host"] == "127.0.0.1:8123"
     assert llm.timeout == local.TIMEOUT == 600.0  # type: ignore[attr-defined]
     assert build_llm(server.spec(timeout=30.0), cache_dir=None).timeout == 30.0  # type: ignore[attr-defined]
+
+
+def test_own_gguf_must_exist_and_be_gguf(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "absent.gguf"
+    with pytest.raises(local.LocalLLMError, match=f"The GGUF file {missing} does not exist"):
+        local.own_gguf(missing)
+    other = tmp_path / "weights.bin"
+    other.write_bytes(b"PK\x03\x04 a zip, not a model")
+    with pytest.raises(local.LocalLLMError, match="is not a GGUF file"):
+        local.launch(gguf=other, cache_dir=tmp_path)
+    assert local.main(["serve", "--gguf", str(other), "--cache-dir", str(tmp_path)]) == 1
+    assert f"error: {other} is not a GGUF file" in capsys.readouterr().err
+    own = tmp_path / "mine.gguf"
+    own.write_bytes(b"GGUF\x03\x00\x00\x00")  # a header only: the checks pass, the server is next
+    assert local.own_gguf(own) == own.absolute()
+    with pytest.raises(local.LocalLLMError, match="llama-server is not installed"):
+        local.launch(gguf=own, cache_dir=tmp_path)
+    with pytest.raises(SystemExit):  # one model or the other, not both
+        local.main(["serve", "--model", local.SMALLEST, "--gguf", str(own)])

@@ -16,7 +16,8 @@ runs ``chunkmark``) is the only one that writes files:
    slice and the driver writes them to the cache, so the SQLite cache has one writer on one
    disk and worker nodes need no shared filesystem.
 3. **score**: each cell's search and scoring runs as a Ray task, given its chunks and vectors
-   through the object store; the driver writes the cell's files the moment it finishes.
+   through the object store; the driver writes the cell's files the moment it finishes, with
+   the id of the Ray node that scored it (the cell's ``ray_node`` fact, in the manifest).
 
 Rows are the local executor's: the same chunks, the same vectors (equal for a deterministic
 embedder; for a neural model, equal up to float rounding where batches are composed
@@ -89,7 +90,9 @@ class Session(Protocol):
     def track(self, embedder: Any, what: str) -> None: ...
     def resumed(self, task: CellTask) -> CellOutcome | None: ...
     def failed(self, task: CellTask, exc: BaseException) -> CellOutcome: ...
-    def record(self, task: CellTask, result: CellResult, timer: PhaseTimer) -> CellOutcome: ...
+    def record(
+        self, task: CellTask, result: CellResult, timer: PhaseTimer, ray_node: str | None = None
+    ) -> CellOutcome: ...
 
 
 IntArray = npt.NDArray[np.int64]
@@ -397,8 +400,10 @@ def score_task(
     query_vectors: FloatArray,
     identity: dict[str, Any],
     seed: int,
-) -> tuple[CellResult, dict[str, float]]:
-    """Stage 3 on a worker: search and score one cell."""
+) -> tuple[CellResult, dict[str, float], str]:
+    """Stage 3 on a worker: search and score one cell; also the id of the Ray node it ran on."""
+    import ray
+
     given = GivenVectors(str(embedder), vectors)
     env = CellEnv(
         embedder=given,
@@ -409,7 +414,7 @@ def score_task(
     timer = PhaseTimer()
     cell = PreparedCell(dataset, chunker, embedder, retrieval, scoring, prepared=prepared)
     result = cell.run(env, timer)
-    return result, dict(timer.seconds)
+    return result, dict(timer.seconds), str(ray.get_runtime_context().get_node_id())
 
 
 # --- the driver ---------------------------------------------------------------------------------
@@ -617,11 +622,11 @@ class _Driver:
             if isinstance(result, BaseException):
                 outcomes[i] = session.failed(self.todo[i], result)
                 continue
-            cell_result, seconds = result
+            cell_result, seconds, node = result
             timer = PhaseTimer()
             for phase, s in seconds.items():
                 timer.add(phase, s)
-            outcomes[i] = session.record(self.todo[i], cell_result, timer)
+            outcomes[i] = session.record(self.todo[i], cell_result, timer, ray_node=node)
         return outcomes
 
 

@@ -359,12 +359,21 @@ class Session:
         self.say(f"[red]failed[/]   {self.label(task)}: {facts['error']}")
         return CellOutcome(cell_id, *task.names, None, facts, resumed=False)
 
-    def record(self, task: CellTask, result: CellResult, timer: PhaseTimer) -> CellOutcome:
-        """Write a finished cell to ``OUT/cells/`` (this marks it done) and return its outcome."""
+    def record(
+        self,
+        task: CellTask,
+        result: CellResult,
+        timer: PhaseTimer,
+        ray_node: str | None = None,
+    ) -> CellOutcome:
+        """Write a finished cell to ``OUT/cells/`` (this marks it done) and return its outcome;
+        ``ray_node``, the Ray node that scored it, goes into its facts."""
         cell_id = self.cell_id(task)
         path = self._cell_path(cell_id)
         self.totals.merge(timer)
         table, facts = result.table(), result.facts(cell_id)
+        if ray_node is not None:
+            facts["ray_node"] = ray_node
         if facts.get("query_check") and facts["query_check"]["flagged"]:
             check = facts["query_check"]
             self.say(

