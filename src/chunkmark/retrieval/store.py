@@ -8,9 +8,11 @@ searches: it hands the ranker a function that asks the store, since the store is
 a spec string can carry. Built from its spec alone (``chunkmark run --retrieval store``), the
 ranker refuses to search, with a line saying what to run instead.
 
-The store's order is kept as it answers (its ties are its own); the chunks it did not return
-follow in index order with score ``-inf``, as for the ``faiss`` ranker, so a shallower ranking
-is a prefix of a deeper one. After each search the ranker reports, in :meth:`StoreRetriever.stats`
+The store's order is kept as it answers (its ties are its own). A store may answer fewer than
+``k`` chunks (an IVF index whose probed lists hold fewer): the ranking then ends in ``-1``
+entries with score ``-inf``, which every setting skips (as for a document-scoped ranking,
+:func:`~chunkmark.retrieval.settings.valid_depth`), so the audit scores what the store returned
+and nothing more, and a shallower ranking is still a prefix of a deeper one. After each search the ranker reports, in :meth:`StoreRetriever.stats`
 (the manifest), the share of the exact top ``k`` that the store's top ``k`` holds.
 """
 
@@ -21,7 +23,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from chunkmark.errors import ConfigError
-from chunkmark.retrieval.ann import first_absent, recall_at_k
+from chunkmark.retrieval.ann import recall_at_k
 from chunkmark.retrieval.base import FloatArray, IntArray
 from chunkmark.retrieval.exact import ExactIndex
 from chunkmark.retrieval.settings import ranker
@@ -76,8 +78,9 @@ def complete_store_ranking(
     found: Sequence[Sequence[int]], scores: Sequence[Sequence[float]], k: int, n: int
 ) -> tuple[IntArray, FloatArray]:
     """A ``(questions, k)`` ranking: the store's answers in its order (repeats and indices
-    outside ``0..n-1`` dropped), then the other chunks in index order with score ``-inf``."""
-    out_ids = np.zeros((len(found), k), dtype=np.int64)
+    outside ``0..n-1`` dropped), then ``-1`` entries with score ``-inf`` up to ``k``: what it
+    did not return is not retrieved."""
+    out_ids = np.full((len(found), k), -1, dtype=np.int64)
     out_scores = np.full((len(found), k), -np.inf, dtype=np.float32)
     for row, (ids, row_scores) in enumerate(zip(found, scores, strict=True)):
         kept: list[int] = []
@@ -89,8 +92,6 @@ def complete_store_ranking(
         got = len(kept)
         out_ids[row, :got] = kept
         out_scores[row, :got] = kept_scores
-        if got < k:
-            out_ids[row, got:] = first_absent(np.asarray(kept, dtype=np.int64), k - got, n)
     return out_ids, out_scores
 
 
