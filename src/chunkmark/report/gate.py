@@ -641,8 +641,7 @@ def write_baseline(path: Path, side: Side, *, run: str = "") -> None:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=1, ensure_ascii=False)
-    write_bytes_atomic(path, (text + "\n").encode("utf-8"))
-    path.chmod(0o644)  # a file to commit, readable like the repository's others
+    write_bytes_atomic(path, (text + "\n").encode("utf-8"))  # a file to commit: umask's mode
 
 
 def read_baseline(path: Path) -> Side:
