@@ -325,3 +325,51 @@ def _k_used(run_dir: Path, question: str, retrieval: str) -> int:
         == (question, first["chunker"], retrieval)
     }
     return int(used)
+
+
+def _layout(page: Any) -> dict[str, Any]:
+    """How wide the page and each scrolling table are, against what the window shows."""
+    layout: dict[str, Any] = page.evaluate(
+        """() => ({
+          page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+          tables: Array.from(document.querySelectorAll('.table-wrap')).map(
+            (w) => [w.querySelector('table').id || w.closest('section').id, w.scrollWidth, w.clientWidth]),
+        })"""
+    )
+    return layout
+
+
+def _overflowing(layout: dict[str, Any]) -> list[Any]:
+    wide = [layout["page"]] if layout["page"][0] > layout["page"][1] else []
+    return wide + [t for t in layout["tables"] if t[1] > t[2]]
+
+
+def test_the_page_fits_1400_pixels_and_its_plots_say_what_they_show(
+    browser: Any, run_dir: Path
+) -> None:
+    """Two embedders (so the embedder column stays): every leaderboard column, MRR included, is
+    in view at 1,400 px without scrolling; the recall/precision points carry their cells' names;
+    a chunker family measured at one size gets that size as its only tick, not 199-201."""
+    opened = open_report(browser, run_dir / "report.html")
+    page = opened.page
+    try:
+        assert _overflowing(_layout(page)) == []
+        mrr = page.locator('#leaderboard-table thead th[data-key="mrr"]')
+        assert mrr.count() == 1 and mrr.bounding_box()["x"] + mrr.bounding_box()["width"] <= 1400
+        # The secondary columns are one click away (the table then scrolls in its frame).
+        page.locator("#leaderboard-all-columns").check()
+        assert page.locator('#leaderboard-table thead th[data-key="oracle_recall"]').count() == 1
+        labels = page.evaluate(
+            "() => document.getElementById('plot-rp').data[0].text.slice().sort()"
+        )
+        shown = page.locator("#plot-rp .textpoint").all_text_contents()
+        assert sorted(shown) == labels and len(labels) == len(CHUNKERS) * 2
+        for n in range(len(CHUNKERS)):
+            ticks = page.locator(f"#plot-size-{n} .xtick").all_text_contents()
+            assert ticks and all(t.replace(",", "").isdigit() for t in ticks), ticks
+        family = page.locator("#plot-size .plot-family >> nth=2")  # sentences(n=3): one size
+        assert family.get_attribute("data-family") == "sentences"
+        assert family.locator(".xtick").all_text_contents() == ["3"]
+        assert opened.errors == []
+    finally:
+        page.close()
