@@ -108,7 +108,7 @@ def test_option_value_of_the_wrong_type(tmp_path: Path) -> None:
 
 def test_missing_argument(tmp_path: Path) -> None:
     done = cli("chunk", cwd=tmp_path)
-    assert_usage_error(done, "error: missing argument 'file'.", "chunk")
+    assert_usage_error(done, "error: missing argument 'FILE'.", "chunk")
 
 
 def test_unexpected_extra_argument(tmp_path: Path) -> None:
