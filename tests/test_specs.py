@@ -80,6 +80,20 @@ def test_short_form_keeps_only_non_defaults() -> None:
     assert REG.short("window") == "window(size=10)"
 
 
+def test_short_form_of_a_component_whose_first_parameter_is_a_detail() -> None:
+    """The first parameter is kept at its default when it names the component (a size, a
+    model); paragraphs' first one, min_tokens, is a detail: at its defaults it is paragraphs()."""
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.embedders import EMBEDDERS
+
+    assert CHUNKERS.short("paragraphs()") == "paragraphs()"
+    assert (
+        CHUNKERS.short("paragraphs(min_tokens=50, max_tokens=300)") == "paragraphs(max_tokens=300)"
+    )
+    assert CHUNKERS.short("recursive(size=400, overlap=0)") == "recursive(size=400)"
+    assert EMBEDDERS.short("model2vec()") == "model2vec(model='minilm-distilled')"
+
+
 # --- dict parameters ---------------------------------------------------------------------------
 
 DICT_REG: Registry[object] = Registry("gadget")

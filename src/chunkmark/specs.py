@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -177,6 +178,9 @@ class Entry(Generic[T]):
     traits_of: TraitsOf | None = None
     plugin: Plugin | None = None  # the plugin that registered it; None for chunkmark's own
     identity_of: IdentityOf | None = None
+    # The short form keeps the first parameter at its default when it names the component (a
+    # size, a model); False where it is a detail (paragraphs' min_tokens).
+    short_keeps_first: bool = True
 
     @property
     def origin(self) -> str | None:
@@ -219,6 +223,7 @@ class Registry(Generic[T]):
         canonical: Canonicalise | None = None,
         traits_of: TraitsOf | None = None,
         identity: IdentityOf | None = None,
+        short_keeps_first: bool = True,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """Register a factory under ``name``, declaring what it is (see :class:`Traits`).
 
@@ -229,7 +234,8 @@ class Registry(Generic[T]):
         ValueError for values it cannot accept. ``traits_of`` gives one spec's traits from its
         canonical parameters when they depend on them (a wrapper that calls an LLM for one
         method only, or inherits its inner chunker's traits); the declared ones are the name's
-        (listings, ``needs``). Read a spec's traits with :meth:`traits`.
+        (listings, ``needs``). Read a spec's traits with :meth:`traits`. ``short_keeps_first``:
+        whether :meth:`short` shows the first parameter at its default (see :class:`Entry`).
         """
         traits = Traits(embeds, calls_llm, deterministic, tuple(needs))
 
@@ -238,10 +244,17 @@ class Registry(Generic[T]):
             if not self._may_take(name, plugin):
                 return factory
             _check_needs(self.kind, name, factory, traits.needs)
-            doc = inspect.getdoc(factory) or ""
-            summary = doc.split("\n\n")[0].replace("\n", " ")
+            summary = plain_summary(inspect.getdoc(factory) or "")
             self._entries[name] = Entry(
-                name, factory, summary, traits, canonical, traits_of, plugin, identity
+                name,
+                factory,
+                summary,
+                traits,
+                canonical,
+                traits_of,
+                plugin,
+                identity,
+                short_keeps_first,
             )
             return factory
 
@@ -334,13 +347,16 @@ class Registry(Generic[T]):
         return Spec.of(name, **values)
 
     def short(self, spec: str | Spec) -> str:
-        """For display: the first parameter, then only those that differ from their defaults."""
+        """For display: the first parameter (unless its entry says it is a detail), then only
+        those that differ from their defaults."""
         canonical = self.resolve(spec)
-        defaults = {p.name: _freeze(p.default) for p in self.entry(canonical.name).parameters()}
+        entry = self.entry(canonical.name)
+        defaults = {p.name: _freeze(p.default) for p in entry.parameters()}
+        first = 0 if entry.short_keeps_first else -1
         kept = tuple(
             (k, v)
             for i, (k, v) in enumerate(canonical.params)
-            if i == 0 or defaults.get(k, inspect.Parameter.empty) != v
+            if i == first or defaults.get(k, inspect.Parameter.empty) != v
         )
         return str(Spec(canonical.name, kept))
 
@@ -376,6 +392,18 @@ class Registry(Generic[T]):
                 _fix_for(self.command),
             ) from None
         return {name: getattr(validated, name) for name in fields}
+
+
+_ROLE = re.compile(r":[a-z]+:`~?(?:[\w]+\.)*?([^`.]*)`")  # :func:`name`, :class:`~a.b.Name`
+_LITERAL = re.compile(r"``(.*?)``|`([^`]*)`")
+
+
+def plain_summary(doc: str) -> str:
+    """A docstring's first paragraph as listings and clients show it: one line, its markup
+    read as the words it marks (``code`` and :func:`name` become code and name)."""
+    first = " ".join(doc.split("\n\n")[0].split())
+    first = _ROLE.sub(lambda m: m.group(1), first)
+    return _LITERAL.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), first)
 
 
 def _check_needs(kind: str, name: str, factory: Callable[..., Any], needs: tuple[str, ...]) -> None:

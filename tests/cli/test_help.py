@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 import typer.main
 
 from chunkmark.cli.app import PANELS, _register_commands, app
@@ -100,3 +101,15 @@ def test_no_help_shows_type_names_markup_or_unmatched_argument_names() -> None:
         if found:
             bad[" ".join(("chunkmark", *path))] = sorted(set(found))
     assert bad == {}
+
+
+@pytest.mark.parametrize(
+    "listing", ["chunkers", "embedders", "retrieval", "llms", "extractors", "metrics"]
+)
+def test_component_listings_show_no_docstring_markup(listing: str) -> None:
+    """The summaries come from docstrings: ``code``, :func:`name` and the like are read as
+    plain words (model2vec's showed ``model2vec(model=FOLDER)`` and ``__init__``)."""
+    for args in ((listing,), (listing, "--json")):
+        result = invoke(*args, columns=250)
+        assert result.exit_code == 0, result.output
+        assert [m.group(0) for m in RAW.finditer(result.stdout)] == [], args
