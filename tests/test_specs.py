@@ -171,3 +171,36 @@ def test_contextual_without_llm_is_as_reusable_as_what_it_wraps() -> None:
     )
     assert wrapped.embeds and wrapped.reusable
     assert not CHUNKERS.traits("propositions()").reusable
+
+
+def test_a_nested_rankers_label_stays_short_in_the_run_table() -> None:
+    """A setting's ranker parameter is itself a spec: it is shown in its short form too (the
+    canonical one, every default of hybrid written out, wrapped to six lines)."""
+    from rich.console import Console
+
+    from chunkmark.cli.run import results_tables
+    from chunkmark.metrics import METRICS
+    from chunkmark.retrieval import RETRIEVAL
+
+    spec = str(RETRIEVAL.resolve("in_document(k=5, ranker='hybrid()')"))
+    assert "rrf_k=60" in spec  # the canonical spec, as results.csv holds it
+    short = RETRIEVAL.short(spec)
+    assert short == "in_document(k=5, ranker='hybrid()')"
+    assert RETRIEVAL.resolve(short) == RETRIEVAL.resolve(spec)  # the same setting
+    row = {
+        "dataset": "demo",
+        "embedder": "fake()",
+        "chunker": "fixed_tokens(size=400, overlap=200)",
+        "retrieval": spec,
+        "n_chunks": 23,
+        "mean_chunk_tokens": 373.0,
+        "mean_retrieved_tokens": 1866.0,
+        **{f"{m.name}_mean": 0.5 for m in METRICS},
+    }
+    (table,) = results_tables([row])
+    for width, most in ((120, 4), (160, 2)):  # the numbers take 88 columns, never wrapped
+        console = Console(width=width, record=True)
+        console.print(table)
+        lines = console.export_text().splitlines()
+        body = lines[next(i for i, line in enumerate(lines) if line.startswith("┡")) + 1 : -1]
+        assert 1 <= len(body) <= most, "\n".join(lines)

@@ -181,6 +181,9 @@ class Entry(Generic[T]):
     # The short form keeps the first parameter at its default when it names the component (a
     # size, a model); False where it is a detail (paragraphs' min_tokens).
     short_keeps_first: bool = True
+    # Parameters whose values are specs of another registry (a setting's ranker): the short
+    # form writes them short too (Registry.minimal).
+    nested: tuple[tuple[str, Registry[Any]], ...] = ()
 
     @property
     def origin(self) -> str | None:
@@ -224,6 +227,7 @@ class Registry(Generic[T]):
         traits_of: TraitsOf | None = None,
         identity: IdentityOf | None = None,
         short_keeps_first: bool = True,
+        nested: dict[str, Registry[Any]] | None = None,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """Register a factory under ``name``, declaring what it is (see :class:`Traits`).
 
@@ -235,7 +239,9 @@ class Registry(Generic[T]):
         canonical parameters when they depend on them (a wrapper that calls an LLM for one
         method only, or inherits its inner chunker's traits); the declared ones are the name's
         (listings, ``needs``). Read a spec's traits with :meth:`traits`. ``short_keeps_first``:
-        whether :meth:`short` shows the first parameter at its default (see :class:`Entry`).
+        whether :meth:`short` shows the first parameter at its default (see :class:`Entry`);
+        ``nested``: the parameters that hold a spec of another registry (``{"ranker":
+        RETRIEVERS}``), written in their minimal form by :meth:`short`.
         """
         traits = Traits(embeds, calls_llm, deterministic, tuple(needs))
 
@@ -255,6 +261,7 @@ class Registry(Generic[T]):
                 plugin,
                 identity,
                 short_keeps_first,
+                tuple((nested or {}).items()),
             )
             return factory
 
@@ -357,6 +364,20 @@ class Registry(Generic[T]):
             (k, v)
             for i, (k, v) in enumerate(canonical.params)
             if i == first or defaults.get(k, inspect.Parameter.empty) != v
+        )
+        inner = dict(entry.nested)
+        kept = tuple(
+            (k, inner[k].minimal(v) if k in inner and isinstance(v, str) else v) for k, v in kept
+        )
+        return str(Spec(canonical.name, kept))
+
+    def minimal(self, spec: str | Spec) -> str:
+        """The spec with only the parameters that differ from their defaults (``hybrid()``):
+        how a spec nested in another one's parameter is shown."""
+        canonical = self.resolve(spec)
+        defaults = {p.name: _freeze(p.default) for p in self.entry(canonical.name).parameters()}
+        kept = tuple(
+            (k, v) for k, v in canonical.params if defaults.get(k, inspect.Parameter.empty) != v
         )
         return str(Spec(canonical.name, kept))
 
