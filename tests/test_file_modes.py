@@ -21,7 +21,7 @@ def _chunkmark(umask: int, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=300,
-        preexec_fn=lambda: os.umask(umask),  # noqa: PLW1509 (the child only sets its umask)
+        preexec_fn=lambda: os.umask(umask),  # the child sets its umask, nothing else
     )
 
 
@@ -34,9 +34,7 @@ def _modes(root: Path) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077])
-def test_import_run_and_report_write_files_with_the_umasks_mode(
-    tmp_path: Path, umask: int
-) -> None:
+def test_import_run_and_report_write_files_with_the_umasks_mode(tmp_path: Path, umask: int) -> None:
     sources = tmp_path / "docs"
     sources.mkdir()
     (sources / "greek.md").write_text("# Greek\n\nAlpha beta gamma delta.\n" * 20)
@@ -44,8 +42,20 @@ def test_import_run_and_report_write_files_with_the_umasks_mode(
     corpus, out, page = tmp_path / "corpus", tmp_path / "run", tmp_path / "page"
     steps = [
         ["datasets", "import", str(sources), "--out", str(corpus)],
-        ["run", "-d", "demo", "-c", "fixed_tokens(size=64)", "-e", "fake()", "--k", "1,3"]
-        + ["--out", str(out), "--no-cache"],
+        [
+            "run",
+            "-d",
+            "demo",
+            "-c",
+            "fixed_tokens(size=64)",
+            "-e",
+            "fake()",
+            "--k",
+            "1,3",
+            "--out",
+            str(out),
+            "--no-cache",
+        ],
         ["report", str(out), "--out", str(page)],
     ]
     for args in steps:
