@@ -423,7 +423,6 @@ def test_tool_descriptions_are_plain_paragraphs(tmp_path: Path) -> None:
     bad = {
         where: text
         for where, text in texts.items()
-        if not text
-        or any("  " in p or "\n" in p or "``" in p for p in text.split("\n\n"))
+        if not text or any("  " in p or "\n" in p or "``" in p for p in text.split("\n\n"))
     }
     assert bad == {}
