@@ -1,8 +1,9 @@
 """Component specs: ``name(param=value, ...)`` strings <-> (name, params), and registries.
 
 Spec strings are parsed with :mod:`ast` into literals only (numbers, strings, booleans, None,
-lists/tuples of those, and dicts of those such as ``options={'keep_separator': True}``);
-nothing is ever evaluated. Every component (chunker, embedder) is a
+lists/tuples of those, and dicts of those such as ``options={'keep_separator': True}``); a bare
+word is the string it spells (``top_k(k=min)`` is ``top_k(k='min')``, as ``--k 5,min`` reads
+it); nothing is ever evaluated. Every component (chunker, embedder) is a
 factory registered by name; :meth:`Registry.build` validates parameters against the factory's
 signature and types, and returns the component with its canonical spec.
 
@@ -106,18 +107,29 @@ def parse_spec(text: str) -> tuple[str, tuple[ParamValue, ...], dict[str, ParamV
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         raise SpecError(f"Cannot parse spec {text!r}: expected a component name.", hint)
     try:
-        args = tuple(ast.literal_eval(a) for a in node.args)
+        args = tuple(literal(a) for a in node.args)
         kwargs: dict[str, ParamValue] = {}
         for kw in node.keywords:
             if kw.arg is None:
                 raise SpecError(f"Spec {text!r} uses '**', which is not allowed.", hint)
-            kwargs[kw.arg] = ast.literal_eval(kw.value)
+            kwargs[kw.arg] = literal(kw.value)
     except ValueError:
         raise SpecError(
             f"Spec {text!r} has a parameter value that is not a literal.",
             "Use numbers, quoted strings, True/False/None, or lists or dicts of those.",
         ) from None
     return node.func.id, args, kwargs
+
+
+def literal(node: ast.expr) -> ParamValue:
+    """A spec parameter's value: :func:`ast.literal_eval`'s, where a bare word (a name, at any
+    depth: ``k=min``, ``['a', b]``) is the string it spells (ValueError for anything else)."""
+    return ast.literal_eval(_BareWords().visit(node))
+
+
+class _BareWords(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return ast.copy_location(ast.Constant(node.id), node)
 
 
 @functools.lru_cache(maxsize=512)
@@ -453,6 +465,41 @@ def _params_model(name: str, factory: Callable[..., Any]) -> type[pydantic.BaseM
         **fields,
     )
     return model
+
+
+_KINDS = {
+    "chunker": ("chunkmark.chunkers", "CHUNKERS"),
+    "embedder": ("chunkmark.embedders", "EMBEDDERS"),
+    "retrieval": ("chunkmark.retrieval", "RETRIEVAL"),
+}
+
+
+def registry_of(kind: str) -> Registry[Any]:
+    """The registry of ``kind``: ``chunker``, ``embedder`` or ``retrieval`` (settings)."""
+    import importlib
+
+    module, name = _KINDS[kind]
+    found: Registry[Any] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def canonical_spec(kind: str, spec: str | Spec) -> str:
+    """The one form every spelling of a ``kind`` spec shares, as runs store it (a cell's chunker
+    and embedder, a retrieval setting): parameters by name and in order, defaults written out,
+    canonical values (an overlap fraction as tokens), less what cannot change the results
+    (:meth:`Registry.identity`). Every command that matches a spec it is given against a run's
+    (export, compare, gate, report, the MCP tools) compares these. SpecError when it names no
+    component."""
+    return str(registry_of(kind).identity(spec))
+
+
+def canonical_or_none(kind: str, spec: str | Spec) -> str | None:
+    """:func:`canonical_spec`, or None for a spec that does not resolve (one written by another
+    version of chunkmark, or not a ``kind`` spec at all)."""
+    try:
+        return canonical_spec(kind, spec)
+    except (SpecError, ValueError):
+        return None
 
 
 def text_of(spec: str | Spec) -> str:
