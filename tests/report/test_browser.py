@@ -265,6 +265,10 @@ def test_the_report_of_a_real_model_renders(browser: Any, tmp_path: Path) -> Non
         page.locator("#q-list .q-item").first.click()
         assert page.locator("#q-detail .chunk-card").count() == 5
         save_screenshot(page, tmp_path / "report-minilm.png")
+        assert _overflowing(_layout(page)) == []  # one embedder: said above the table
+        assert (
+            "Every row: dataset demo; embedder" in page.locator("#leaderboard-common").inner_text()
+        )
         assert opened.errors == []
     finally:
         opened.page.close()
@@ -359,6 +363,7 @@ def test_the_page_fits_1400_pixels_and_its_plots_say_what_they_show(
         # The secondary columns are one click away (the table then scrolls in its frame).
         page.locator("#leaderboard-all-columns").check()
         assert page.locator('#leaderboard-table thead th[data-key="oracle_recall"]').count() == 1
+        _assert_numbers_are_the_summarys(page, run_dir)
         labels = page.evaluate(
             "() => document.getElementById('plot-rp').data[0].text.slice().sort()"
         )
@@ -373,3 +378,43 @@ def test_the_page_fits_1400_pixels_and_its_plots_say_what_they_show(
         assert opened.errors == []
     finally:
         page.close()
+
+
+def _assert_numbers_are_the_summarys(page: Any, run_dir: Path) -> None:
+    """Every metric on the page (with all columns shown) is summary.csv's mean, in percent at
+    the metric's digits as the page rounds: rearranging the table changed no number."""
+    import csv
+
+    from chunkmark.metrics import METRICS
+
+    with (run_dir / "summary.csv").open(newline="") as handle:
+        summary = {
+            (r["chunker"], r["embedder"], r["retrieval"]): r
+            for r in csv.DictReader(handle)
+            if r["scope"] == "all"
+        }
+    shown = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#leaderboard-table tbody tr')).map((tr) => {
+          const cell = (key) => tr.querySelector(`td[data-key="${key}"]`);
+          const out = {};
+          for (const td of tr.querySelectorAll('td')) out[td.dataset.key] = td.firstChild.textContent;
+          out.chunker = cell('chunker').querySelector('span').title;
+          out.embedder = cell('embedder').querySelector('span').title;
+          out.retrieval = cell('retrieval').querySelector('span').title;
+          return out;
+        })"""
+    )
+    assert len(shown) == len(summary)
+    metrics = [m for m in METRICS if m.on_screen or m.interval]
+    for row in shown:
+        expected = summary[(row["chunker"], row["embedder"], row["retrieval"])]
+        for m in metrics:
+            assert row[m.name] == _to_fixed(100 * float(expected[f"{m.name}_mean"]), m.digits)
+
+
+def _to_fixed(x: float, digits: int) -> str:
+    """JavaScript's ``x.toFixed(digits)`` for x >= 0: the double's exact value rounded half up
+    (Python's format rounds an exact half to even: 31.25 -> '31.2' where the page shows 31.3)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
