@@ -4,6 +4,7 @@ leaves the others (the file's embedders stay unless -e is given); --help says so
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ chunkers: ["words(n=50)"]
 embedders: ["fake(dimension=32)"]
 k: [2]
 """
-FLAGS = {  # flag -> (experiment() keyword, value given, the config field it sets)
+FLAGS: dict[str, tuple[str, Any, tuple[Any, ...]]] = {  # flag -> (keyword, value, result)
     "--dataset": ("datasets", ["demo_copy"], ("demo_copy",)),
     "--chunker": ("chunkers", ["sentences(n=2)"], ("sentences(n=2, overlap=0)",)),
     "--embedder": ("embedders", ["fake(seed=1)"], ("fake(dimension=64, seed=1, max_words=None)",)),
