@@ -80,6 +80,20 @@ def test_short_form_keeps_only_non_defaults() -> None:
     assert REG.short("window") == "window(size=10)"
 
 
+def test_short_form_of_a_component_whose_first_parameter_is_a_detail() -> None:
+    """The first parameter is kept at its default when it names the component (a size, a
+    model); paragraphs' first one, min_tokens, is a detail: at its defaults it is paragraphs()."""
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.embedders import EMBEDDERS
+
+    assert CHUNKERS.short("paragraphs()") == "paragraphs()"
+    assert (
+        CHUNKERS.short("paragraphs(min_tokens=50, max_tokens=300)") == "paragraphs(max_tokens=300)"
+    )
+    assert CHUNKERS.short("recursive(size=400, overlap=0)") == "recursive(size=400)"
+    assert EMBEDDERS.short("model2vec()") == "model2vec(model='minilm-distilled')"
+
+
 # --- dict parameters ---------------------------------------------------------------------------
 
 DICT_REG: Registry[object] = Registry("gadget")
@@ -157,3 +171,36 @@ def test_contextual_without_llm_is_as_reusable_as_what_it_wraps() -> None:
     )
     assert wrapped.embeds and wrapped.reusable
     assert not CHUNKERS.traits("propositions()").reusable
+
+
+def test_a_nested_rankers_label_stays_short_in_the_run_table() -> None:
+    """A setting's ranker parameter is itself a spec: it is shown in its short form too (the
+    canonical one, every default of hybrid written out, wrapped to six lines)."""
+    from rich.console import Console
+
+    from chunkmark.cli.run import results_tables
+    from chunkmark.metrics import METRICS
+    from chunkmark.retrieval import RETRIEVAL
+
+    spec = str(RETRIEVAL.resolve("in_document(k=5, ranker='hybrid()')"))
+    assert "rrf_k=60" in spec  # the canonical spec, as results.csv holds it
+    short = RETRIEVAL.short(spec)
+    assert short == "in_document(k=5, ranker='hybrid()')"
+    assert RETRIEVAL.resolve(short) == RETRIEVAL.resolve(spec)  # the same setting
+    row = {
+        "dataset": "demo",
+        "embedder": "fake()",
+        "chunker": "fixed_tokens(size=400, overlap=200)",
+        "retrieval": spec,
+        "n_chunks": 23,
+        "mean_chunk_tokens": 373.0,
+        "mean_retrieved_tokens": 1866.0,
+        **{f"{m.name}_mean": 0.5 for m in METRICS},
+    }
+    (table,) = results_tables([row])
+    for width, most in ((120, 4), (160, 2)):  # the numbers take 88 columns, never wrapped
+        console = Console(width=width, record=True)
+        console.print(table)
+        lines = console.export_text().splitlines()
+        body = lines[next(i for i, line in enumerate(lines) if line.startswith("┡")) + 1 : -1]
+        assert 1 <= len(body) <= most, "\n".join(lines)

@@ -12,7 +12,16 @@ class ChunkmarkError(Exception):
     def __init__(self, problem: str, fix: str | None = None) -> None:
         self.problem = problem
         self.fix = fix
-        super().__init__(problem if fix is None else f"{problem} Fix: {fix}")
+        super().__init__(problem if fix is None else with_fix(problem, fix))
+
+
+def with_fix(problem: str, fix: str) -> str:
+    """``problem`` then ``fix`` as one line: ``"<problem>. Fix: <fix>"``, the problem ending
+    its sentence first (a message built from a library's words, "... got 128", has no stop)."""
+    problem = problem.rstrip()
+    if not problem.endswith((".", "!", "?", ":")):
+        problem += "."
+    return f"{problem} Fix: {fix}"
 
 
 class DatasetError(ChunkmarkError):

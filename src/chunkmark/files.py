@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename, so
-    ``path`` is either untouched or complete (parent folders are created)."""
+    ``path`` is either untouched or complete (parent folders are created).
+
+    The file gets the mode any new file gets, ``0o666`` less the process's umask (a CI artifact,
+    a shared folder or a web server reads it as the user expects): the temporary file is created
+    with that mode, not with :func:`tempfile.mkstemp`'s private ``0o600``, which the rename
+    would keep."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -20,8 +25,20 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+
+
+def _create_temporary(path: Path) -> tuple[int, Path]:
+    """A new, empty file beside ``path`` with an unused name, opened for writing with mode
+    ``0o666`` (the kernel applies the umask, as for any new file)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:  # another writer's temporary file took the name
+            continue
 
 
 def read_parquet(path: Path, columns: list[str] | None = None) -> Any:

@@ -1,8 +1,9 @@
 """Component specs: ``name(param=value, ...)`` strings <-> (name, params), and registries.
 
 Spec strings are parsed with :mod:`ast` into literals only (numbers, strings, booleans, None,
-lists/tuples of those, and dicts of those such as ``options={'keep_separator': True}``);
-nothing is ever evaluated. Every component (chunker, embedder) is a
+lists/tuples of those, and dicts of those such as ``options={'keep_separator': True}``); a bare
+word is the string it spells (``top_k(k=min)`` is ``top_k(k='min')``, as ``--k 5,min`` reads
+it); nothing is ever evaluated. Every component (chunker, embedder) is a
 factory registered by name; :meth:`Registry.build` validates parameters against the factory's
 signature and types, and returns the component with its canonical spec.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -105,18 +107,29 @@ def parse_spec(text: str) -> tuple[str, tuple[ParamValue, ...], dict[str, ParamV
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
         raise SpecError(f"Cannot parse spec {text!r}: expected a component name.", hint)
     try:
-        args = tuple(ast.literal_eval(a) for a in node.args)
+        args = tuple(literal(a) for a in node.args)
         kwargs: dict[str, ParamValue] = {}
         for kw in node.keywords:
             if kw.arg is None:
                 raise SpecError(f"Spec {text!r} uses '**', which is not allowed.", hint)
-            kwargs[kw.arg] = ast.literal_eval(kw.value)
+            kwargs[kw.arg] = literal(kw.value)
     except ValueError:
         raise SpecError(
             f"Spec {text!r} has a parameter value that is not a literal.",
             "Use numbers, quoted strings, True/False/None, or lists or dicts of those.",
         ) from None
     return node.func.id, args, kwargs
+
+
+def literal(node: ast.expr) -> ParamValue:
+    """A spec parameter's value: :func:`ast.literal_eval`'s, where a bare word (a name, at any
+    depth: ``k=min``, ``['a', b]``) is the string it spells (ValueError for anything else)."""
+    return ast.literal_eval(_BareWords().visit(node))
+
+
+class _BareWords(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return ast.copy_location(ast.Constant(node.id), node)
 
 
 @functools.lru_cache(maxsize=512)
@@ -177,6 +190,12 @@ class Entry(Generic[T]):
     traits_of: TraitsOf | None = None
     plugin: Plugin | None = None  # the plugin that registered it; None for chunkmark's own
     identity_of: IdentityOf | None = None
+    # The short form keeps the first parameter at its default when it names the component (a
+    # size, a model); False where it is a detail (paragraphs' min_tokens).
+    short_keeps_first: bool = True
+    # Parameters whose values are specs of another registry (a setting's ranker): the short
+    # form writes them short too (Registry.minimal).
+    nested: tuple[tuple[str, Registry[Any]], ...] = ()
 
     @property
     def origin(self) -> str | None:
@@ -219,6 +238,8 @@ class Registry(Generic[T]):
         canonical: Canonicalise | None = None,
         traits_of: TraitsOf | None = None,
         identity: IdentityOf | None = None,
+        short_keeps_first: bool = True,
+        nested: dict[str, Registry[Any]] | None = None,
     ) -> Callable[[Callable[..., T]], Callable[..., T]]:
         """Register a factory under ``name``, declaring what it is (see :class:`Traits`).
 
@@ -229,7 +250,10 @@ class Registry(Generic[T]):
         ValueError for values it cannot accept. ``traits_of`` gives one spec's traits from its
         canonical parameters when they depend on them (a wrapper that calls an LLM for one
         method only, or inherits its inner chunker's traits); the declared ones are the name's
-        (listings, ``needs``). Read a spec's traits with :meth:`traits`.
+        (listings, ``needs``). Read a spec's traits with :meth:`traits`. ``short_keeps_first``:
+        whether :meth:`short` shows the first parameter at its default (see :class:`Entry`);
+        ``nested``: the parameters that hold a spec of another registry (``{"ranker":
+        RETRIEVERS}``), written in their minimal form by :meth:`short`.
         """
         traits = Traits(embeds, calls_llm, deterministic, tuple(needs))
 
@@ -238,10 +262,18 @@ class Registry(Generic[T]):
             if not self._may_take(name, plugin):
                 return factory
             _check_needs(self.kind, name, factory, traits.needs)
-            doc = inspect.getdoc(factory) or ""
-            summary = doc.split("\n\n")[0].replace("\n", " ")
+            summary = plain_summary(inspect.getdoc(factory) or "")
             self._entries[name] = Entry(
-                name, factory, summary, traits, canonical, traits_of, plugin, identity
+                name,
+                factory,
+                summary,
+                traits,
+                canonical,
+                traits_of,
+                plugin,
+                identity,
+                short_keeps_first,
+                tuple((nested or {}).items()),
             )
             return factory
 
@@ -334,13 +366,30 @@ class Registry(Generic[T]):
         return Spec.of(name, **values)
 
     def short(self, spec: str | Spec) -> str:
-        """For display: the first parameter, then only those that differ from their defaults."""
+        """For display: the first parameter (unless its entry says it is a detail), then only
+        those that differ from their defaults."""
         canonical = self.resolve(spec)
-        defaults = {p.name: _freeze(p.default) for p in self.entry(canonical.name).parameters()}
+        entry = self.entry(canonical.name)
+        defaults = {p.name: _freeze(p.default) for p in entry.parameters()}
+        first = 0 if entry.short_keeps_first else -1
         kept = tuple(
             (k, v)
             for i, (k, v) in enumerate(canonical.params)
-            if i == 0 or defaults.get(k, inspect.Parameter.empty) != v
+            if i == first or defaults.get(k, inspect.Parameter.empty) != v
+        )
+        inner = dict(entry.nested)
+        kept = tuple(
+            (k, inner[k].minimal(v) if k in inner and isinstance(v, str) else v) for k, v in kept
+        )
+        return str(Spec(canonical.name, kept))
+
+    def minimal(self, spec: str | Spec) -> str:
+        """The spec with only the parameters that differ from their defaults (``hybrid()``):
+        how a spec nested in another one's parameter is shown."""
+        canonical = self.resolve(spec)
+        defaults = {p.name: _freeze(p.default) for p in self.entry(canonical.name).parameters()}
+        kept = tuple(
+            (k, v) for k, v in canonical.params if defaults.get(k, inspect.Parameter.empty) != v
         )
         return str(Spec(canonical.name, kept))
 
@@ -378,6 +427,18 @@ class Registry(Generic[T]):
         return {name: getattr(validated, name) for name in fields}
 
 
+_ROLE = re.compile(r":[a-z]+:`~?(?:[\w]+\.)*?([^`.]*)`")  # :func:`name`, :class:`~a.b.Name`
+_LITERAL = re.compile(r"``(.*?)``|`([^`]*)`")
+
+
+def plain_summary(doc: str) -> str:
+    """A docstring's first paragraph as listings and clients show it: one line, its markup
+    read as the words it marks (``code`` and :func:`name` become code and name)."""
+    first = " ".join(doc.split("\n\n")[0].split())
+    first = _ROLE.sub(lambda m: m.group(1), first)
+    return _LITERAL.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), first)
+
+
 def _check_needs(kind: str, name: str, factory: Callable[..., Any], needs: tuple[str, ...]) -> None:
     keyword_only = {
         p.name for p in _signature(factory).parameters.values() if p.kind is p.KEYWORD_ONLY
@@ -404,6 +465,41 @@ def _params_model(name: str, factory: Callable[..., Any]) -> type[pydantic.BaseM
         **fields,
     )
     return model
+
+
+_KINDS = {
+    "chunker": ("chunkmark.chunkers", "CHUNKERS"),
+    "embedder": ("chunkmark.embedders", "EMBEDDERS"),
+    "retrieval": ("chunkmark.retrieval", "RETRIEVAL"),
+}
+
+
+def registry_of(kind: str) -> Registry[Any]:
+    """The registry of ``kind``: ``chunker``, ``embedder`` or ``retrieval`` (settings)."""
+    import importlib
+
+    module, name = _KINDS[kind]
+    found: Registry[Any] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def canonical_spec(kind: str, spec: str | Spec) -> str:
+    """The one form every spelling of a ``kind`` spec shares, as runs store it (a cell's chunker
+    and embedder, a retrieval setting): parameters by name and in order, defaults written out,
+    canonical values (an overlap fraction as tokens), less what cannot change the results
+    (:meth:`Registry.identity`). Every command that matches a spec it is given against a run's
+    (export, compare, gate, report, the MCP tools) compares these. SpecError when it names no
+    component."""
+    return str(registry_of(kind).identity(spec))
+
+
+def canonical_or_none(kind: str, spec: str | Spec) -> str | None:
+    """:func:`canonical_spec`, or None for a spec that does not resolve (one written by another
+    version of chunkmark, or not a ``kind`` spec at all)."""
+    try:
+        return canonical_spec(kind, spec)
+    except (SpecError, ValueError):
+        return None
 
 
 def text_of(spec: str | Spec) -> str:

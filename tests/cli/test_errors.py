@@ -108,7 +108,7 @@ def test_option_value_of_the_wrong_type(tmp_path: Path) -> None:
 
 def test_missing_argument(tmp_path: Path) -> None:
     done = cli("chunk", cwd=tmp_path)
-    assert_usage_error(done, "error: missing argument 'file'.", "chunk")
+    assert_usage_error(done, "error: missing argument 'FILE'.", "chunk")
 
 
 def test_unexpected_extra_argument(tmp_path: Path) -> None:
@@ -126,6 +126,46 @@ def test_unknown_chunker_spec(tmp_path: Path) -> None:
     done = cli("run", *FAKE_RUN, "--chunker", "nosuch()", "--out", "res", cwd=tmp_path)
     line = assert_one_line_error(done, r"error: Unknown chunker 'nosuch'\. Fix: .+")
     assert "fixed_tokens" in line
+
+
+def test_a_problem_ends_its_sentence_before_the_fix(tmp_path: Path) -> None:
+    """A component's own ValueError ("... got 0") is the end of a sentence: it gets its full
+    stop before " Fix:" (it ran on as "got 0 Fix: See ...")."""
+    done = cli(
+        "run",
+        "-c",
+        "fixed_tokens(size=64)",
+        "-e",
+        "fake(dimension=0)",
+        "--dataset",
+        "demo",
+        "--out",
+        str(tmp_path / "out"),
+        "--quiet",
+        cwd=tmp_path,
+    )
+    line = assert_one_line_error(done, r"error: Bad embedder spec fake\(dimension=0.*")
+    assert "dimension must be at least 1, got 0. Fix: See `chunkmark embedders`" in line
+
+
+@pytest.mark.parametrize(
+    ("problem", "shown"),
+    [
+        ("got 128", "got 128."),
+        ("(got 'x')", "(got 'x')."),
+        ("It is missing.", "It is missing."),
+        ("Which one?", "Which one?"),
+        ("It is missing:", "It is missing:"),
+    ],
+)
+def test_every_error_puts_a_stop_before_its_fix(problem: str, shown: str) -> None:
+    from chunkmark.datasets.validate import Problem
+
+    assert str(ConfigError(problem, "Do this.")) == f"{shown} Fix: Do this."
+    assert str(ConfigError(problem)) == problem
+    assert (
+        str(Problem("q.jsonl", 3, problem, "Do this.")) == f"q.jsonl, line 3: {shown} Fix: Do this."
+    )
 
 
 def test_bare_group_shows_its_help(tmp_path: Path) -> None:

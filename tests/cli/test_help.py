@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 import typer.main
 
 from chunkmark.cli.app import PANELS, _register_commands, app
@@ -69,3 +70,46 @@ def test_help_paragraphs_rewrap_with_the_terminal_width() -> None:
     assert first not in narrow
     assert " ".join(narrow.split()).count(first) == 1  # the same words, wrapped
     assert max(len(line) for line in narrow.splitlines()) <= 60
+
+
+def _command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [path]
+    for name, sub in getattr(command, "commands", {}).items():
+        if not getattr(sub, "hidden", False):
+            paths += _command_paths(sub, (*path, name))
+    return paths
+
+
+# What help must never show: typer's type names (``<bool>`` after a flag, ``<list[str]>``,
+# ``<path>``), reStructuredText/markdown markup left from a docstring, an argument in brackets
+# twice, and an argument name in lower case (the usage line writes every other one upper case).
+RAW = re.compile(r"<(bool|str|int|float|path|list\[[^>]*\])[^>]*>|``|:(func|class|mod|meth):`|\[\[")
+
+
+def test_no_help_shows_type_names_markup_or_unmatched_argument_names() -> None:
+    _register_commands()
+    root = typer.main.get_command(app)
+    paths = _command_paths(root)
+    assert len(paths) >= 40  # every command and group, not just the root
+    bad: dict[str, list[str]] = {}
+    for path in paths:
+        result = invoke(*path, "--help", columns=100)
+        assert result.exit_code == 0, (path, result.output)
+        found = [m.group(0) for m in RAW.finditer(result.stdout)]
+        (usage,) = [line for line in result.stdout.splitlines() if "Usage:" in line]
+        found += re.findall(r"[{\[]([a-z][a-z_]*)[}\]]", usage.split("[OPTIONS]")[-1])
+        if found:
+            bad[" ".join(("chunkmark", *path))] = sorted(set(found))
+    assert bad == {}
+
+
+@pytest.mark.parametrize(
+    "listing", ["chunkers", "embedders", "retrieval", "llms", "extractors", "metrics"]
+)
+def test_component_listings_show_no_docstring_markup(listing: str) -> None:
+    """The summaries come from docstrings: ``code``, :func:`name` and the like are read as
+    plain words (model2vec's showed ``model2vec(model=FOLDER)`` and ``__init__``)."""
+    for args in ((listing,), (listing, "--json")):
+        result = invoke(*args, columns=250)
+        assert result.exit_code == 0, result.output
+        assert [m.group(0) for m in RAW.finditer(result.stdout)] == [], args

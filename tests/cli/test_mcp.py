@@ -474,3 +474,25 @@ def test_without_the_sdk_the_command_names_the_extra(monkeypatch: pytest.MonkeyP
         "error: The MCP server needs the 'mcp' package, which is not installed. "
         "Fix: pip install 'chunkmark[mcp]'"
     )
+
+
+def test_tool_descriptions_are_plain_paragraphs(tmp_path: Path) -> None:
+    """What a client shows for each tool and argument: paragraphs of single-spaced words, not
+    the docstring's indented source lines or its markup."""
+    from chunkmark.cli.mcp_server import build_server
+
+    async def listed() -> list[Any]:
+        return list(await build_server(tmp_path / "runs").list_tools())
+
+    tools = anyio.run(listed)
+    assert len(tools) >= 8
+    texts = {t.name: t.description or "" for t in tools}
+    for t in tools:
+        for name, field in (t.input_schema.get("properties") or {}).items():
+            texts[f"{t.name}.{name}"] = field.get("description") or ""
+    bad = {
+        where: text
+        for where, text in texts.items()
+        if not text or any("  " in p or "\n" in p or "``" in p for p in text.split("\n\n"))
+    }
+    assert bad == {}

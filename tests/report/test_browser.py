@@ -265,6 +265,10 @@ def test_the_report_of_a_real_model_renders(browser: Any, tmp_path: Path) -> Non
         page.locator("#q-list .q-item").first.click()
         assert page.locator("#q-detail .chunk-card").count() == 5
         save_screenshot(page, tmp_path / "report-minilm.png")
+        assert _overflowing(_layout(page)) == []  # one embedder: said above the table
+        assert (
+            "Every row: dataset demo; embedder" in page.locator("#leaderboard-common").inner_text()
+        )
         assert opened.errors == []
     finally:
         opened.page.close()
@@ -325,3 +329,92 @@ def _k_used(run_dir: Path, question: str, retrieval: str) -> int:
         == (question, first["chunker"], retrieval)
     }
     return int(used)
+
+
+def _layout(page: Any) -> dict[str, Any]:
+    """How wide the page and each scrolling table are, against what the window shows."""
+    layout: dict[str, Any] = page.evaluate(
+        """() => ({
+          page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+          tables: Array.from(document.querySelectorAll('.table-wrap')).map(
+            (w) => [w.querySelector('table').id || w.closest('section').id, w.scrollWidth, w.clientWidth]),
+        })"""
+    )
+    return layout
+
+
+def _overflowing(layout: dict[str, Any]) -> list[Any]:
+    wide = [layout["page"]] if layout["page"][0] > layout["page"][1] else []
+    return wide + [t for t in layout["tables"] if t[1] > t[2]]
+
+
+def test_the_page_fits_1400_pixels_and_its_plots_say_what_they_show(
+    browser: Any, run_dir: Path
+) -> None:
+    """Two embedders (so the embedder column stays): every leaderboard column, MRR included, is
+    in view at 1,400 px without scrolling; the recall/precision points carry their cells' names;
+    a chunker family measured at one size gets that size as its only tick, not 199-201."""
+    opened = open_report(browser, run_dir / "report.html")
+    page = opened.page
+    try:
+        assert _overflowing(_layout(page)) == []
+        mrr = page.locator('#leaderboard-table thead th[data-key="mrr"]')
+        assert mrr.count() == 1 and mrr.bounding_box()["x"] + mrr.bounding_box()["width"] <= 1400
+        # The secondary columns are one click away (the table then scrolls in its frame).
+        page.locator("#leaderboard-all-columns").check()
+        assert page.locator('#leaderboard-table thead th[data-key="oracle_recall"]').count() == 1
+        _assert_numbers_are_the_summarys(page, run_dir)
+        labels = page.evaluate(
+            "() => document.getElementById('plot-rp').data[0].text.slice().sort()"
+        )
+        shown = page.locator("#plot-rp .textpoint").all_text_contents()
+        assert sorted(shown) == labels and len(labels) == len(CHUNKERS) * 2
+        for n in range(len(CHUNKERS)):
+            ticks = page.locator(f"#plot-size-{n} .xtick").all_text_contents()
+            assert ticks and all(t.replace(",", "").isdigit() for t in ticks), ticks
+        family = page.locator("#plot-size .plot-family >> nth=2")  # sentences(n=3): one size
+        assert family.get_attribute("data-family") == "sentences"
+        assert family.locator(".xtick").all_text_contents() == ["3"]
+        assert opened.errors == []
+    finally:
+        page.close()
+
+
+def _assert_numbers_are_the_summarys(page: Any, run_dir: Path) -> None:
+    """Every metric on the page (with all columns shown) is summary.csv's mean, in percent at
+    the metric's digits as the page rounds: rearranging the table changed no number."""
+    import csv
+
+    from chunkmark.metrics import METRICS
+
+    with (run_dir / "summary.csv").open(newline="") as handle:
+        summary = {
+            (r["chunker"], r["embedder"], r["retrieval"]): r
+            for r in csv.DictReader(handle)
+            if r["scope"] == "all"
+        }
+    shown = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#leaderboard-table tbody tr')).map((tr) => {
+          const cell = (key) => tr.querySelector(`td[data-key="${key}"]`);
+          const out = {};
+          for (const td of tr.querySelectorAll('td')) out[td.dataset.key] = td.firstChild.textContent;
+          out.chunker = cell('chunker').querySelector('span').title;
+          out.embedder = cell('embedder').querySelector('span').title;
+          out.retrieval = cell('retrieval').querySelector('span').title;
+          return out;
+        })"""
+    )
+    assert len(shown) == len(summary)
+    metrics = [m for m in METRICS if m.on_screen or m.interval]
+    for row in shown:
+        expected = summary[(row["chunker"], row["embedder"], row["retrieval"])]
+        for m in metrics:
+            assert row[m.name] == _to_fixed(100 * float(expected[f"{m.name}_mean"]), m.digits)
+
+
+def _to_fixed(x: float, digits: int) -> str:
+    """JavaScript's ``x.toFixed(digits)`` for x >= 0: the double's exact value rounded half up
+    (Python's format rounds an exact half to even: 31.25 -> '31.2' where the page shows 31.3)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))

@@ -412,7 +412,7 @@ def test_the_page_is_one_self_contained_file(run: Any, tmp_path: Path) -> None:
     assert 'src="http' not in page and "src='http" not in page
     # plotly.js itself holds link templates (its logo, map attributions) as JavaScript strings;
     # everything else on the page holds no URL at all.
-    without_plotly = re.sub(r'<script id="plotly-js">.*?</script>', "", page, flags=re.S)
+    without_plotly = re.sub(r'<script [^>]*id="plotly-js">.*?</script>', "", page, flags=re.S)
     assert 'href="http' not in without_plotly and "href='http" not in without_plotly
     templates = Path(report_html.__file__).parent / "templates"
     for template in templates.iterdir():  # the page's own code and style name no URL
@@ -423,6 +423,31 @@ def test_the_page_is_one_self_contained_file(run: Any, tmp_path: Path) -> None:
     assert payload["meta"]["options"]["retrieval"] == K5
     assert payload["meta"]["options"]["scoring"] == D
     assert payload["inspector"][0]["available"] is True
+
+
+def test_the_page_carries_plotly_compressed_at_half_the_size(run: Any, tmp_path: Path) -> None:
+    """plotly.js is most of the page: carried gzip-compressed (the page inflates it with the
+    browser's DecompressionStream; tests/report/test_browser.py draws every plot), the page is
+    at most half of what inlining plotly.js as text made it, and the data are unchanged."""
+    import base64
+    import gzip
+
+    out = tmp_path / "report.html"
+    report = build_report([run.out], out, ReportOptions(permutations=1_000, bootstrap=1_000))
+    page = out.read_text(encoding="utf-8")
+    found = re.search(
+        r'<script type="application/octet-stream" id="plotly-js" data-encoding="gzip\+base64">'
+        r"(.*?)</script>",
+        page,
+        re.S,
+    )
+    assert found is not None
+    plotly = report_html.plotly_js().encode("utf-8")
+    assert gzip.decompress(base64.b64decode(found.group(1))) == plotly
+    inlined = len(page.encode("utf-8")) - len(found.group(1)) + len(plotly)  # as text
+    assert report.bytes <= inlined / 2, (report.bytes, inlined)
+    again = report_html.render(page_data(page), report_html.plotly_js())
+    assert page_data(again) == page_data(page)
 
 
 def test_embedded_json_escapes_script_ends(run: Any, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from chunkmark.datasets.model import Dataset
 from chunkmark.embedders.cache import EmbeddingCache
 from chunkmark.errors import ConfigError, DatasetError
 from chunkmark.paths import resolve_cache_dir
+from chunkmark.specs import canonical_or_none
 
 BATCH = 1000
 BEST = "best"
@@ -111,6 +112,9 @@ def select_cell(run_dir: Path, manifest: dict[str, Any], cell: str) -> dict[str,
     found = [c for c in cells if c["id"].startswith(cell)]
     if not found:
         found = [c for c in cells if cell in (c["chunker"], _short(c["chunker"]))]
+    asked = canonical_or_none("chunker", cell)
+    if not found and asked is not None:  # another spelling of a cell's chunker
+        found = [c for c in cells if canonical_or_none("chunker", c["chunker"]) == asked]
     if len(found) == 1:
         return found[0]
     listing = "; ".join(f"{c['id'][:8]} = {_short(c['chunker'])} x {c['embedder']}" for c in cells)

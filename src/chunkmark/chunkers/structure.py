@@ -76,7 +76,7 @@ def _section_span(blocks: Sequence[Block], first: int, stop: int) -> Span:
 # --- paragraphs -------------------------------------------------------------------------------
 
 
-@CHUNKERS.register("paragraphs")
+@CHUNKERS.register("paragraphs", short_keeps_first=False)  # min_tokens is a detail
 def paragraphs(
     min_tokens: int = 50,
     max_tokens: int = 256,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from chunkmark.errors import ChunkmarkError
 from chunkmark.retry import SECRET_PATTERNS, scrub
@@ -68,19 +68,65 @@ def _reflow(command: Any) -> None:
     """Each paragraph of every help text below ``command`` on one line (see
     :func:`chunkmark.cli.options.help_text`), so the terminal wraps it, not the source; an
     option's help is escaped, so that rich prints its ``[default: ...]`` instead of reading it
-    as a style."""
+    as a style. Every parameter is named as :func:`_name_value` says."""
     from rich.markup import escape
 
     from chunkmark.cli.options import help_text
 
     if isinstance(command.help, str):
         command.help = help_text(command.help)
-    for param in command.params:
-        if isinstance(getattr(param, "help", None), str) and not getattr(param, "_reflowed", 0):
+    import click
+
+    helper = command.get_help_option(click.Context(command))  # made once, then kept
+    for param in [*command.params, *([helper] if helper is not None else [])]:
+        if getattr(param, "_reflowed", False):
+            continue
+        if isinstance(getattr(param, "help", None), str):
             param.help = escape(help_text(param.help))
-            param._reflowed = True
+        _name_value(param)
+        param._reflowed = True
     for sub in getattr(command, "commands", {}).values():
         _reflow(sub)
+
+
+class _Argument(TyperArgument):
+    """An argument whose type column reads like the options' (``PATH``, not ``<path>``)."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return _value_word(self)
+
+
+def _name_value(param: Any) -> None:
+    """Name what ``param`` takes the way click does, one way everywhere: an argument by its
+    name in capitals (``SRC``, ``RUNS``, ``EXPERIMENT``; the usage line adds the brackets and
+    ``...``), an option's value by its type (``TEXT``, ``INTEGER``, ``FLOAT``, ``PATH``,
+    ``[a|b]``) unless it names its own, and a flag by nothing (typer writes ``<bool>``,
+    ``<list[str]>``)."""
+    if isinstance(param, TyperArgument):
+        name = str(param.metavar or param.name or "").strip("[]{}")
+        param.metavar = name.removesuffix("...").strip("[]").upper()
+        param.__class__ = _Argument
+    elif getattr(param, "is_flag", False) or getattr(param, "count", False):
+        param.metavar = ""
+    elif param.metavar is None:
+        param.metavar = _value_word(param)
+
+
+_WORDS = {str: "TEXT", int: "INTEGER", float: "FLOAT", bool: "BOOLEAN", Path: "PATH"}
+
+
+def _value_word(param: Any) -> str:
+    """``TEXT``, ``INTEGER``, ``FLOAT``, ``PATH`` or ``[a|b]`` for what ``param`` takes (the
+    element type of a repeatable one: its help says it repeats)."""
+    from typing import get_args, get_origin
+
+    described = param.type_descriptor
+    if described.is_choice:
+        return "[" + "|".join(str(getattr(c, "value", c)) for c in described.choices or ()) + "]"
+    annotation = described.annotation
+    if get_origin(annotation) in (list, tuple) and get_args(annotation):
+        annotation = get_args(annotation)[0]
+    return _WORDS.get(annotation, "TEXT")
 
 
 app = typer.Typer(

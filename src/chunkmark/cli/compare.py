@@ -15,10 +15,11 @@ from rich.console import Console
 from rich.table import Table
 
 from chunkmark.cli import options
-from chunkmark.errors import ConfigError, SpecError
+from chunkmark.errors import ConfigError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison, compare_paired
 from chunkmark.metrics.selection import QuestionsNeeded, questions_needed
+from chunkmark.specs import canonical_or_none, canonical_spec
 
 if TYPE_CHECKING:
     from chunkmark.report.settings import Scoring
@@ -365,16 +366,9 @@ def _select(
 
 
 def _canonical(kind: str, spec: str, quiet: bool = False) -> str | None:
-    if kind == "chunker":
-        from chunkmark.chunkers import CHUNKERS as registry
-    else:
-        from chunkmark.embedders import EMBEDDERS as registry  # type: ignore[assignment]
-    try:
-        return str(registry.resolve(spec))
-    except SpecError:
-        if quiet:
-            return None
-        raise
+    """``spec``'s canonical form (:func:`chunkmark.specs.canonical_spec`), the form the runs'
+    cells hold; None for one that does not resolve when ``quiet``."""
+    return canonical_or_none(kind, spec) if quiet else canonical_spec(kind, spec)
 
 
 def _paired_values(

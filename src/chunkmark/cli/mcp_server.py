@@ -24,6 +24,7 @@ from pydantic import Field
 
 from chunkmark.cli import mcp_tools as tools
 from chunkmark.cli.mcp_tools import Grid, Payload, Runs
+from chunkmark.cli.options import help_text
 from chunkmark.errors import ChunkmarkError
 
 INSTRUCTIONS = """chunkmark measures which chunking strategy and embedding model retrieve the text
@@ -138,7 +139,19 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         log_level="WARNING",
     )
 
-    @server.tool(annotations=READ_ONLY)
+    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """``server.tool`` described by the function's docstring, each paragraph on one line
+        (the SDK passes the indented source lines on as they are)."""
+
+        def register(function: Callable[..., Any]) -> Callable[..., Any]:
+            described = server.tool(
+                annotations=annotations, description=help_text(function.__doc__)
+            )
+            return described(function)
+
+        return register
+
+    @tool(READ_ONLY)
     async def list_components(
         kind: Annotated[
             str | None,
@@ -154,7 +167,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         that one in full: its spec signature (parameters and defaults) and traits."""
         return await answer(partial(tools.components, kind, name))
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def preview_chunks(
         file: Annotated[str, Field(description="Path of a UTF-8 text file (absolute is safest).")],
         chunker: Annotated[str, Field(description="One chunker spec, e.g. 'recursive(size=400)'.")],
@@ -173,7 +186,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
             partial(tools.preview, file, chunker, embedder, show, chars, runs.cache_dir)
         )
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def plan_grid(
         datasets: Datasets = None,
         chunkers: Chunkers = None,
@@ -191,7 +204,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         grid = Grid(datasets, chunkers, embedders, retrieval, k, experiment)
         return await answer(partial(tools.plan, grid, max_cost, runs.cache_dir))
 
-    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
+    @tool(ToolAnnotations(destructive_hint=False, open_world_hint=True))
     async def start_run(
         ctx: Context,
         datasets: Datasets = None,
@@ -227,7 +240,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         await _wait(job, wait_seconds, ctx)
         return reply(job.status())
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def run_status(
         ctx: Context,
         run_id: Annotated[str, Field(description="The run_id start_run returned.")],
@@ -244,7 +257,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         await _wait(job, wait_seconds, ctx)
         return reply(job.status())
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def recommend(
         run: Run,
         metric: Metric = "iou",
@@ -264,7 +277,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
 
         return await answer(work)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def compare_cells(
         run: Run,
         a: Annotated[str, Field(description="Cell A: a chunker or an embedder spec.")],
@@ -293,7 +306,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
 
         return await answer(work)
 
-    @server.tool(annotations=READ_ONLY)
+    @tool(READ_ONLY)
     async def report_path(run: Run) -> CallToolResult:
         """The path of a run's report.html (every cell, plots, the inspector) and of its
         files; why there is no report when there is none."""

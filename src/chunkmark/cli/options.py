@@ -41,7 +41,7 @@ Datasets = Annotated[
         "--dataset",
         "-d",
         help="Dataset folder (Chroma or JSONL layout), or a built-in name: demo, chroma-general; "
-        f"repeatable. [default: {DEFAULT_DATASET}]",
+        f"repeatable; replaces the experiment file's datasets. [default: {DEFAULT_DATASET}]",
     ),
 ]
 Chunkers = Annotated[
@@ -49,7 +49,8 @@ Chunkers = Annotated[
     typer.Option(
         "--chunker",
         "-c",
-        help="Chunker spec, repeatable; a list is a grid, e.g. 'fixed_tokens(size=[200, 400], overlap=0)'.",
+        help="Chunker spec, repeatable; a list is a grid, e.g. 'fixed_tokens(size=[200, 400], "
+        "overlap=0)'; replaces the experiment file's chunkers.",
     ),
 ]
 Embedders = Annotated[
@@ -57,13 +58,15 @@ Embedders = Annotated[
     typer.Option(
         "--embedder",
         "-e",
-        help="Embedder spec, repeatable, e.g. 'sentence_transformers(model=\"all-MiniLM-L6-v2\")'.",
+        help="Embedder spec, repeatable, e.g. 'sentence_transformers(model=\"all-MiniLM-L6-v2\")'; "
+        "replaces the experiment file's embedders.",
     ),
 ]
 Depths = Annotated[
     str | None,
     typer.Option(
-        help="Depths of the default top_k retrieval: positive integers and/or 'min'. [default: 1,3,5,10,min]"
+        help="Depths of the default top_k retrieval: positive integers and/or 'min'; replaces the "
+        "experiment file's k. [default: 1,3,5,10,min]"
     ),
 ]
 Retrieval = Annotated[
@@ -72,7 +75,8 @@ Retrieval = Annotated[
         "--retrieval",
         "-r",
         help="Retrieval setting spec, repeatable, e.g. 'token_budget(tokens=[512, 1024])' or "
-        "'hybrid(fusion=\"rrf\", k=5)' (see `chunkmark retrieval`). [default: top_k at every --k]",
+        "'hybrid(fusion=\"rrf\", k=5)' (see `chunkmark retrieval`); replaces the experiment "
+        "file's retrieval. [default: top_k at every --k]",
     ),
 ]
 CacheDir = Annotated[

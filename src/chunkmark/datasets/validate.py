@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from chunkmark.datasets.model import Dataset
-from chunkmark.errors import DatasetError
+from chunkmark.errors import DatasetError, with_fix
 
 CHROMA_QUESTIONS = "questions_df.csv"
 JSONL_QUESTIONS = "questions.jsonl"
@@ -41,7 +41,7 @@ class Problem:
         return self.file if self.line is None else f"{self.file}, line {self.line}"
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.message} Fix: {self.fix}"
+        return f"{self.where}: {with_fix(self.message, self.fix)}"
 
 
 Report = Callable[[Problem], None]

@@ -71,8 +71,10 @@ def distilled_minilm(cache_dir: str | Path | None = None, *, force: bool = False
 
 
 class Model2VecEmbedder:
-    """A model2vec static-embedding model (``model2vec(model=FOLDER)``). Its ``__init__``
-    parameters are the spec parameters of ``model2vec(...)``.
+    """Static embeddings from a model2vec folder, or all-MiniLM-L6-v2 distilled into the cache
+    (the default, built once on first use): fast on a CPU, run on this machine.
+
+    Its ``__init__`` parameters are the spec parameters of ``model2vec(...)``.
 
     Args:
         model: a model2vec folder, or ``"minilm-distilled"`` (all-MiniLM-L6-v2 distilled into

@@ -23,7 +23,7 @@ from typing import Any
 import pydantic
 
 from chunkmark.errors import SpecError
-from chunkmark.specs import Entry, Registry, Spec, parse_spec
+from chunkmark.specs import Entry, Registry, Spec, literal, parse_spec
 
 _HINT = (
     "Write name(param=value, ...); a list of values makes a grid, e.g. "
@@ -160,7 +160,7 @@ def _is_call(node: ast.expr, name: str) -> bool:
 
 def _literal(node: ast.expr, text: str) -> Any:
     try:
-        return ast.literal_eval(node)
+        return literal(node)
     except ValueError:
         raise SpecError(
             f"Spec {text!r} has a parameter value that is not a literal.",

@@ -42,6 +42,7 @@ from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import holm, paired_bootstrap_ci, permutation_test
 from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring, retrieval_of
+from chunkmark.specs import canonical_spec
 
 FloatArray = npt.NDArray[np.float64]
 Cell = tuple[str, str]  # chunker, embedder (canonical specs)
@@ -584,11 +585,7 @@ def _question_ids(
 
 
 def _canonical(kind: str, spec: str) -> str:
-    if kind == "chunker":
-        from chunkmark.chunkers import CHUNKERS as registry
-    else:
-        from chunkmark.embedders import EMBEDDERS as registry  # type: ignore[assignment]
-    return str(registry.resolve(spec))
+    return canonical_spec(kind, spec)  # the form the runs' cells hold
 
 
 def pick_cells(side: Side, picks: Picks) -> Side:
@@ -641,8 +638,7 @@ def write_baseline(path: Path, side: Side, *, run: str = "") -> None:
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=1, ensure_ascii=False)
-    write_bytes_atomic(path, (text + "\n").encode("utf-8"))
-    path.chmod(0o644)  # a file to commit, readable like the repository's others
+    write_bytes_atomic(path, (text + "\n").encode("utf-8"))  # a file to commit: umask's mode
 
 
 def read_baseline(path: Path) -> Side:

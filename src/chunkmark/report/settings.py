@@ -18,7 +18,7 @@ from typing import Any
 from chunkmark.errors import ChunkmarkError
 from chunkmark.metrics.scoring import Scoring as Scoring  # the one Scoring, re-exported
 from chunkmark.report.errors import ReportError
-from chunkmark.specs import Registry, parse_spec
+from chunkmark.specs import Registry, canonical_or_none, parse_spec
 
 _ORDER = ("top_k", "token_budget", "threshold", "bm25", "hybrid", "rerank")
 DENSE_RANKER = "exact"
@@ -141,13 +141,9 @@ def settings_registry() -> Registry[Any] | None:
 
 
 def _normalised(spec: str) -> str | None:
-    registry = settings_registry()
-    if registry is None:
+    if settings_registry() is None:
         return None
-    try:
-        return str(registry.resolve(spec))
-    except ChunkmarkError:
-        return None
+    return canonical_or_none("retrieval", spec)  # the form the runs' settings hold
 
 
 def _same(a: Any, b: Any) -> bool:

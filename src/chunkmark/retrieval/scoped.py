@@ -117,6 +117,7 @@ def _canonical(values: dict[str, ParamValue]) -> dict[str, ParamValue]:
     NAME,
     setting="The top k chunks of the question's own document, by ``ranker``'s ranking of them.",
     canonical=_canonical,
+    nested={"ranker": RETRIEVERS},
 )
 def in_document(ranker: str = DENSE) -> InDocumentRetriever:
     """Search only the chunks of each question's own document (a filter by document), ranked

@@ -166,7 +166,10 @@ _K_DOC = "k: chunks per question (at least 1{cap}), or ``'min'``."
 
 
 def ranker(
-    name: str, setting: str, canonical: Canonicalise | None = None
+    name: str,
+    setting: str,
+    canonical: Canonicalise | None = None,
+    nested: dict[str, Registry[Any]] | None = None,
 ) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Declare a ranker once: its factory is registered in
     :data:`~chunkmark.retrieval.base.RETRIEVERS` as ``name``, and a setting of the same name,
@@ -177,11 +180,12 @@ def ranker(
     Building the setting calls the factory (so its checks are the ranker's) and, when the ranker
     has a ``candidates`` parameter, refuses a ``k`` above it. ``canonical`` (as
     :meth:`~chunkmark.specs.Registry.register` takes it) maps the ranker's parameters to their
-    canonical values, in both registrations.
+    canonical values, in both registrations; ``nested`` names its parameters that hold another
+    registry's spec (:meth:`~chunkmark.specs.Registry.register`).
     """
 
     def declare(factory: Callable[..., R]) -> Callable[..., R]:
-        RETRIEVERS.register(name, canonical=canonical)(factory)
+        RETRIEVERS.register(name, canonical=canonical, nested=nested)(factory)
         params = list(inspect.signature(factory, eval_str=True).parameters.values())
         k_param = inspect.Parameter(
             "k", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=5, annotation=K
@@ -203,7 +207,7 @@ def ranker(
         build_setting.__name__ = build_setting.__qualname__ = f"{name}_setting"
         build_setting.__module__ = factory.__module__
         build_setting.__doc__ = _setting_doc(setting, inspect.getdoc(factory) or "", capped)
-        RETRIEVAL.register(name, canonical=_with_k(canonical))(build_setting)
+        RETRIEVAL.register(name, canonical=_with_k(canonical), nested=nested)(build_setting)
         return factory
 
     return declare
@@ -409,7 +413,7 @@ DENSE = "exact()"
 """The ``ranker`` of a setting that reads the dense ranking (left out of canonical specs)."""
 
 
-@RETRIEVAL.register("token_budget", canonical=_omit_dense_ranker)
+@RETRIEVAL.register("token_budget", canonical=_omit_dense_ranker, nested={"ranker": RETRIEVERS})
 def token_budget(tokens: int = 1024, ranker: str = DENSE) -> TokenBudget:
     """Chunks by exact cosine similarity (or ``ranker``'s ranking) until a budget of cl100k
     tokens is full; the last chunk is cut to fit.
@@ -424,7 +428,7 @@ def token_budget(tokens: int = 1024, ranker: str = DENSE) -> TokenBudget:
     return TokenBudget(ranker_spec(ranker), tokens)
 
 
-@RETRIEVAL.register("threshold", canonical=_omit_dense_ranker)
+@RETRIEVAL.register("threshold", canonical=_omit_dense_ranker, nested={"ranker": RETRIEVERS})
 def threshold(min_similarity: float = 0.5, max_k: int = 20, ranker: str = DENSE) -> Threshold:
     """The leading chunks whose cosine similarity (or ``ranker``'s score) is at least
     ``min_similarity``, at most ``max_k`` (possibly none).

@@ -219,9 +219,26 @@
   }
 
   // ---------------------------------------------------------------- leaderboard
-  const LB = { sort: { key: null, dir: 1 }, filters: { dataset: "", embedder: "", family: "", retrieval: "", k: "", scoring: SCORED ? OPTS.scoring : "" } };
+  const LB = { allColumns: false, sort: { key: null, dir: 1 }, filters: { dataset: "", embedder: "", family: "", retrieval: "", k: "", scoring: SCORED ? OPTS.scoring : "" } };
+
+  // A column whose value is the same in every row (one dataset, one embedder) is said once above
+  // the table instead; the secondary columns (extra) show with "all columns". The page then fits
+  // 1,400 px.
+  function commonValues() {
+    const out = [];
+    const datasets = unique(DATA.cells.map((c) => c.dataset));
+    const embedders = unique(DATA.cells.map((c) => c.embedderShort));
+    if (datasets.length === 1) out.push(["dataset", datasets[0]]);
+    if (embedders.length === 1) out.push(["embedder", embedders[0]]);
+    return out;
+  }
+  const COMMON = new Set(commonValues().map(([key]) => key));
 
   function leaderboardColumns() {
+    return allLeaderboardColumns().filter((c) => !COMMON.has(c.key) && (LB.allColumns || !c.extra));
+  }
+
+  function allLeaderboardColumns() {
     const cols = [
       { key: "dataset", label: "dataset", value: (r) => cellOf(r.cell).dataset },
       { key: "chunker", label: "chunker", value: (r) => cellOf(r.cell).chunkerShort, spec: true },
@@ -231,17 +248,17 @@
     if (SCORED) cols.push({ key: "scoring", label: "scoring", value: (r) => r.scoring, show: (r) => r.scoring, title: "excerpts / unit / denominator" });
     for (const m of DATA.leaderMetrics) {
       cols.push({ key: m, label: METRICS[m].label, title: METRICS[m].description, metric: m, num: true,
-        asc: METRICS[m].direction === "lower", value: (r) => r.mean[m] });
+        asc: METRICS[m].direction === "lower", value: (r) => r.mean[m], extra: !METRICS[m].onScreen });
     }
     cols.push({ key: "pBest", label: "P(best)", num: true, title: "share of bootstrap resamples of the questions in which the cell is best (at the recommendation's metric, retrieval setting and scoring)",
       value: (r) => rowPBest(r), show: (r) => fixed(rowPBest(r), 2) });
     cols.push(
-      { key: "chunks", label: "chunks", num: true, asc: true, value: (r) => cellOf(r.cell).nChunks, show: (r) => int(cellOf(r.cell).nChunks) },
-      { key: "meanTokens", label: "mean chunk tokens", num: true, asc: true, value: (r) => cellOf(r.cell).meanTokens, show: (r) => fixed(cellOf(r.cell).meanTokens, 1) },
+      { key: "chunks", label: "chunks", num: true, asc: true, extra: true, value: (r) => cellOf(r.cell).nChunks, show: (r) => int(cellOf(r.cell).nChunks) },
+      { key: "meanTokens", label: "mean chunk tokens", num: true, asc: true, extra: true, value: (r) => cellOf(r.cell).meanTokens, show: (r) => fixed(cellOf(r.cell).meanTokens, 1) },
       { key: "tokens", label: "tokens embedded", title: "cl100k_base tokens of every chunk: what indexing the corpus embeds", num: true, asc: true, value: (r) => cellOf(r.cell).tokens, show: (r) => int(cellOf(r.cell).tokens) },
-      { key: "kUsed", label: "chunks retrieved / question", num: true, asc: true, value: (r) => r.kUsed, show: (r) => fixed(r.kUsed, 1) },
+      { key: "kUsed", label: "chunks retrieved / question", num: true, asc: true, extra: true, value: (r) => r.kUsed, show: (r) => fixed(r.kUsed, 1) },
       { key: "retrieved", label: "tokens retrieved / question", num: true, asc: true, value: (r) => r.retrievedTokens, show: (r) => int(r.retrievedTokens) },
-      { key: "seconds", label: "index time (s)", title: "chunking + embedding the documents, as run (the cache may have saved work)", num: true, asc: true, value: (r) => cellOf(r.cell).indexSeconds, show: (r) => fixed(cellOf(r.cell).indexSeconds, 2) },
+      { key: "seconds", label: "index time (s)", title: "chunking + embedding the documents, as run (the cache may have saved work)", num: true, asc: true, extra: true, value: (r) => cellOf(r.cell).indexSeconds, show: (r) => fixed(cellOf(r.cell).indexSeconds, 2) },
       { key: "cost", label: "est. cost", title: "tokens embedded x the embedder's price per million tokens", num: true, asc: true, value: (r) => cellOf(r.cell).cost, show: (r) => dollars(cellOf(r.cell).cost) },
     );
     return cols;
@@ -279,6 +296,14 @@
       (v) => { LB.filters.retrieval = v; renderLeaderboardBody(); }));
     make("k", "k", DATA.ks);
     if (SCORED) make("scoring", "scoring", DATA.scorings.map((s) => s.key));
+    const hidden = allLeaderboardColumns().filter((c) => c.extra).map((c) => c.label);
+    box.append(el("label", { title: `also ${hidden.join(", ")}` },
+      el("input", { type: "checkbox", id: "leaderboard-all-columns", checked: LB.allColumns,
+        onchange: (e) => { LB.allColumns = e.target.checked; renderLeaderboardHead(); renderLeaderboardBody(); } }),
+      "all columns"));
+    const common = commonValues();
+    document.getElementById("leaderboard-common").textContent = common.length
+      ? `Every row: ${common.map(([key, value]) => `${key} ${value}`).join("; ")}.` : "";
   }
 
   function renderLeaderboardHead() {
@@ -432,9 +457,11 @@
         });
       const div = el("div", { class: "plot-family", id: `plot-size-${n}`, "data-family": family });
       grid.append(div);
+      // One size measured: a category axis with that one tick (a number axis would span x +- 1).
+      const sizes = unique(own.map(([r]) => x(r)));
       plot(div, traces, {
         title: { text: family, font: { size: 14 } },
-        xaxis: { title: { text: param ? `${param}` : "mean chunk tokens (no size parameter)" } },
+        xaxis: { title: { text: param ? `${param}` : "mean chunk tokens (no size parameter)" }, type: sizes.length < 2 ? "category" : "-" },
         yaxis: { title: { text: axisTitle(m) } },
       });
     });
@@ -452,13 +479,18 @@
     };
   }
 
+  const LABELLED = 20;
   function renderRecallPrecision() {
     const rows = rowsAt(PS.retrieval);
     const f = ((DATA.fronts[PS.dataset] || {})[PS.retrieval] || {}).recallPrecision || [];
     const front = f.map((i) => [DATA.rows[i], i]).sort((a, b) => a[0].mean.recall - b[0].mean.recall);
+    // Each point names its cell (the chunker alone when every cell has the same embedder); past
+    // LABELLED points the names would cover each other, and hovering names them.
+    const oneEmbedder = unique(rows.map(([r]) => cellOf(r.cell).embedderShort)).length === 1;
     plot("plot-rp", [
-      { type: "scatter", mode: "markers", name: "cells", x: rows.map(([r]) => 100 * r.mean.recall), y: rows.map(([r]) => 100 * r.mean.precision),
-        text: rows.map(([r]) => cellOf(r.cell).label), marker: { size: 8, color: "#2f5fb3", opacity: 0.75 },
+      { type: "scatter", mode: rows.length <= LABELLED ? "markers+text" : "markers", name: "cells", x: rows.map(([r]) => 100 * r.mean.recall), y: rows.map(([r]) => 100 * r.mean.precision),
+        text: rows.map(([r]) => (oneEmbedder ? cellOf(r.cell).chunkerShort : cellOf(r.cell).label)), textposition: "top center", textfont: { size: 10 },
+        cliponaxis: false, marker: { size: 8, color: "#2f5fb3", opacity: 0.75 },
         hovertemplate: "%{text}<br>recall %{x:.1f}%, precision %{y:.2f}%<extra></extra>" },
       frontTrace(front, ([r]) => 100 * r.mean.recall, ([r]) => 100 * r.mean.precision, "Pareto front"),
     ], { xaxis: { title: { text: axisTitle("recall") } }, yaxis: { title: { text: axisTitle("precision") } } });
@@ -960,6 +992,23 @@
   }
 
   // ---------------------------------------------------------------- start
+  // plotly.js comes gzip-compressed and base64-encoded in #plotly-js (a third of its size):
+  // inflated with the browser's DecompressionStream and run as a script of the page.
+  async function loadPlotly() {
+    const packed = document.getElementById("plotly-js");
+    if (typeof Plotly !== "undefined" || !packed) return;
+    try {
+      const bytes = Uint8Array.from(atob(packed.textContent.trim()), (c) => c.charCodeAt(0));
+      const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      const script = document.createElement("script");
+      script.textContent = await new Response(inflated).text();
+      document.head.append(script);
+    } catch (error) {
+      document.getElementById("plot-size-note").textContent =
+        `The plots need a browser that can inflate the page's plotly.js (DecompressionStream): ${error}.`;
+    }
+  }
+
   function start() {
     renderHeader();
     renderFailures();
@@ -968,12 +1017,14 @@
     renderLeaderboardHead();
     renderLeaderboardBody();
     renderPlotControls();
-    renderPlots();
     renderComparisons();
     renderRelations();
     renderAnswers();
     renderInspector();
-    document.body.setAttribute("data-ready", "true");
+    loadPlotly().then(() => {
+      renderPlots();
+      document.body.setAttribute("data-ready", "true");
+    });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
