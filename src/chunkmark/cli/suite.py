@@ -102,6 +102,7 @@ def run_command(
     ] = False,
     cache_dir: options.CacheDir = None,
     max_cost: options.MaxCost = None,
+    prices: options.Prices = None,
     quiet: options.Quiet = False,
 ) -> None:
     """Run one grid over the suite's sets, one results folder per set (resumable).
@@ -152,6 +153,7 @@ def run_command(
         max_cost=max_cost,
         report_writer=writer,
         progress=say,
+        price_file=prices,
     )
     for name, line in result.failures.items():
         console.print(f"failed: {escape(name)}: {escape(line)}")
