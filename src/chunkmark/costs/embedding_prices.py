@@ -17,7 +17,7 @@ An API model with none of these has no price (shown as unknown, never as 0).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -88,15 +88,18 @@ class EmbeddingPrices:
             return 0.0, LOCAL_FREE
         return None, UNKNOWN
 
-    def with_entries(self, prices: Mapping[str, float], local: Any, source: str) -> EmbeddingPrices:
+    def with_entries(
+        self, prices: Mapping[str, float], local: Iterable[str], source: str
+    ) -> EmbeddingPrices:
         """This table with ``prices`` (per million tokens) replacing or adding entries and
         ``local`` embedders added, all given by the user in ``source``."""
+        local = frozenset(local)
         if not prices and not local:
             return self
         return replace(
             self,
             per_million={**self.per_million, **prices},
-            local=self.local | frozenset(local),
+            local=self.local | local,
             sources=(*self.sources, source),
             given={**self.given, **dict.fromkeys(prices, source)},
         )
