@@ -189,6 +189,41 @@ def test_connection_errors_are_retried_then_fail_clearly() -> None:
     assert client._retries == 2 and 0.25 <= client.waits[0] <= 0.5
 
 
+def refused_connection() -> APIConnectionError:
+    """A connection error as the SDKs raise it when nothing listens: caused, down the chain,
+    by the operating system's ConnectionRefusedError."""
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except ConnectionRefusedError as os_error:
+            raise OSError("[Errno 111] Connection refused") from os_error
+    except OSError as transport:
+        error = APIConnectionError("Connection error.")
+        error.__cause__ = transport
+        return error
+
+
+def test_a_refused_connection_on_this_machine_fails_at_once() -> None:
+    client = Client(base_url="http://localhost:11434/v1?key=1", max_retries=5)
+    with pytest.raises(FakeError) as info:
+        client._call(script(*[refused_connection() for _ in range(6)]))
+    assert client._requests == 1 and client._retries == 0 and client.waits == []
+    assert info.value.problem == (
+        "Nothing is listening at http://localhost:11434/v1: the connection was refused, so no "
+        "fake endpoint runs on this machine at that port."
+    )
+    assert info.value.fix is not None
+    assert "Start the server" in info.value.fix and "FAKE_BASE_URL" in info.value.fix
+    # elsewhere a refused connection may be a restart or a load balancer: retried as before
+    remote = Client(max_retries=2)
+    with pytest.raises(FakeError, match="failed after 3 attempts"):
+        remote._call(script(*[refused_connection() for _ in range(3)]))
+    assert remote._requests == 3 and remote._retries == 2
+    # on this machine, other connection errors (a reset) are retried too
+    reset = Client(base_url="http://127.0.0.1:8000/v1", max_retries=1)
+    assert reset._call(script(APIConnectionError("reset"))) == "ok" and reset._retries == 1
+
+
 def test_timeouts_are_retried_then_say_so() -> None:
     client = Client(max_retries=1)
     assert client._call(script(APITimeoutError("slow"))) == "ok"

@@ -14,7 +14,9 @@
   retryable status errors wait what ``retry-after-ms`` / ``retry-after`` asks (capped at
   ``backoff_max``), connection errors and timeouts an exponential, jittered backoff; requests
   and retries are counted. A final failure becomes the subclass's :attr:`error_type` with a
-  message built from its :class:`Wording`.
+  message built from its :class:`Wording`. A connection refused by a server on this machine
+  (:attr:`RemoteClient.is_local`) is not retried: nothing listens on that port, and waiting
+  will not start it; the error names the URL and the fix at once.
 
 A client may be shared by threads: the SDK client is made once (under a lock), and requests
 and retries are counted under a lock (:meth:`RemoteClient._counted`).
@@ -131,6 +133,8 @@ class RemoteClient(ABC):
                 delay = retry_after(exc.response.headers)
                 wait = self._backoff(attempt) if delay is None else min(delay, self.backoff_max)
             except sdk.APIConnectionError as exc:
+                if self.is_local and refused(exc):
+                    raise self._refused_error() from None
                 if attempt >= self.max_retries:
                     timed_out = isinstance(exc, sdk.APITimeoutError)
                     raise self._connection_error(timed_out, attempt) from None
@@ -189,11 +193,20 @@ class RemoteClient(ABC):
             fix,
         )
 
+    def _refused_error(self) -> ChunkmarkError:
+        parts = urlsplit(self.base_url)
+        url = f"{parts.scheme}://{self.host}{parts.path}" if parts.scheme else self.base_url
+        return self.error_type(
+            f"Nothing is listening at {url}: the connection was refused, so no "
+            f"{self._wording().endpoint} runs on this machine at that port.",
+            f"Start the server on this machine (e.g. `ollama serve`), or check the port in "
+            f"base_url (or {self.base_url_env}).",
+        )
+
     @property
     def is_local(self) -> bool:
         """Whether the endpoint is on this machine (a loopback address or localhost)."""
-        host = urlsplit(self.base_url).hostname or ""
-        return host == "localhost" or host.startswith("127.") or host == "::1"
+        return is_loopback(self.base_url)
 
     def _status_error(self, exc: Any, attempt: int) -> ChunkmarkError:
         wording = self._wording()
@@ -209,3 +222,28 @@ class RemoteClient(ABC):
             rejected_fix=wording.rejected_fix,
         )
         return self.error_type(problem, fix)
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether ``exc`` (an SDK's connection error) was caused by a refused connection: its
+    chain of causes holds a :class:`ConnectionRefusedError`."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ConnectionRefusedError):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` (or a bare ``host[:port]``) names this machine: localhost or a loopback
+    address (127.0.0.0/8, ::1)."""
+    if "//" not in url and url.count(":") >= 2:  # a bare IPv6 address (``host`` writes ::1:80)
+        return url == "::1" or url.startswith(("::1:", "[::1]"))
+    try:
+        host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").lower()
+    except ValueError:
+        return False
+    return host in ("localhost", "::1") or host.endswith(".localhost") or host.startswith("127.")

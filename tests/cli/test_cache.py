@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -352,3 +353,38 @@ def test_a_writer_running_meanwhile_keeps_its_rows(tmp_path: Path, command: list
             mask, hits = cache.get_many(keeper, "document", [f"w{batch}-{i}" for i in range(50)])
             assert mask.all() and (hits == batch).all()
         assert len(cache) == 300 + 50 * batches
+
+
+def test_info_counts_every_folder_and_model2vecs_dimension(tmp_path: Path) -> None:
+    from chunkmark.embedders.cache import CachedEmbedder
+    from chunkmark.embedders.model2vec import Model2VecEmbedder
+    from static_models import write_tiny_static_model
+
+    root = tmp_path / "cache"
+    fill(root, tmp_path / "run")
+    # a model built into the cache (as model2vec() distils MiniLM there) and its vectors
+    folder, _ = write_tiny_static_model(root / "models" / "tiny-static", dimension=8)
+    embedder = CachedEmbedder(Model2VecEmbedder(str(folder)), EmbeddingCache(root))
+    embedder.embed(["a text", "another text", "a third"], kind="document")
+    embedder.cache.close()
+    data = info(root)
+    on_disk_now = sum(
+        os.stat(os.path.join(where, f)).st_size for where, _, files in os.walk(root) for f in files
+    )
+    assert data["bytes_on_disk"] == on_disk_now  # every file of the folder, models/ included
+    (models,) = [o for o in data["others"] if o["path"] == str(root / "models")]
+    assert models["files"] == sum(1 for p in (root / "models").rglob("*") if p.is_file()) > 0
+    assert models["bytes_on_disk"] == sum(
+        p.stat().st_size for p in (root / "models").rglob("*") if p.is_file()
+    )
+    rows = query(
+        root / "embeddings.sqlite3",
+        "SELECT DISTINCT v.dim FROM vectors v JOIN identities i ON v.identity_id = i.id "
+        "WHERE i.identity LIKE '%model2vec%'",
+    )
+    (m2v,) = [m for m in data["caches"]["embeddings"]["models"] if m["name"] == "model2vec"]
+    assert rows == [(8,)] and m2v["dimension"] == 8 and m2v["vectors"] == 3
+    printed = invoke("cache", "info", "--cache-dir", str(root), columns=250)
+    assert printed.exit_code == 0, printed.output
+    assert str(root / "models") in printed.output and "models built on first use" in printed.output
+    assert re.search(r"model2vec\s+8\s+3\s", printed.output)

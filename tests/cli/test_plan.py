@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import tiktoken
 
 from chunkmark.chunkers import CHUNKERS, chunk_document
@@ -39,12 +40,14 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def write_experiment(folder: Path, model: str = "text-embedding-3-small") -> Path:
+def write_experiment(
+    folder: Path, model: str = "text-embedding-3-small", url: str = CLOSED_PORT
+) -> Path:
     path = folder / "exp.yaml"
     path.write_text(
         "datasets: [demo]\n"
         'chunkers: ["fixed_tokens(size=200)"]\n'
-        f"embedders: [\"openai(model='{model}', base_url='{CLOSED_PORT}')\"]\n"
+        f"embedders: [\"openai(model='{model}', base_url='{url}')\"]\n"
         f"cache_dir: {folder / 'cache'}\n",
         encoding="utf-8",
     )
@@ -98,9 +101,24 @@ def test_max_cost_fails_in_one_line_and_unknown_prices_name_the_fix(tmp_path: Pa
     assert "exceeds --max-cost $0.000001" in lines[0]
     assert cli("plan", str(exp), "--max-cost", "5", cwd=tmp_path).returncode == 0
 
+    api = "https://api.acme.example/v1"  # not this machine; nothing is sent
     unknown = cli(
-        "plan", str(write_experiment(tmp_path, "acme-embed")), "--max-cost", "5", cwd=tmp_path
+        "plan", str(write_experiment(tmp_path, "acme-embed", api)), "--max-cost", "5", cwd=tmp_path
     )
     assert unknown.returncode == 2
     assert "acme-embed" in unknown.stderr and "prices:" in unknown.stderr
     assert "Estimated cost: unknown" in unknown.stdout
+
+    # --prices FILE gives the price on the command line (per 1,000 tokens here: per is read).
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("per: 1000\nmodels: {acme-embed: 0.5}\n", encoding="utf-8")
+    exp = write_experiment(tmp_path, "acme-embed", api)
+    given = cli(
+        "plan", str(exp), "--prices", str(prices), "--json", "--max-cost", "5", cwd=tmp_path
+    )
+    assert given.returncode == 0, given.stderr
+    (embedding,) = json.loads(given.stdout)["embedding"]
+    assert embedding["usd_per_million"] == 500.0 and embedding["price_source"] == str(prices)
+    assert embedding["usd"] == pytest.approx(embedding["tokens_to_embed"] * 500.0 / 1e6)
+    too_little = cli("plan", str(exp), "--prices", str(prices), "--max-cost", "0.01", cwd=tmp_path)
+    assert too_little.returncode == 2 and "exceeds --max-cost $0.01" in too_little.stderr

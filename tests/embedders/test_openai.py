@@ -212,10 +212,10 @@ def test_unreachable_endpoint() -> None:
         backoff_base=0.001,
         sleep=waits.append,
     )
-    with pytest.raises(EmbeddingError, match="after 3 attempts"):
+    with pytest.raises(EmbeddingError, match=f"Nothing is listening at http://127.0.0.1:{port}/v1"):
         emb.embed(["a"])
-    assert len(waits) == 2
-    assert emb.stats().retries == 2
+    assert waits == []  # refused on this machine: the server is not running, no retry
+    assert emb.stats().requests == 1 and emb.stats().retries == 0
 
 
 def test_missing_key_for_openai(monkeypatch: pytest.MonkeyPatch) -> None:

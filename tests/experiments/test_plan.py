@@ -92,6 +92,9 @@ def cl100k(texts: set[str]) -> int:
     return sum(len(enc.encode_ordinary(t)) for t in texts)
 
 
+REMOTE_URL = "https://api.acme.example/v1"  # not this machine (a reserved name: never resolved)
+
+
 def openai_spec(server_url: str, model: str = "text-embedding-3-small") -> str:
     return f"openai(model='{model}', base_url='{server_url}')"
 
@@ -201,7 +204,7 @@ def test_a_price_in_the_experiment_file_replaces_the_table(
 def test_a_model_without_a_price_is_unknown_and_the_budget_refuses(
     tmp_path: Path, server: CountingServer
 ) -> None:
-    spec = openai_spec(server.url, model="acme-embed-v2")
+    spec = openai_spec(REMOTE_URL, model="acme-embed-v2")  # an API: nothing is sent to it
     plan = plan_grid(load_config(write_experiment(tmp_path / "a.yaml", spec)))
     e = embedder_plan(plan, "openai")
     assert e.usd is None and e.usd_per_million is None and e.tokens_to_embed > 0
@@ -220,6 +223,13 @@ def test_a_model_without_a_price_is_unknown_and_the_budget_refuses(
     priced = plan_grid(load_config(free))
     assert priced.total_usd == 0.0
     check_budget(priced, 0.0)
+
+    # The same model served from this machine (a loopback base_url) is local: free.
+    local = plan_grid(config(tmp_path, [openai_spec(server.url, model="acme-embed-v2")]))
+    e = embedder_plan(local, "openai")
+    assert (e.usd, e.usd_per_million, e.price_source) == (0.0, 0.0, "local: free")
+    assert e.tokens_to_embed > 0 and local.total_usd == 0.0 and local.unknown == []
+    check_budget(local, 0.0)
     assert server.requests == 0
 
 
@@ -377,19 +387,29 @@ def test_an_unanswerable_llm_is_asked_twice_per_window(tmp_path: Path, demo: Dat
 
 
 def test_llm_prices_come_from_the_table_or_the_experiment(tmp_path: Path) -> None:
-    def plan_for(model: str, prices: dict[str, Any] | None = None) -> LLMChunkerPlan:
-        spec = f"llm_semantic(llm=\"openai(model='{model}', base_url='http://127.0.0.1:9/v1')\")"
+    def plan_for(
+        model: str, prices: dict[str, Any] | None = None, url: str = REMOTE_URL
+    ) -> LLMChunkerPlan:
+        spec = f"llm_semantic(llm=\"openai(model='{model}', base_url='{url}')\")"
         values: dict[str, Any] = {"chunkers": [spec], "prices": prices}
         return llm_plan(plan_grid(config(tmp_path, ["fake()"], **values)))
 
     mini = plan_for("gpt-4o-mini")
     assert mini.input_tokens and mini.output_tokens
     assert mini.usd == pytest.approx((mini.input_tokens * 0.15 + mini.output_tokens * 0.60) / 1e6)
+    proxied = plan_for("gpt-4o-mini", url="http://127.0.0.1:9/v1")  # a local proxy: list price
+    assert proxied.usd == mini.usd
     unknown = plan_for("acme-llm")
     assert unknown.usd is None and unknown.calls == mini.calls
     priced = plan_for("acme-llm", {"llm": {"acme-llm": {"input": 1.0, "output": 2.0}}})
     assert priced.usd == pytest.approx((mini.input_tokens * 1.0 + mini.output_tokens * 2.0) / 1e6)
     assert priced.usd_max is not None and priced.usd_max > priced.usd
+    local = plan_for("acme-llm", url="http://localhost:11434/v1")  # served here: free
+    assert (local.usd, local.usd_max, local.calls) == (0.0, 0.0, mini.calls)
+    mine = plan_for(
+        "acme-llm", {"llm": {"acme-llm": {"input": 1.0, "output": 2.0}}}, "http://[::1]:8000/v1"
+    )
+    assert mine.usd == priced.usd  # a price given wins over local: free
 
 
 def test_documentation_without_an_llm_is_chunked(tmp_path: Path, demo: Dataset) -> None:
@@ -577,3 +597,31 @@ def test_a_wrapper_around_an_llm_chunker_is_unknown(tmp_path: Path) -> None:
     p = llm_plan(plan)
     assert not p.known and p.calls is None and "calls an LLM or embeds" in p.note
     assert plan.total_usd is None
+
+
+def test_plan_names_what_must_be_built_or_downloaded_and_builds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chunkmark.paths import CACHE_DIR_ENV
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(cache))
+    hub = "sentence_transformers(model='acme-org/not-downloaded-model')"
+    plan = plan_grid(config(tmp_path, ["model2vec()", hub], chunkers=["fixed_tokens(size=200)"]))
+    assert not cache.exists() or list(cache.iterdir()) == []  # nothing distilled or fetched
+    steps = {EMBEDDERS.resolve(s.component).name: s.needed for s in plan.setup}
+    assert set(steps) == {"model2vec", "sentence_transformers"}
+    built = str(cache / "models" / "model2vec-all-MiniLM-L6-v2-pca256")
+    assert f"must be distilled into {built} first" in steps["model2vec"]
+    assert re.search(
+        r"its [\d,]+ vocabulary tokens once: about \d+ s to \d+ min", steps["model2vec"]
+    )
+    assert "must be downloaded from the Hugging Face Hub first" in steps["sentence_transformers"]
+    local = embedder_plan(plan, "model2vec")
+    assert (local.usd, local.price_source) == (0.0, "local: free") and plan.total_usd == 0.0
+    assert plan.to_dict()["setup"] == [s.model_dump() for s in plan.setup]
+    from chunkmark.cli.mcp_tools import plan_payload  # what the MCP tool plan_grid answers
+
+    assert [s["needed"] for s in plan_payload(plan)["setup"]] == [s.needed for s in plan.setup]
+    ready = plan_grid(config(tmp_path, ["fake()"], chunkers=["fixed_tokens(size=200)"]))
+    assert ready.setup == []

@@ -316,12 +316,20 @@ def test_cli_silver_through_the_sdk_rerun_and_dry_run(tmp_path: Path, keys: None
         assert isinstance(refused.exception, CostLimitError), refused.output
         assert "above --max-cost" in str(refused.exception)
         assert server.requests == [] and not out.exists()
-        unpriced = spec.replace("gpt-4o-mini", "no-such-model")
-        common[3] = unpriced
+        unpriced = "openai(model='no-such-model', base_url='https://api.acme.example/v1')"
+        common[3] = unpriced  # an API that is not this machine: no price, no estimate
         refused = run("prepare", *common, "--out", str(out), "--max-cost", "1")
         common[3] = spec
         assert isinstance(refused.exception, CostLimitError), refused.output
         assert "No price is known for 'no-such-model'" in str(refused.exception)
+        assert "--prices FILE" in str(refused.exception)
+        dear = tmp_path / "prices.yaml"  # --prices replaces the list price
+        dear.write_text("models: {gpt-4o-mini: {input: 100000, output: 100000}}\n")
+        refused = run(
+            "prepare", *common, "--out", str(out), "--max-cost", "1", "--prices", str(dear)
+        )
+        assert isinstance(refused.exception, CostLimitError), refused.output
+        assert "above --max-cost $1.00" in str(refused.exception)
         assert server.requests == []
 
         first = run("prepare", *common, "--out", str(out), "--max-cost", "1")

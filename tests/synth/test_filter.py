@@ -442,7 +442,7 @@ MINILM = 'sentence_transformers(model="all-MiniLM-L6-v2")'
 # The ids Chroma's own filter keeps on its general benchmark with all-MiniLM-L6-v2, recorded by
 # benchmarks/reference_filter.py (the file says how: reference commit, steps, versions, date).
 REFERENCE_IDS = Path(__file__).with_name("reference_filter_ids.json")
-# (excerpt threshold, duplicate threshold) -> kept of 472; the counts README.md gives.
+# (excerpt threshold, duplicate threshold) -> kept of 472; the counts docs/synth.md gives.
 REFERENCE_KEPT = {(0.36, 0.78): 396, (0.40, 0.70): 308}
 
 

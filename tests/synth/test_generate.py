@@ -508,11 +508,21 @@ def test_max_cost_stops_before_crossing_and_cached_answers_cost_nothing(
 def test_an_unknown_price_is_a_clear_error_before_any_request(
     synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
 ) -> None:
-    spec = synth_server.openai_spec(model="my-local-model")
-    with pytest.raises(SynthError, match="No price is known for the model 'my-local-model'") as e:
+    spec = "openai(model='my-api-model', base_url='https://api.acme.example/v1')"  # not here
+    with pytest.raises(SynthError, match="No price is known for the model 'my-api-model'") as e:
         run(synth_corpus, tmp_path / "out", spec, tmp_path / "cache", questions=2, max_cost=1.0)
     assert "--prices" in str(e.value)
-    assert synth_server.requests == [] and not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_model_served_from_this_machine_is_free_under_max_cost(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    spec = synth_server.openai_spec(model="my-local-model")  # the server is on 127.0.0.1
+    report = run(
+        synth_corpus, tmp_path / "out", spec, tmp_path / "cache", questions=2, max_cost=0.0
+    )
+    assert report.accepted == 2 and len(synth_server.requests) == report.llm.requests >= 2
 
 
 def test_dry_run_estimates_and_asks_nothing(
@@ -574,9 +584,13 @@ def test_cli_dry_run_and_run(
     assert "[4/4] slot 3" in done.output
     assert all("- Which tower is tallest?" in p for p in synth_server.user_prompts())
     check_excerpts(tmp_path / "out")
-    no_price = _cli(*common, "--dry-run", "--llm", synth_server.openai_spec(model="local"))
+    remote = "openai(model='my-api-model', base_url='https://api.acme.example/v1')"
+    no_price = _cli(*common, "--dry-run", "--llm", remote)
     assert isinstance(no_price.exception, SynthError)
     assert "requests" in no_price.output
+    local = _cli(*common, "--dry-run", "--llm", synth_server.openai_spec(model="local"))
+    assert local.exit_code == 0, local.output
+    assert "estimated cost: $0.0000" in local.output and "local is served from this" in local.output
 
 
 # --- styles, modes and layouts --------------------------------------------------------------

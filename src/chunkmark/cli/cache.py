@@ -1,7 +1,9 @@
 """``chunkmark cache``: see, clear and prune the caches under the cache folder.
 
 Three caches share the folder: embedding vectors (``embeddings.sqlite3``), LLM answers
-(``llm.sqlite3``) and chunks (``chunks/``). Rows are deleted inside SQLite write transactions
+(``llm.sqlite3``) and chunks (``chunks/``). ``info`` also lists, and counts in the folder's
+size, every other entry there (models built on first use in ``models/``, downloaded datasets,
+...), which ``clear`` and ``prune`` leave alone. Rows are deleted inside SQLite write transactions
 (a run writing to the same cache waits for them and keeps its own batches whole) and chunk files
 are renamed away before they are deleted, so a cache in use by another process is never
 damaged. Freed SQLite pages are reused by later writes; ``--vacuum`` also shrinks the files, and
@@ -89,7 +91,9 @@ def info(
     cache_dir: options.CacheDir = None,
     as_json: options.Json = False,
 ) -> None:
-    """Each cache's path, size on disk (WAL files included), format and entries, per model."""
+    """Each cache's path, size on disk (WAL files included), format and entries, per model;
+    then every other folder and file of the cache folder (models built on first use, downloaded
+    datasets, ...) with its size. The folder's size counts every file."""
     root = _cache_root(cache_dir)
     report = cache_report(root)
     if as_json:
@@ -101,17 +105,56 @@ def info(
 
 
 def cache_report(root: Path) -> dict[str, Any]:
-    """What :func:`info` prints, as JSON-ready data: every size in bytes, times in ISO 8601."""
+    """What :func:`info` prints, as JSON-ready data: every size in bytes, times in ISO 8601.
+    ``bytes_on_disk`` counts every file of the folder: the three caches and every other entry
+    (``others``: models built on first use, downloaded datasets, a local LLM server, ...)."""
     caches = {
         "embeddings": _embeddings_report(root),
         "llm": _llm_report(root),
         "chunks": _chunks_report(root),
     }
+    others = _others_report(root)
     return {
         "cache_dir": str(root),
-        "bytes_on_disk": sum(c["bytes_on_disk"] for c in caches.values()),
+        "bytes_on_disk": sum(c["bytes_on_disk"] for c in [*caches.values(), *others]),
         "caches": caches,
+        "others": others,
     }
+
+
+# What the other entries of a cache folder hold (those chunkmark writes there itself).
+OTHERS = {
+    "models": "models built on first use (model2vec's distilled all-MiniLM-L6-v2)",
+    "datasets": "downloaded and converted datasets",
+    "llama.cpp": "the local LLM server and its models",
+}
+
+
+def _others_report(root: Path) -> list[dict[str, Any]]:
+    """Every entry of the folder that is none of the three caches: its files and bytes."""
+    mine = {EMBEDDINGS_DB, LLM_DB, CHUNKS_FOLDER}
+    mine |= {f"{db}{suffix}" for db in (EMBEDDINGS_DB, LLM_DB) for suffix in ("-wal", "-shm")}
+    found = []
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        if entry.name in mine:
+            continue
+        files = [entry] if not entry.is_dir() else [p for p in entry.rglob("*") if p.is_file()]
+        found.append(
+            {
+                "path": str(entry),
+                "holds": OTHERS.get(entry.name, ""),
+                "files": len(files),
+                "bytes_on_disk": sum(_file_bytes(p) for p in files),
+            }
+        )
+    return found
+
+
+def _file_bytes(path: Path) -> int:
+    try:
+        return path.lstat().st_size
+    except OSError:  # removed since it was listed
+        return 0
 
 
 def _embeddings_report(root: Path) -> dict[str, Any]:
@@ -120,7 +163,7 @@ def _embeddings_report(root: Path) -> dict[str, Any]:
         lambda: EmbeddingCache(root),
         lambda u: {
             "name": u.name,
-            "dimension": u.identity.get("dimension") or u.identity.get("dimensions"),
+            "dimension": u.dimension or u.identity.get("dimension") or u.identity.get("dimensions"),
             "vectors": u.vectors,
             "bytes": u.bytes,
             "identity": u.identity,
@@ -224,6 +267,15 @@ def _print_report(report: dict[str, Any]) -> None:
         table = _TABLES[name](cache)
         if table.row_count:
             console.print(table)
+    if report["others"]:
+        console.print()
+        console.print("[bold]Other folders and files[/bold]")
+        table = Table(box=None, pad_edge=False)
+        for column in ("path", "files", "bytes", "holds"):
+            table.add_column(column, justify="right" if column in ("files", "bytes") else "left")
+        for o in report["others"]:
+            table.add_row(o["path"], f"{o['files']:,}", _size(o["bytes_on_disk"]), o["holds"])
+        console.print(table)
 
 
 def _embeddings_table(cache: dict[str, Any]) -> Table:
@@ -479,7 +531,7 @@ def _cache_root(cache_dir: Path | None) -> Path:
         raise ConfigError(f"There is no cache folder at {root}.", fix)
     if not root.is_dir():
         raise ConfigError(f"The cache folder {root} is not a folder.", fix)
-    marks = (EMBEDDINGS_DB, LLM_DB, CHUNKS_FOLDER, "datasets")
+    marks = (EMBEDDINGS_DB, LLM_DB, CHUNKS_FOLDER, *OTHERS)
     if not any((root / mark).exists() for mark in marks):
         raise ConfigError(
             f"{root} is not a chunkmark cache folder: it has no {EMBEDDINGS_DB}, {LLM_DB} "

@@ -454,6 +454,10 @@ def plan_payload(plan: Plan, max_cost: float | None = None) -> Payload:
         ]
     if plan.unknown:
         found["unknown"] = list(plan.unknown)
+    if plan.setup:  # built or downloaded by the run, not by the plan
+        found["setup"] = [
+            {"embedder": EMBEDDERS.short(s.component), "needed": s.needed} for s in plan.setup
+        ]
     if max_cost is not None:
         found["max_cost"] = max_cost
         found["within_max_cost"] = plan.total_usd is not None and plan.total_usd <= max_cost

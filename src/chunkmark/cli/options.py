@@ -124,8 +124,11 @@ Prices = Annotated[
     Path | None,
     typer.Option(
         "--prices",
-        help="Price file (YAML or JSON, US dollars per 1M tokens) whose entries replace or add "
-        "to the shipped price table the command reads (docs/plan.md).",
+        help="Price file (YAML or JSON, US dollars per 1M tokens; under 'models:', 'NAME: 0.02' "
+        "for an embedding model, 'NAME: {input: 0.15, output: 0.60}' for an LLM) whose entries "
+        "replace or add to the shipped price tables (and the experiment's prices:) wherever a "
+        "cost is estimated. Components that run on this machine cost 0 unless priced here "
+        "(docs/plan.md).",
         show_default=False,
     ),
 ]

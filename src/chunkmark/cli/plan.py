@@ -21,9 +21,13 @@ PLAN_HELP = """Show what `chunkmark run` would do and cost, without running it.
 Prints the cells (dataset x chunker x embedder), the expanded specs, and per embedder the
 distinct texts and tokens it would embed, how many the embedding cache already holds and the
 dollars for the rest; per LLM-calling chunker its calls, tokens and dollars (fewest to most).
-Sends no request, loads no model, writes nothing. Prices come from the shipped tables and the
-experiment file's `prices:` (see docs/plan.md). With --max-cost, exits with status 2 when the
-estimate exceeds it or cannot be made. --json prints the plan as the manifest records it.
+Sends no request, loads, builds or downloads no model, writes nothing: a model that must be
+built or downloaded first (model2vec's distilled MiniLM, a Hub model not cached yet) is named,
+with about how long it takes. Prices come from the shipped tables, the
+experiment file's `prices:` and --prices FILE (see docs/plan.md); components that run on this
+machine (model2vec, sentence-transformers, a server on localhost) cost 0 unless priced there.
+With --max-cost, exits with status 2 when the estimate exceeds it or cannot be made. --json
+prints the plan as the manifest records it.
 """
 
 
@@ -41,6 +45,7 @@ def plan(
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     max_cost: options.MaxCost = None,
+    prices: options.Prices = None,
     as_json: options.Json = False,
 ) -> None:
     from chunkmark.experiments.plan import check_budget, plan_grid
@@ -54,6 +59,7 @@ def plan(
         k=k,
         retrieval=retrieval,
         max_cost=max_cost,
+        price_file=prices,
         cache_dir=cache_dir,
     )
     result = plan_grid(config)
@@ -74,7 +80,18 @@ def render_plan(plan: Plan) -> list[RenderableType]:
     if plan.answers:
         parts.append(_answers_table(plan))
     parts.append(_total_text(plan))
+    if plan.setup:
+        parts.append(_setup_text(plan))
     return parts
+
+
+def _setup_text(plan: Plan) -> Text:
+    """What must be built or downloaded before the first run (plan did neither)."""
+    from chunkmark.embedders import EMBEDDERS
+
+    lines = ["Set-up first (plan neither builds nor downloads):"]
+    lines += [f"- {EMBEDDERS.short(step.component)}: {step.needed}." for step in plan.setup]
+    return Text("\n".join(lines), style="yellow")
 
 
 def _grid_text(plan: Plan) -> Text:
@@ -269,7 +286,7 @@ def _total_text(plan: Plan) -> Text:
     if plan.total_usd is None:
         return Text(
             f"Estimated cost: unknown ({'; '.join(plan.unknown)} is unknown). Give prices "
-            "under 'prices:' in the experiment file (see docs/plan.md).",
+            "with --prices FILE or under 'prices:' in the experiment file (see docs/plan.md).",
             style="yellow",
         )
     line = f"Estimated cost: {_dollars(plan.total_usd)}"

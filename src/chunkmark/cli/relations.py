@@ -116,6 +116,7 @@ def prepare(
         ),
     ] = False,
     max_cost: options.MaxCost = None,
+    prices: options.Prices = None,
     max_calls: Annotated[
         int | None,
         typer.Option(
@@ -139,7 +140,8 @@ def prepare(
     distinct excerpt of the questions once (answers are cached, so a rerun asks nothing), the
     names it writes that occur in the document become entities, and its relationship records
     between them become relations supported by their excerpts (support 'silver'), one
-    templated question each. --max-cost, --cache-dir and --no-cache apply to a silver set only:
+    templated question each. --max-cost, --prices, --cache-dir and --no-cache apply to a silver
+    set only:
     --max-cost refuses to start above the estimate and stops before a request would cross it.
     """
     if silver is not None:
@@ -151,6 +153,7 @@ def prepare(
             gleanings=gleanings or 0,
             dry_run=dry_run,
             max_cost=max_cost,
+            prices=prices,
             max_calls=max_calls,
             cache_dir=cache_dir,
             no_cache=no_cache,
@@ -163,6 +166,7 @@ def prepare(
         gleanings=gleanings,
         dry_run=dry_run,
         max_cost=max_cost,
+        prices=prices,
         max_calls=max_calls,
         cache_dir=cache_dir,
         no_cache=no_cache,
@@ -229,6 +233,7 @@ def _prepare_silver(
     gleanings: int,
     dry_run: bool,
     max_cost: float | None,
+    prices: Path | None,
     max_calls: int | None,
     cache_dir: Path | None,
     no_cache: bool,
@@ -254,6 +259,7 @@ def _prepare_silver(
         max_calls=max_calls,
         max_cost=None if dry_run else max_cost,
         seed=seed,
+        price_file=prices,
     )
     if dry_run:
         dataset = load_dataset(source)

@@ -76,6 +76,7 @@ def run(
         ),
     ] = False,
     max_cost: options.MaxCost = None,
+    prices: options.Prices = None,
     max_calls: Annotated[
         int | None,
         typer.Option(help="Stop before the extractor sends more than this many LLM requests."),
@@ -101,6 +102,7 @@ def run(
         k=k,
         retrieval=retrieval,
         max_cost=max_cost,
+        price_file=prices,
         out=out,
         cache_dir=cache_dir,
         seed=seed,
@@ -113,6 +115,7 @@ def run(
         max_calls=max_calls,
         max_cost=max_cost,
         seed=config.seed,
+        price_file=prices,
     )
     console = Console(stderr=True, quiet=quiet, log_path=False)
     screen = Console(width=None if sys.stdout.isatty() else 160)

@@ -78,6 +78,7 @@ def run(
         ),
     ] = None,
     max_cost: options.MaxCost = None,
+    prices: options.Prices = None,
     out: Annotated[
         Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
     ] = None,
@@ -117,6 +118,7 @@ def run(
         k=k,
         retrieval=retrieval,
         max_cost=max_cost,
+        price_file=prices,
         out=out,
         cache_dir=cache_dir,
         seed=seed,

@@ -114,6 +114,7 @@ def run_command(
     ] = False,
     cache_dir: options.CacheDir = None,
     max_cost: options.MaxCost = None,
+    prices: options.Prices = None,
     as_json: options.Json = False,
     quiet: options.Quiet = False,
 ) -> None:
@@ -169,6 +170,7 @@ def run_command(
         max_cost=max_cost,
         report_writer=writer,
         progress=say,
+        price_file=prices,
     )
     for name, line in result.failures.items():
         console.print(f"failed: {escape(name)}: {escape(line)}")

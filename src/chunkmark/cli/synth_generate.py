@@ -230,10 +230,15 @@ def _print_estimate(
 
 def _rate(price: Price | None, table: PriceTable) -> str:
     """Where the price came from, in words."""
+    from chunkmark.costs.llm_prices import LOCAL_FREE
     from chunkmark.costs.llm_prices import SHIPPED as SHIPPED_PRICES
 
     if price is None or price.source == "fake":
         return "the fake LLM costs nothing"
+    if price.source == LOCAL_FREE:
+        return (
+            f"{price.model} is served from this machine: local, free unless --prices says otherwise"
+        )
     rate = f"${price.input:g} / ${price.output:g} per 1M tokens for {price.model}"
     if price.source == SHIPPED_PRICES and table.date:
         return f"{rate}, list prices of {table.date}"

@@ -66,6 +66,7 @@ def tune(
     ] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the sampler.")] = 0,
     max_cost: options.MaxCost = None,
+    prices: options.Prices = None,
     out: Annotated[
         Path | None, typer.Option(help="Results folder. [default: results/tune-DATE-TIME]")
     ] = None,
@@ -92,6 +93,8 @@ def tune(
         overrides["no_cache"] = True
     if no_report:
         overrides["report"] = False
+    if prices is not None:
+        overrides["price_file"] = prices
     console = Console(stderr=True, quiet=quiet or as_json, log_path=False)
     result = run_tune(
         config_file,

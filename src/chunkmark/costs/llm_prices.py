@@ -3,8 +3,12 @@
 Prices are US dollars per million tokens (input, output and, optionally, prompt-cache reads and
 writes), read on the date the file gives. A model is looked up by its exact name, else by the
 longest name it starts with followed by ``-``; an LLM client's price (:func:`price_of`) also
-takes its provider's prompt-cache ratios where the entry gives none. A model without a price
-has no cost estimate (None, never 0): :func:`unknown_price` is the error naming the fix.
+takes its provider's prompt-cache ratios where the entry gives none. A price the user gave
+(``--prices FILE``, an experiment's ``prices:``) or the shipped list price applies whatever the
+``base_url`` (a proxy on ``localhost`` forwards to the paid API); a model with neither, served
+from this machine (a client whose ``base_url`` is a loopback address, e.g. Ollama on
+``localhost:11434``), costs 0 ("local: free"). Any other model without a price has no cost
+estimate (None, never 0): :func:`unknown_price` is the error naming the fix.
 """
 
 from __future__ import annotations
@@ -15,18 +19,21 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from chunkmark.costs.price_files import PriceError, find_price, parse_price_file, read_price_file
-from chunkmark.costs.prices import LLMPriceEntry, Price, llm_price
+from chunkmark.costs.price_files import (
+    LAYOUT,
+    PriceError,
+    PriceFile,
+    find_price,
+    load_price_file,
+    parse_price_file,
+)
+from chunkmark.costs.prices import Price, llm_price
 from chunkmark.errors import ChunkmarkError
+from chunkmark.remote import is_loopback
 
 SHIPPED = "the shipped llm_prices.yaml"
-LAYOUT = (
-    "Write 'models:' followed by one 'model-name: {input: 0.15, output: 0.60}' per model "
-    "(US dollars per million tokens; optionally cached_input and cache_write, the prices "
-    "of prompt-cache reads and writes)."
-)
+LOCAL_FREE = "local: free"
+"""The source of the price of a model served from this machine (and given no price)."""
 
 E = TypeVar("E", bound=ChunkmarkError)
 
@@ -38,15 +45,6 @@ class PricedLLM(Protocol):
     def name(self) -> str: ...
 
     def identity(self) -> dict[str, Any]: ...
-
-
-class _PriceFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    date: str | None = None
-    currency: str = "USD"
-    per: int = Field(default=1_000_000, gt=0)
-    models: dict[str, LLMPriceEntry]
 
 
 @dataclass(frozen=True)
@@ -68,31 +66,32 @@ def load_llm_prices(
     """The shipped price table (``llm_prices.yaml``), with the entries of ``path`` (YAML or
     JSON, the same layout) replacing or adding to it; a bad file raises ``error``."""
     shipped = resources.files("chunkmark.costs").joinpath("llm_prices.yaml").read_text("utf-8")
-    base = _parse(shipped, SHIPPED, error)
+    base = parse_price_file(shipped, SHIPPED, PriceFile, LAYOUT, error)
     prices = dict(_to_prices(base, SHIPPED))
     if path is not None:
-        file = Path(path)
-        text = read_price_file(file, error)
-        prices.update(_to_prices(_parse(text, str(file), error), str(file)))
+        prices.update(_to_prices(load_price_file(Path(path), error), str(path)))
     return LLMPrices(prices, base.date)
 
 
-def _parse(text: str, where: str, error: type[ChunkmarkError]) -> _PriceFile:
-    return parse_price_file(text, where, _PriceFile, LAYOUT, error)
-
-
-def _to_prices(table: _PriceFile, source: str) -> dict[str, Price]:
+def _to_prices(table: PriceFile, source: str) -> dict[str, Price]:
     scale = 1_000_000 / table.per
-    return {name: llm_price(name, entry, source, scale) for name, entry in table.models.items()}
+    return {name: llm_price(name, entry, source, scale) for name, entry in table.llm().items()}
 
 
 def price_of(llm: PricedLLM, table: LLMPrices) -> Price | None:
-    """The price of ``llm``'s model (0 for the scripted fake), or None when it is not known."""
+    """The price of ``llm``'s model: 0 for the scripted fake; its entry in ``table`` (the
+    user's or the shipped list price); else 0 when it is served from this machine
+    (:data:`LOCAL_FREE`); else None."""
     identity = llm.identity()
+    model = str(identity.get("model", llm.name))
     if identity.get("provider") == "fake":
         return Price(llm.name, 0.0, 0.0, "fake")
-    price = table.find(str(identity.get("model", llm.name)))
-    return None if price is None else price.for_provider(identity.get("provider"))
+    price = table.find(model)
+    if price is not None:
+        return price.for_provider(identity.get("provider"))
+    if is_loopback(str(identity.get("host") or "")):
+        return Price(model, 0.0, 0.0, LOCAL_FREE, 0.0, 0.0)
+    return None
 
 
 def unknown_price(llm: PricedLLM, table: LLMPrices, error: type[E]) -> E:

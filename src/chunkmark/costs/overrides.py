@@ -16,12 +16,14 @@ the provider's usual ratios apply (:data:`chunkmark.costs.prompt_cache.CACHE_MUL
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from chunkmark.costs.embedding_prices import EmbeddingPrices, load_embedding_prices
 from chunkmark.costs.llm_prices import LLMPrices, load_llm_prices
+from chunkmark.costs.price_files import load_price_file
 from chunkmark.costs.prices import LLMPriceEntry, llm_price
 from chunkmark.errors import ConfigError
 
@@ -78,18 +80,21 @@ class PlanPrices:
         }
 
 
-def load_plan_prices(overrides: dict[str, Any] | None) -> PlanPrices:
-    """The shipped embedding and LLM price tables with the experiment's ``prices:`` applied."""
+def load_plan_prices(
+    overrides: dict[str, Any] | None, price_file: str | Path | None = None
+) -> PlanPrices:
+    """The shipped embedding and LLM price tables with the experiment's ``prices:`` applied,
+    then the entries of ``price_file`` (``--prices FILE``, the layout of
+    :class:`~chunkmark.costs.price_files.PriceFile`); a bad file is a ConfigError."""
     extra = PriceOverrides.parse(overrides)
-    shipped = load_embedding_prices()
-    embedding = EmbeddingPrices(
-        {**shipped.per_million, **extra.embedding},
-        shipped.local,
-        shipped.date,
-        shipped.sources + ((OVERRIDES,) if extra.embedding else ()),
-    )
+    embedding = load_embedding_prices().with_entries(extra.embedding, (), OVERRIDES)
     llm = load_llm_prices()
     added = {m: llm_price(m, p, OVERRIDES) for m, p in extra.llm.items()}
+    if price_file is not None:
+        file = load_price_file(Path(price_file), ConfigError)
+        embedding = embedding.with_entries(file.embedding(), file.local, str(price_file))
+        scale = 1_000_000 / file.per
+        added |= {m: llm_price(m, p, str(price_file), scale) for m, p in file.llm().items()}
     return PlanPrices(
-        embedding, LLMPrices({**llm.prices, **added}, llm.date), frozenset(extra.embedding)
+        embedding, LLMPrices({**llm.prices, **added}, llm.date), frozenset(embedding.given)
     )

@@ -1,10 +1,11 @@
 """Price files (YAML or JSON), shared by the LLM and embedding price tables.
 
 Both tables ship as package files with the date their list prices were read, and a user's
-``--prices FILE`` of the same layout replaces or adds entries. This module reads and validates
-such a file and looks a model up by name; what one entry holds (one price, or input and output
-prices) is the caller's pydantic model, and the error raised is the caller's type (the default
-being :class:`PriceError`).
+``--prices FILE`` replaces or adds entries. One layout serves both (:class:`PriceFile`), so the
+same file means the same on every command: an entry that is a number is an embedding model's
+price, one with ``input`` and ``output`` an LLM's; ``local:`` lists embedders that cost nothing.
+This module reads and validates such a file and looks a model up by name; the error raised is
+the caller's type (the default being :class:`PriceError`).
 """
 
 from __future__ import annotations
@@ -12,15 +13,52 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from chunkmark.costs.prices import LLMPriceEntry
 from chunkmark.errors import ChunkmarkError
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
+
+
+LAYOUT = (
+    "Write 'models:' followed by one entry per model in US dollars per million tokens: "
+    "'text-embedding-3-small: 0.02' for an embedding model, 'gpt-4o-mini: {input: 0.15, "
+    "output: 0.60}' for an LLM (optionally cached_input and cache_write, the prices of "
+    "prompt-cache reads and writes); 0 for a free model. 'local: [embedder, ...]' names "
+    "embedders that cost nothing."
+)
+
+
+class PriceFile(BaseModel):
+    """A price file: entries by model name (a number: an embedding model's price; input and
+    output prices: an LLM's), in US dollars per ``per`` tokens, and the embedders that are
+    free (``local``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    date: str | None = None
+    currency: str = "USD"
+    per: float = Field(default=1_000_000, gt=0)
+    local: list[str] = []
+    models: dict[str, Annotated[float, Field(ge=0)] | LLMPriceEntry] = {}
+
+    def embedding(self) -> dict[str, float]:
+        """The embedding models' prices, per million tokens."""
+        scale = 1_000_000 / self.per
+        return {
+            name: float(price) * scale
+            for name, price in self.models.items()
+            if not isinstance(price, LLMPriceEntry)
+        }
+
+    def llm(self) -> dict[str, LLMPriceEntry]:
+        """The LLMs' entries, as the file gives them (in its ``per``)."""
+        return {n: p for n, p in self.models.items() if isinstance(p, LLMPriceEntry)}
 
 
 class PriceError(ChunkmarkError):
@@ -37,6 +75,11 @@ def read_price_file(path: Path, error: type[ChunkmarkError]) -> str:
             f"Cannot read the price file {path}: {exc}.",
             "Pass a readable YAML or JSON file to --prices.",
         ) from None
+
+
+def load_price_file(path: Path, error: type[ChunkmarkError] = PriceError) -> PriceFile:
+    """A user's price file (``--prices FILE``), read and checked; ``error`` names a bad one."""
+    return parse_price_file(read_price_file(path, error), str(path), PriceFile, LAYOUT, error)
 
 
 def parse_price_file(

@@ -91,11 +91,13 @@ def _identity_json(identity: dict[str, Any]) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class IdentityUsage:
-    """One embedder identity in the cache: its vectors and their bytes (vector data only)."""
+    """One embedder identity in the cache: its vectors and their bytes (vector data only), and
+    their dimension (None when it holds no vector, or vectors of different lengths)."""
 
     identity: dict[str, Any]
     vectors: int
     bytes: int
+    dimension: int | None = None
 
     @property
     def name(self) -> str:
@@ -207,15 +209,20 @@ class EmbeddingCache(SQLiteStore):
         return [(json.loads(text), int(n)) for text, n in rows]
 
     def usage(self) -> list[IdentityUsage]:
-        """Each embedder identity in the cache with its vectors and their bytes, in the order
-        they were first written (identities whose vectors were all deleted included)."""
+        """Each embedder identity in the cache with its vectors, their bytes and dimension, in
+        the order they were first written (identities whose vectors were all deleted
+        included)."""
         with self.connection() as conn:
             rows = conn.execute(
-                "SELECT i.identity, COUNT(v.id), COALESCE(SUM(LENGTH(v.vector)), 0) "
+                "SELECT i.identity, COUNT(v.id), COALESCE(SUM(LENGTH(v.vector)), 0), "
+                "MIN(v.dim), MAX(v.dim) "
                 "FROM identities i LEFT JOIN vectors v ON v.identity_id = i.id "
                 "GROUP BY i.id ORDER BY i.id"
             ).fetchall()
-        return [IdentityUsage(json.loads(text), int(n), int(size)) for text, n, size in rows]
+        return [
+            IdentityUsage(json.loads(text), int(n), int(size), low if low == high else None)
+            for text, n, size, low, high in rows
+        ]
 
     def delete(self, match: Callable[[dict[str, Any]], bool] | None = None) -> int:
         """Delete the vectors of every identity ``match`` accepts (all vectors with None), in

@@ -7,9 +7,11 @@ tokenizer pass and a mean of rows. It is tens of times faster than the model it 
 cost in retrieval quality that depends on the corpus (``chunkmark suite`` shows it per set).
 
 ``model2vec(model=...)`` takes a folder (or a model name that model2vec can load). With no
-model, it uses all-MiniLM-L6-v2 distilled into chunkmark's cache
-(:func:`distilled_minilm`, built once from the offline MiniLM package by
-``chunkmark embedders distill``), so it works with no model hub.
+model, it uses all-MiniLM-L6-v2 distilled into chunkmark's cache (:func:`distilled_minilm`,
+built once, on first use, from the offline MiniLM package), so it works with no model hub.
+Building it runs the transformer over MiniLM's vocabulary once: ``chunkmark plan`` says so
+and about how long it takes (:meth:`Model2VecEmbedder.setup_needed`) without building it, and
+the build draws no progress bars or load reports (:mod:`chunkmark.embedders.quiet`).
 The identity is the SHA-256 of every file of the folder, so another model (or the same name
 re-distilled differently) never reads this one's cached vectors.
 """
@@ -17,6 +19,8 @@ re-distilled differently) never reads this one's cached vectors.
 from __future__ import annotations
 
 import importlib
+import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
+from chunkmark.embedders.quiet import quiet_loading
 from chunkmark.embedders.st_models import file_sha256, minilm_package_dir
 from chunkmark.errors import EmbeddingError
 from chunkmark.paths import resolve_cache_dir
@@ -35,6 +40,13 @@ DEFAULT_MODEL = "minilm-distilled"
 DEFAULT_PCA_DIMS = 256
 _DISTILLED_FOLDER = "model2vec-all-MiniLM-L6-v2-pca256"
 _INSTALL = "pip install 'chunkmark[model2vec]'"
+_REMOVED_TOKENS = re.compile(r"\[unused\d+\]")  # what distill leaves out (its default pattern)
+DISTILL_TOKENS_PER_SECOND = (100.0, 750.0)
+"""How fast distilling encodes vocabulary tokens on a CPU, slowest and fastest seen: 29,525
+tokens took 103 s, 313 s and 474 s on two cores shared with other jobs (``chunkmark plan -d
+demo -e 'model2vec()'`` with an empty cache before plan stopped building, then
+``EMBEDDERS.build('model2vec()')[0].embed(['a text'])`` before and after its noise was
+silenced), and about 40 s on a laptop (issue 36)."""
 
 
 def distilled_minilm_dir(cache_dir: str | Path | None = None) -> Path:
@@ -63,11 +75,39 @@ def distilled_minilm(cache_dir: str | Path | None = None, *, force: bool = False
             "distilling a model2vec model needs model2vec's distill extra.",
             "pip install 'chunkmark[model2vec]' (it includes model2vec[distill]).",
         ) from None
-    model = distill.distill(model_name=str(source), pca_dims=DEFAULT_PCA_DIMS)
+    with quiet_loading("model2vec.distill.inference"):
+        model = distill.distill(model_name=str(source), pca_dims=DEFAULT_PCA_DIMS)
     partial = target.with_name(target.name + ".partial")
     model.save_pretrained(str(partial))
     partial.replace(target)
     return target
+
+
+def distillation_estimate() -> str:
+    """What building the distilled MiniLM does and about how long it takes, from what is known
+    without running it: the vocabulary tokens it encodes (read from MiniLM's tokenizer file)
+    at :data:`DISTILL_TOKENS_PER_SECOND`."""
+    source = minilm_package_dir()
+    tokens = None
+    if source is not None and (source / "tokenizer.json").is_file():
+        try:
+            vocab = json.loads((source / "tokenizer.json").read_text("utf-8"))["model"]["vocab"]
+            tokens = sum(1 for t in vocab if not _REMOVED_TOKENS.fullmatch(t))
+        except (OSError, ValueError, KeyError, TypeError):
+            tokens = None
+    if tokens is None:
+        return "it runs all-MiniLM-L6-v2 over its vocabulary once"
+    slow, fast = DISTILL_TOKENS_PER_SECOND
+    return (
+        f"it runs all-MiniLM-L6-v2 over its {tokens:,} vocabulary tokens once: about "
+        f"{_duration(tokens / fast)} to {_duration(tokens / slow)} on a CPU"
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(10, round(seconds, -1)):.0f} s"
+    return f"{round(seconds / 60):.0f} min"
 
 
 class Model2VecEmbedder:
@@ -101,6 +141,20 @@ class Model2VecEmbedder:
     @property
     def name(self) -> str:
         return f"model2vec:{self.model}"
+
+    def setup_needed(self) -> str | None:
+        """What must be built before this embedder runs, and about how long it takes (None
+        when nothing is): the distilled MiniLM, when it is not in the cache yet. Builds
+        nothing."""
+        if self.model != DEFAULT_MODEL or self._folder is not None:
+            return None
+        target = distilled_minilm_dir()
+        if (target / "model.safetensors").is_file():
+            return None
+        return (
+            f"all-MiniLM-L6-v2 must be distilled into {target} first ({distillation_estimate()}"
+            "); the first run builds it, once"
+        )
 
     def folder(self) -> Path:
         """The model folder this spec names (the distilled MiniLM is built on first use)."""

@@ -12,11 +12,9 @@ model's small config files, so a fully cached run never loads torch.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from chunkmark.embedders.late_chunking import (
     check_late_settings,
     post_pool,
 )
+from chunkmark.embedders.quiet import quiet_loading
 from chunkmark.embedders.st_device import (
     DEVICES,
     PRECISIONS,
@@ -184,6 +183,18 @@ class SentenceTransformerEmbedder:
         if self._resolved is None:
             self._resolved = resolve_model(self.model, self.revision)
         return self._resolved
+
+    def setup_needed(self) -> str | None:
+        """What must be fetched before this embedder runs (None when nothing is): a Hub model
+        that is not in the local Hugging Face cache. Downloads nothing."""
+        resolved = self.resolved
+        if resolved.source != "hub" or _hub_config(resolved) is not None:
+            return None
+        return (
+            f"{resolved.name} must be downloaded from the Hugging Face Hub first (it is not in "
+            "the local Hugging Face cache; how long depends on its size and the network, "
+            "neither known before the download); the first run downloads it, once"
+        )
 
     def identity(self) -> dict[str, Any]:
         config = self._model_config()
@@ -437,7 +448,7 @@ class SentenceTransformerEmbedder:
         start = time.perf_counter()
         device = run_device(self.device, self.precision)
         try:
-            with _quiet_loading():
+            with quiet_loading():
                 model = SentenceTransformer(
                     resolved.location,
                     device=device,
@@ -456,43 +467,6 @@ class SentenceTransformerEmbedder:
         self._load_seconds += time.perf_counter() - start
         self._st = model
         return model
-
-
-class _UnusedKeysOnly(logging.Filter):
-    """Drops transformers' weight-loading report when it lists only checkpoint keys the model
-    does not use (all-MiniLM-L6-v2's ``embeddings.position_ids``, harmless); a report of a
-    missing or mismatched weight, which means the model is not the one trained, still shows."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if "LOAD REPORT" not in message:
-            return True
-        return any(word in message for word in ("MISSING", "MISMATCH", "CONVERSION"))
-
-
-@contextlib.contextmanager
-def _quiet_loading() -> Iterator[None]:
-    """While a model loads: no weight-loading progress bar (chunkmark reports its own
-    progress) and no load report that lists only unused keys."""
-    try:
-        from transformers.utils import logging as transformers_logging
-    except ImportError:  # pragma: no cover - sentence-transformers requires transformers
-        yield
-        return
-    hf_logging: Any = transformers_logging  # its progress-bar switches are untyped
-    bar = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    loggers = [logging.getLogger("transformers.modeling_utils")]
-    quiet = _UnusedKeysOnly()
-    for each in loggers:
-        each.addFilter(quiet)
-    try:
-        yield
-    finally:
-        for each in loggers:
-            each.removeFilter(quiet)
-        if bar:
-            hf_logging.enable_progress_bar()
 
 
 def _check_kind(kind: str) -> None:

@@ -198,6 +198,7 @@ class ExperimentConfig(BaseModel):
     report: bool = True  # write OUT/report.html at the end of the run
     max_cost: float | None = None  # refuse to start when the plan's estimate in USD exceeds it
     prices: dict[str, Any] | None = None  # overrides of the package's price tables (see plan)
+    price_file: Path | None = None  # --prices FILE: entries over the tables and ``prices``
     executor: Literal["local", "ray"] = "local"  # where cells run (results are identical)
     ray: RayOptions = RayOptions()
     answers: AnswerOptions | None = None  # answer the questions from what was retrieved

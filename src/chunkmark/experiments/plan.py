@@ -14,6 +14,11 @@ How it counts
 -------------
 - **Cells**: datasets x chunkers x embedders (the config's expanded, canonical specs); every
   cell is scored at each retrieval setting and scoring option from one ranking.
+- **Set-up**: an embedder that must be built or downloaded before it runs (its
+  ``setup_needed()``: model2vec's distilled MiniLM not in the cache yet, a sentence-transformers
+  Hub model not in the local Hugging Face cache) is named in ``setup`` with what it takes and
+  about how long; the plan never builds or downloads it, so its identity (and the cache's
+  share) is unknown until the first run.
 - **Chunk texts.** A chunker that neither embeds nor calls an LLM is read from the chunk store
   or run on the documents (cheap, no model). A semantic chunker (trait ``embeds``) is read from
   the store when the cell's embedder identity can be had without loading a model; otherwise its
@@ -60,10 +65,13 @@ How it counts
   reference and cell, plus the whole-document baseline's where it fits (cached ones replayed),
   and the judge's one per answer; input tokens at the setting's token budget of context
   (unknown for a setting without one), output at each request's ``max_tokens``.
-- **Dollars**: tokens to embed x the embedding price table (``costs/embedding_prices.yaml``;
-  embedders listed as local cost 0), and LLM tokens x the LLM price table
-  (``costs/llm_prices.yaml``, with cached-input and cache-write prices), each with the
-  experiment file's ``prices:`` overrides (:mod:`chunkmark.costs.overrides`). A model is looked
+- **Dollars**: tokens to embed x the embedding price table (``costs/embedding_prices.yaml``),
+  and LLM tokens x the LLM price table (``costs/llm_prices.yaml``, with cached-input and
+  cache-write prices), each with the experiment file's ``prices:`` overrides
+  (:mod:`chunkmark.costs.overrides`) and the entries of ``--prices FILE`` (``price_file``) on
+  top. A component that runs on this machine (an embedder listed as local: model2vec,
+  sentence-transformers; an OpenAI-compatible client of a loopback ``base_url``) costs 0
+  unless a price was given for its model. A model is looked
   up by its exact name, else by the longest name it starts with followed by ``-`` (a dated
   snapshot takes its base model's price). A model with no price makes its cost, and the total,
   unknown (``None``), never 0.
@@ -95,6 +103,7 @@ from chunkmark.experiments.plan_embedding import (
     embedder_token_counter,
     identity_without_loading,
     record_chunking,
+    setup_needed,
 )
 from chunkmark.experiments.plan_llm import LLMPlanning, plan_llm_chunker
 from chunkmark.experiments.plan_model import (
@@ -104,6 +113,7 @@ from chunkmark.experiments.plan_model import (
     EmbedderPlan,
     LLMChunkerPlan,
     Plan,
+    SetupStep,
     Source,
 )
 from chunkmark.specs import Spec
@@ -142,6 +152,7 @@ class _Planner:
     llm_plans: list[LLMChunkerPlan] = field(default_factory=list)
     answer_plans: list[AnswerPlan] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
+    setup: list[SetupStep] = field(default_factory=list)
     _store: ChunkStore | None = None
     _llm_cache: LLMCache | None = None
 
@@ -161,6 +172,9 @@ class _Planner:
         if key not in self.buckets:
             inner, _ = EMBEDDERS.build(canonical)
             self.buckets[key] = Bucket(canonical, inner, in_grid)
+            needed = setup_needed(inner)
+            if needed is not None:
+                self.setup.append(SetupStep(component=key, needed=needed))
             self.identities[key] = identity_without_loading(inner)
         return self.buckets[key]
 
@@ -309,7 +323,7 @@ def plan_grid(config: ExperimentConfig) -> Plan:
     """
     from chunkmark.paths import resolve_cache_dir
 
-    prices = load_plan_prices(config.prices)
+    prices = load_plan_prices(config.prices, config.price_file)
     cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
     planner = _Planner(config, prices, cache_dir)
     datasets = []
@@ -340,6 +354,7 @@ def plan_grid(config: ExperimentConfig) -> Plan:
         embedding=embedding,
         llm_chunkers=planner.llm_plans,
         answers=planner.answer_plans,
+        setup=planner.setup,
         cache_dir=None if cache_dir is None else str(cache_dir),
         no_cache=config.no_cache,
         prices=prices.to_dict(),
@@ -368,9 +383,11 @@ def check_budget(plan: Plan, max_cost: float | None) -> None:
         raise CostLimitError(
             f"The cost of this grid cannot be estimated ({missing} is unknown), so "
             f"--max-cost {usd(max_cost)} cannot be enforced.",
-            "Give the missing prices under 'prices:' in the experiment file, e.g. "
-            "'prices: {embedding: {MODEL: 0.02}, llm: {MODEL: {input: 0.15, output: 0.60}}}' "
-            "(US dollars per million tokens; 0 for a free endpoint), or run without --max-cost.",
+            "Give the missing prices with --prices FILE (YAML: 'models: {MODEL: 0.02}' for an "
+            "embedding model, 'models: {MODEL: {input: 0.15, output: 0.60}}' for an LLM) or in "
+            "the experiment file ('prices: {embedding: {MODEL: 0.02}, llm: {MODEL: {input: "
+            "0.15, output: 0.60}}}'); US dollars per million tokens, 0 for a free endpoint. Or "
+            "run without --max-cost.",
         )
     if plan.total_usd <= max_cost:
         return

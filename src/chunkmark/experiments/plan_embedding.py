@@ -13,7 +13,7 @@ import numpy as np
 
 from chunkmark.chunkers import CHUNKERS, ChunkerContext
 from chunkmark.chunkers.estimate import ENCODING
-from chunkmark.costs.overrides import OVERRIDES, PlanPrices
+from chunkmark.costs.overrides import PlanPrices
 from chunkmark.embedders.base import Embedder, FloatArray, Kind, l2_normalise
 from chunkmark.embedders.cache import DB_NAME as EMBEDDING_DB
 from chunkmark.embedders.cache import EmbeddingCache
@@ -29,19 +29,27 @@ if TYPE_CHECKING:
 LOOKUP_BATCH = 4096  # texts per embedding-cache lookup (bounds the vectors read at once)
 
 
-def identity_without_loading(embedder: Any) -> dict[str, Any] | None:
-    """The embedder's identity, or None when getting it would load (or download) a model.
-
-    A sentence-transformers Hub model that is not in the local Hugging Face cache needs its
-    files for its identity; every other built-in embedder reads only names and small files.
-    """
-    from chunkmark.embedders.sentence_transformers import SentenceTransformerEmbedder, _hub_config
-
+def setup_needed(embedder: Any) -> str | None:
+    """What must be built or downloaded before ``embedder`` runs, and about how long it takes,
+    or None when it is ready: its ``setup_needed()`` (a sentence-transformers Hub model not in
+    the local cache, model2vec's distilled MiniLM not built yet), which builds nothing."""
+    ask = getattr(embedder, "setup_needed", None)
+    if not callable(ask):
+        return None
     try:
-        if isinstance(embedder, SentenceTransformerEmbedder):
-            resolved = embedder.resolved
-            if resolved.source == "hub" and _hub_config(resolved) is None:
-                return None
+        found = ask()
+    except (ChunkmarkError, OSError, ValueError):
+        return None
+    return None if found is None else str(found)
+
+
+def identity_without_loading(embedder: Any) -> dict[str, Any] | None:
+    """The embedder's identity, or None when getting it would build, load or download a model
+    (:func:`setup_needed` says what); every built-in embedder that is set up reads only names
+    and small files for it."""
+    if setup_needed(embedder) is not None:
+        return None
+    try:
         identity: dict[str, Any] = embedder.identity()
     except (ChunkmarkError, OSError, ValueError):
         return None
@@ -199,7 +207,7 @@ def embedder_plan(
         cache.close()
     total = sum(doc_tokens) + sum(query_tokens)
     to_embed = total - (cached_tokens or 0) + b.estimated_tokens
-    price = prices.embedding.price_of(str(b.spec), identity)
+    price, source = prices.embedding.lookup(str(b.spec), _with_base_url(b, identity))
     model = embedding_model(b, identity)
     cost = None if price is None else to_embed * price / 1_000_000
     if price is None and to_embed == 0:
@@ -222,19 +230,15 @@ def embedder_plan(
         estimated_for=b.estimated_for,
         tokens_to_embed=to_embed,
         usd_per_million=price,
-        price_source=_price_source(b, prices, model, price),
+        price_source=source,
         usd=cost,
     )
 
 
-def _price_source(b: Bucket, prices: PlanPrices, model: str | None, price: float | None) -> str:
-    if price is None:
-        return "unknown: not in the price table"
-    if b.spec.name in prices.embedding.local:
-        return "local: free"
-    if model is not None and prices.embedding.find(model) is not None:
-        overridden = any(
-            model == name or model.startswith(name + "-") for name in prices.embedding_overrides
-        )
-        return OVERRIDES if overridden else "price table"
-    return "price table"
+def _with_base_url(b: Bucket, identity: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The identity, or (when it needs the model) what of it the built embedder tells without
+    loading anything: its endpoint, which says whether it runs on this machine."""
+    if identity is not None:
+        return identity
+    base_url = getattr(b.embedder, "base_url", None)
+    return {"base_url": base_url} if isinstance(base_url, str) else None

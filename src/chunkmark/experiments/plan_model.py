@@ -124,6 +124,14 @@ class AnswerPlan(_Model):
     note: str = ""
 
 
+class SetupStep(_Model):
+    """A component that must be built or downloaded before a run can use it (``needed``: what,
+    and about how long), which the plan did not do."""
+
+    component: str
+    needed: str
+
+
 class Plan(_Model):
     """The whole plan; ``total_usd`` is None when any part's cost is unknown (``unknown``
     says which). ``total_usd`` takes LLM chunkers at their fewest calls, ``total_usd_max`` at
@@ -138,6 +146,7 @@ class Plan(_Model):
     embedding: list[EmbedderPlan]
     llm_chunkers: list[LLMChunkerPlan]
     answers: list[AnswerPlan] = Field(default_factory=list)
+    setup: list[SetupStep] = Field(default_factory=list)
     cache_dir: str | None
     no_cache: bool
     prices: dict[str, Any]

@@ -291,7 +291,12 @@ class Session:
 
     def _embedder(self, e_spec: Spec) -> tuple[CachedEmbedder, dict[str, Any]]:
         if e_spec not in self._embedders:
+            from chunkmark.experiments.plan_embedding import setup_needed
+
             inner, _ = EMBEDDERS.build(e_spec)
+            needed = setup_needed(inner)
+            if needed is not None:  # built or downloaded now, by its identity or first use
+                self.say(f"set-up   {EMBEDDERS.short(e_spec)}: {needed}")
             identity = _safe_identity(inner)
             if self.config.executor == "ray":  # misses are embedded by the cluster's actors
                 from chunkmark.experiments.ray_executor import ClusterEmbedder

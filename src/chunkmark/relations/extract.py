@@ -460,9 +460,12 @@ class LLMExtractor:
         self, chunks: Sequence[ChunkInput], prices: LLMPrices | None = None
     ) -> ExtractionEstimate:
         """Calls, tokens and dollars of extracting ``chunks``, without any request (see the
-        module docs); the cache is only read. ``prices`` defaults to the shipped table."""
+        module docs); the cache is only read. ``prices`` defaults to the budget's table, else
+        the shipped one."""
         from chunkmark.costs.llm_prices import load_llm_prices, price_of
 
+        if prices is None and self.budget is not None:
+            prices = self.budget.prices
         table = prices if prices is not None else load_llm_prices()
         price = price_of(self.llm, table)
         totals = dict.fromkeys(

@@ -115,6 +115,7 @@ class ExtractorSetup:
     max_calls: int | None = None
     max_cost: float | None = None
     seed: int = 0
+    price_file: Path | None = None  # --prices FILE: LLM prices over the shipped table
 
 
 def build_extractor(setup: ExtractorSetup, rs: RelationSet) -> tuple[Extractor, str]:
@@ -122,14 +123,17 @@ def build_extractor(setup: ExtractorSetup, rs: RelationSet) -> tuple[Extractor, 
     LLM client cached under the cache folder and held to the budget; and the spec that names
     its results (canonical, without the LLM's transport parameters)."""
     from chunkmark.chunkers import ChunkerContext
+    from chunkmark.costs.llm_prices import load_llm_prices
+    from chunkmark.errors import ConfigError
     from chunkmark.paths import resolve_cache_dir
     from chunkmark.relations.extract import EXTRACTORS, Budget
 
     cache = None if setup.no_cache else resolve_cache_dir(setup.cache_dir)
+    prices = None if setup.price_file is None else load_llm_prices(setup.price_file, ConfigError)
     extractor, spec = EXTRACTORS.build(
         setup.spec,
         context=ChunkerContext(cache_dir=cache, seed=setup.seed),
-        budget=Budget(max_calls=setup.max_calls, max_cost=setup.max_cost),
+        budget=Budget(max_calls=setup.max_calls, max_cost=setup.max_cost, prices=prices),
         relations=rs.relations,
     )
     return extractor, str(EXTRACTORS.identity(spec))

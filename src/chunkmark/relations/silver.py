@@ -64,6 +64,7 @@ from chunkmark.spans import Span
 
 if TYPE_CHECKING:
     from chunkmark.chunkers import ChunkerContext
+    from chunkmark.costs.llm_prices import LLMPrices
     from chunkmark.relations.extract import ExtractionEstimate, LLMExtractor
 
 Progress = Callable[[str], None]
@@ -446,37 +447,41 @@ def silver_extractor(
     max_calls: int | None = None,
     max_cost: float | None = None,
     seed: int = 0,
+    price_file: str | Path | None = None,
 ) -> LLMExtractor:
     """The ``llm`` extractor for the LLM spec ``llm``, its answers cached under the cache
     folder (none with ``no_cache``) and held to ``max_calls`` requests and ``max_cost`` US
-    dollars."""
+    dollars, priced from the shipped LLM price table with ``price_file``'s entries on top."""
     from chunkmark.chunkers import ChunkerContext
+    from chunkmark.costs.llm_prices import load_llm_prices
+    from chunkmark.errors import ConfigError
     from chunkmark.paths import resolve_cache_dir
     from chunkmark.relations.extract import EXTRACTORS, Budget, LLMExtractor
     from chunkmark.specs import Spec
 
     cache = None if no_cache else resolve_cache_dir(cache_dir)
     context = ChunkerContext(cache_dir=cache, seed=seed)
+    prices = load_llm_prices(price_file, ConfigError)
     if max_cost is not None:
-        _check_price(context, llm, max_cost)
+        _check_price(context, llm, max_cost, prices)
     extractor, _ = EXTRACTORS.build(
         Spec.of("llm", llm=llm, gleanings=gleanings),
         context=context,
-        budget=Budget(max_calls=max_calls, max_cost=max_cost),
+        budget=Budget(max_calls=max_calls, max_cost=max_cost, prices=prices),
     )
     if not isinstance(extractor, LLMExtractor):  # the registry's "llm" entry builds one
         raise TypeError(f"expected an LLMExtractor, got {type(extractor).__name__}")
     return extractor
 
 
-def _check_price(context: ChunkerContext, llm: str, max_cost: float) -> None:
+def _check_price(context: ChunkerContext, llm: str, max_cost: float, prices: LLMPrices) -> None:
     """Refuse ``max_cost`` for a model without a known price (the client is built once: the
     context keeps it for the extractor)."""
     from chunkmark.costs.budget import usd
-    from chunkmark.costs.llm_prices import load_llm_prices, price_of
+    from chunkmark.costs.llm_prices import price_of
 
     client = context.llm(llm)
-    if price_of(client, load_llm_prices()) is None:
+    if price_of(client, prices) is None:
         raise _unpriced(str(client.identity().get("model", client.name)), usd(max_cost))
 
 
@@ -485,7 +490,9 @@ def _unpriced(model: str, limit: str) -> Exception:
 
     return CostLimitError(
         f"No price is known for {model!r}, so --max-cost {limit} cannot be enforced.",
-        "Use a model with a known price, or run without --max-cost.",
+        "Give its price with --prices FILE (YAML: 'models: {MODEL: {input: 0.15, output: "
+        "0.60}}', US dollars per million tokens), use a model with a known price, or run "
+        "without --max-cost.",
     )
 
 

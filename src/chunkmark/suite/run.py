@@ -181,6 +181,7 @@ def run_suite(
     max_cost: float | None = None,
     report_writer: ReportWriter | None = None,
     progress: Callable[[str], None] | None = None,
+    price_file: Path | None = None,
 ) -> SuiteResult:
     """Run ``grid`` on every set into ``out/<set>/`` (resuming finished cells), then write
     ``suite.json`` and ``combined.csv``. A set that fails is recorded with its one-line
@@ -192,7 +193,9 @@ def run_suite(
         try:
             dataset = load_dataset(one.folder)
             scope = scope_of(dataset)
-            config = suite_config(one, grid, scope, out, cache_dir, max_cost, report_writer)
+            config = suite_config(
+                one, grid, scope, out, cache_dir, max_cost, report_writer, price_file=price_file
+            )
             say(f"{one.name}: {len(dataset.questions)} questions, {scope} scope")
             result.results[one.name] = evaluate(
                 config, progress=_prefixed(say, one.name), report_writer=report_writer
@@ -216,8 +219,10 @@ def suite_config(
     cache_dir: Path | None,
     max_cost: float | None,
     report_writer: ReportWriter | None,
+    *,
+    price_file: Path | None = None,
 ) -> ExperimentConfig:
-    """The experiment a set is run with."""
+    """The experiment a set is run with (``price_file``: ``--prices FILE``)."""
     try:
         return make_config(
             {
@@ -228,6 +233,7 @@ def suite_config(
                 "out": out / one.name,
                 "cache_dir": cache_dir,
                 "max_cost": max_cost,
+                "price_file": price_file,
                 "report": report_writer is not None,
             }
         )
