@@ -18,7 +18,7 @@ from chunkmark.cli import options
 from chunkmark.errors import ConfigError, SpecError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison, compare_paired
-from chunkmark.metrics.selection import QuestionsNeeded, questions_needed
+from chunkmark.metrics.selection import QuestionsNeeded, questions_needed, verdict_of
 
 if TYPE_CHECKING:
     from chunkmark.report.settings import Scoring
@@ -258,7 +258,7 @@ def compare_cells(
         cell_b,
         result,
         alpha,
-        _verdict(result, metric, alpha),
+        _verdict(result, metric, alpha, needed),
         needed,
     )
 
@@ -398,30 +398,60 @@ def _paired_values(
     )
 
 
-def _verdict(result: PairedComparison, metric: str, alpha: float) -> str:
+def _verdict(
+    result: PairedComparison, metric: str, alpha: float, needed: QuestionsNeeded | None = None
+) -> str:
+    """The verdict line: better or worse when the test rejects; "inconclusive" when it cannot
+    but the interval excludes zero or more questions are needed than there are; "tied" only
+    when the interval holds zero and no realistic number of questions would separate them."""
     direction = METRICS[metric].direction
     label = METRICS[metric].label
-    if result.p_permutation is None:
+    kind = verdict_of(result.p_permutation, result.ci_low, result.ci_high, result.n, needed, alpha)
+    if kind == "untestable" or result.p_permutation is None:
         return (
             f"cannot tell: a {label} value is missing (NaN) for some question, so no test "
             "can be computed; rerun the cells that produced it"
         )
-    if result.p_permutation >= alpha:
-        # With n questions the smallest two-sided sign-flip p-value is 2 / 2^n.
+    p = result.p_permutation
+    if kind == "significant":
+        better = (result.difference > 0) == (direction == "higher")
+        return (
+            f"A is {'better' if better else 'worse'} than B on {label} by "
+            f"{100 * abs(result.difference):.2f} points (p = {p:.3g})"
+        )
+    # With n questions the smallest two-sided sign-flip p-value is 2 / 2^m, m the questions
+    # whose values differ (a tied question flips to itself).
+    differ = result.wins + result.losses
+    few = ""
+    if 2.0 ** (1 - differ) >= alpha:
         few = (
             f" ({result.n} question{'s' * (result.n != 1)}: no test on so few can reach "
-            f"p < {alpha})"
-            if 2.0 ** (1 - result.n) >= alpha
-            else ""
+            f"p < {alpha:g})"
+            if differ == result.n
+            else f" (only {differ} of the {result.n} questions differ: no test on so few can "
+            f"reach p < {alpha:g})"
         )
+    if kind == "tied":
         return (
-            f"no detectable difference in {label} (p = {result.p_permutation:.3g} >= {alpha})"
-            f"{few}: treat A and B as tied on these questions"
+            f"no detectable difference in {label} (p = {p:.3g} >= {alpha:g}){few}: treat A and "
+            "B as tied on these questions"
         )
-    better = (result.difference > 0) == (direction == "higher")
+    interval = f"[{100 * result.ci_low:+.2f}, {100 * result.ci_high:+.2f}]"
+    why = (
+        f"the {100 * result.level:.0f}% interval {interval} excludes zero"
+        if result.ci_low > 0 or result.ci_high < 0
+        else f"the {100 * result.level:.0f}% interval {interval} is too wide to call a tie"
+    )
+    if needed is not None and needed.n is not None:
+        more = (
+            f"about {needed.n:,} paired questions are needed to detect a difference this large "
+            f"({100 * needed.power:.0f}% power), and there are {result.n}"
+        )
+    else:
+        more = f"more paired questions are needed than the {result.n} there are"
     return (
-        f"A is {'better' if better else 'worse'} than B on {label} by "
-        f"{100 * abs(result.difference):.2f} points (p = {result.p_permutation:.3g})"
+        f"inconclusive on {label}: the test cannot reject a tie (p = {p:.3g} >= {alpha:g})"
+        f"{few}, but {why}: {more}. Do not read it as a tie"
     )
 
 
