@@ -171,8 +171,6 @@ def questions_needed(
     min_difference``, when ``n`` would exceed ``max_questions``, or when the values hold a NaN.
     Differences that are all equal and not zero give ``n = 2``, the smallest t-test.
     """
-    from scipy import stats
-
     x = np.asarray(a, dtype=np.float64)
     d = x if b is None else x - np.asarray(b, dtype=np.float64)
     if d.ndim != 1 or len(d) < 2:
@@ -182,6 +180,31 @@ def questions_needed(
     d = np.round(d, DECIMALS) + 0.0
     mean = float(d.mean())
     sd = float(d.std(ddof=1))
+    return questions_for(
+        mean,
+        sd,
+        power=power,
+        alpha=alpha,
+        min_difference=min_difference,
+        max_questions=max_questions,
+    )
+
+
+def questions_for(
+    mean: float,
+    sd: float,
+    *,
+    power: float = POWER,
+    alpha: float = ALPHA,
+    min_difference: float = MIN_DIFFERENCE,
+    max_questions: int = MAX_QUESTIONS,
+) -> QuestionsNeeded:
+    """:func:`questions_needed` from a mean difference and the standard deviation of the
+    paired differences (the gate asks how many questions a drop of ``--max-drop`` needs)."""
+    from scipy import stats
+
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha} and {power}")
 
     def answer(n: int | None, reason: str | None = None) -> QuestionsNeeded:
         return QuestionsNeeded(n, mean, sd, power, alpha, min_difference, max_questions, reason)
