@@ -321,7 +321,7 @@ def test_the_budget_recommendation_uses_the_recorded_tokens(new_data: ReportData
     small, large = sorted(rows, key=lambda r: r.retrieved_tokens)
     assert small.retrieved_tokens < large.retrieved_tokens
     budget = (small.retrieved_tokens + large.retrieved_tokens) / 2
-    options = StatsOptions(token_budget=budget, permutations=200, bootstrap=200)
+    options = StatsOptions(max_context_tokens=budget, permutations=200, bootstrap=200)
     rec = analyse(new_data, options)[0][0]
     assert rec.budget is not None and rec.budget.cell == small.cell
     assert rec.budget.retrieved_tokens == small.retrieved_tokens

@@ -42,9 +42,14 @@ def report(
     ] = "iou",
     retrieval: options.PickRetrieval = None,
     k: options.PickK = None,
-    token_budget: Annotated[
+    max_context_tokens: Annotated[
         float,
-        typer.Option(help="Tokens retrieved per question for 'best recall within a budget'."),
+        typer.Option(
+            "--max-context-tokens",
+            help="The report's pick 'best recall within N context tokens': cells whose mean "
+            "retrieved tokens per question are at most this (it filters cells; the "
+            "token_budget(tokens=...) retrieval setting cuts each question's context instead).",
+        ),
     ] = 1000.0,
     prices: options.Prices = None,
     alpha: Annotated[float, typer.Option(help="Significance level of the tests.")] = 0.05,
@@ -88,7 +93,7 @@ def report(
         metric=metric,
         retrieval=retrieval,
         k=k,
-        token_budget=token_budget,
+        max_context_tokens=max_context_tokens,
         prices=prices,
         alpha=alpha,
         permutations=permutations,
@@ -160,7 +165,8 @@ def _print_recommendations(result: Report, console: Console) -> None:
             )
         if rec.budget is not None:
             line += (
-                f"; best recall within {rec.token_budget:g} tokens: {cells[rec.budget.cell].label}"
+                f"; best recall within {rec.max_context_tokens:g} context tokens: "
+                f"{cells[rec.budget.cell].label}"
             )
         console.print(line, markup=False, highlight=False)
     for failure in result.data.failures:

@@ -73,7 +73,7 @@ class ReportOptions:
     retrieval: str | None = None
     k: str | None = None
     scoring: str | None = None
-    token_budget: float = 1000.0
+    max_context_tokens: float = 1000.0
     prices: Path | None = None
     alpha: float = 0.05
     permutations: int = 10_000
@@ -88,7 +88,7 @@ class ReportOptions:
             retrieval=self.retrieval,
             k=self.k,
             scoring=self.scoring,
-            token_budget=self.token_budget,
+            max_context_tokens=self.max_context_tokens,
             alpha=self.alpha,
             permutations=self.permutations,
             bootstrap=self.bootstrap,
@@ -210,7 +210,7 @@ def _payload(
                 "retrievalShort": data.short_retrievals()[retrieval],
                 "scoring": scoring,
                 "scoringLabel": Scoring.from_key(scoring).label,
-                "tokenBudget": num(stats.token_budget),
+                "maxContextTokens": num(stats.max_context_tokens),
                 "alpha": stats.alpha,
                 "permutations": stats.permutations,
                 "bootstrap": stats.bootstrap,

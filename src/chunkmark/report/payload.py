@@ -330,7 +330,7 @@ def recommendation_payload(r: Recommendation) -> dict[str, Any]:
         "best": pick_payload(r.best),
         "cheapestTied": pick_payload(r.cheapest_tied),
         "budget": pick_payload(r.budget),
-        "tokenBudget": num(r.token_budget),
+        "maxContextTokens": num(r.max_context_tokens),
         "smallest": _option(r.smallest_retrieval),
         "test": r.test,
         "pBest": [{**(_option(o) or {}), "p": num(p, 4)} for o, p in r.p_best],

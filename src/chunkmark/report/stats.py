@@ -63,7 +63,7 @@ class StatsOptions:
     retrieval: str | None = None
     k: str | None = None
     scoring: str | None = None
-    token_budget: float = 1000.0
+    max_context_tokens: float = 1000.0
     alpha: float = 0.05
     permutations: int = 10_000
     bootstrap: int = 10_000
@@ -161,7 +161,7 @@ class Recommendation:
     best: Pick | None
     cheapest_tied: Pick | None
     budget: Pick | None
-    token_budget: float
+    max_context_tokens: float
     smallest_retrieval: Option | None  # when nothing fits the budget
     test: str = RANDOMISATION
     p_best: tuple[tuple[Option, float], ...] = ()
@@ -317,7 +317,7 @@ def _budget_group(
     fitting = [
         o
         for o in _options(data, dataset, retrieval, scoring)
-        if _row_tokens(data, o) <= options.token_budget
+        if _row_tokens(data, o) <= options.max_context_tokens
     ]
     return _tied(paired_values(data, fitting, "recall"), "recall", options)
 
@@ -420,7 +420,7 @@ def _recommendation(
         best_pick,
         cheapest,
         budget_pick,
-        options.token_budget,
+        options.max_context_tokens,
         smallest,
         p_best=shares,
         min_p_best=options.min_p_best,

@@ -203,7 +203,7 @@
         cheapBox.append(testLine(cheap, rec, "cell"));
       }
       card.append(cheapBox);
-      const budgetBox = el("div", { class: "rec-budget" }, el("h4", { text: `Best recall with ${rShort(rec.retrieval)} within ${int(rec.tokenBudget)} retrieved tokens per question` }));
+      const budgetBox = el("div", { class: "rec-budget" }, el("h4", { text: `Best recall with ${rShort(rec.retrieval)} within ${int(rec.maxContextTokens)} retrieved tokens per question` }));
       if (rec.budget) {
         budgetBox.append(pickLine(rec.budget));
         budgetBox.append(testLine(rec.budget, rec, "option within the budget"));
