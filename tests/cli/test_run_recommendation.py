@@ -43,26 +43,33 @@ def test_the_last_lines_are_the_report_recommendation_and_its_path(tmp_path: Pat
     )
     # On these 64 questions sentences(n=2) is best by mean and in 98% of resamples, but the
     # paired tests tie fixed_tokens(size=64) with it: no single winner, the group and its cost.
-    assert rec.winner is None
-    assert expected[0].startswith(
-        f"No single winner for demo x fake(dimension=64): the best by mean is {measured}"
+    # The reason given is the tie (not "P(best) = 0.98; a winner needs P(best) >= 0.9", which
+    # reads as a contradiction), and 64 questions are fewer than the top two need: inconclusive.
+    assert rec.winner is None and rec.p_best_of(rec.best.option) >= rec.min_p_best
+    assert rec.top_two is not None and rec.top_two.needed.n is not None
+    assert rec.top_two.needed.n > rec.n_questions and rec.verdict == "inconclusive"
+    assert expected[0] == (
+        "No single winner for demo x fake(dimension=64) (inconclusive): 1 other cell is tied "
+        "with it (the paired tests cannot tell them apart); inconclusive, not a tie: about "
+        f"{rec.top_two.needed.n:,} questions would separate the top two, and this run has 64."
     )
+    assert expected[1] == f"The best by mean is {measured}."
+    assert not any("a winner needs" in line for line in expected)
     tied = [o for o in rec.best.tied if o != rec.best.option]
-    assert tied
+    assert len(tied) == 1
     names = [
         f"{report.data.cells[o[0]].chunker_short} (P(best) = {rec.p_best_of(o):.2f})" for o in tied
     ]
-    assert expected[1] == f"Tied with it (paired tests cannot tell them apart): {', '.join(names)}."
+    assert expected[2] == f"Tied with it (paired tests cannot tell them apart): {', '.join(names)}."
     assert rec.cheapest_tied is not None
     cheapest = report.data.cells[rec.cheapest_tied.cell].chunker_short
-    assert expected[2].startswith(
+    assert expected[3].startswith(
         f"Choose on cost within the group: the cheapest to index is {cheapest}"
     )
-    assert rec.top_two is not None and rec.top_two.needed.n is not None
-    assert expected[3].startswith(
+    assert expected[4].startswith(
         f"Separating {best.chunker_short} and {report.data.cells[rec.top_two.b[0]].chunker_short} "
     )
-    assert f"would take about {rec.top_two.needed.n:,} questions for 80% power" in expected[3]
+    assert f"would take about {rec.top_two.needed.n:,} questions for 80% power" in expected[4]
     assert expected[-1] == f"Report: {out / 'report.html'}"
     # The P(best) shown is the share of resamples the library computes for these values.
     from chunkmark.metrics.selection import p_best
@@ -99,7 +106,8 @@ def test_a_clear_winner_is_named_with_its_p_best(tmp_path: Path) -> None:
 def test_no_report_ends_with_the_recommendation_and_no_path(tmp_path: Path) -> None:
     lines = run(tmp_path / "out", "--no-report")
     assert not (tmp_path / "out" / "report.html").exists()
-    assert lines[-4].startswith("No single winner for demo x fake(dimension=64): ")
+    assert lines[-5].startswith("No single winner for demo x fake(dimension=64) (inconclusive): ")
+    assert lines[-4].startswith("The best by mean is ")
     assert lines[-3].startswith("Tied with it")
     assert lines[-2].startswith("Choose on cost within the group: ")
     assert lines[-1].startswith("Separating ")
@@ -113,7 +121,7 @@ def test_without_plotly_the_recommendation_is_still_there(
     monkeypatch.setitem(sys.modules, "plotly.offline", None)
     lines = run(tmp_path / "out")
     assert not (tmp_path / "out" / "report.html").exists()
-    assert lines[-4].startswith("No single winner for demo x fake(dimension=64): ")
+    assert lines[-5].startswith("No single winner for demo x fake(dimension=64) (inconclusive): ")
     assert not any(line.startswith("Report:") for line in lines)
 
 

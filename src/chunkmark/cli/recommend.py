@@ -6,30 +6,25 @@ cell, and where the report is, computed by the report's own analysis
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from chunkmark.report import ReportOptions
     from chunkmark.report.data import ReportData
     from chunkmark.report.stats import Recommendation, Separation, StatsOptions
 
 
 def recommendation_lines(
-    out: Path, report: Path | None = None, min_p_best: float | None = None
+    out: Path, report: Path | None = None, options: ReportOptions | None = None
 ) -> list[str]:
     """What the report of the run in ``out`` recommends, per dataset, as plain lines; then
-    ``report`` (the page written, if any). ``min_p_best``: the P(best) a single winner needs
-    (default: the report's)."""
+    ``report`` (the page written, if any). ``options``: the metric, retrieval setting and
+    P(best) the recommendation reads (default: the report's)."""
     from chunkmark.errors import ChunkmarkError
 
     try:
-        options = None
-        if min_p_best is not None:
-            from chunkmark.report import ReportOptions
-
-            options = replace(ReportOptions().stats(), min_p_best=min_p_best)
-        data, recommendations = recommend(out, options)
+        data, recommendations = recommend(out, None if options is None else options.stats())
     except ChunkmarkError as exc:
         lines = [f"No recommendation: {exc}"]
     else:
@@ -47,12 +42,11 @@ def recommend(
     ChunkmarkError when the run cannot be read or lacks the setting asked for."""
     from chunkmark.report import ReportOptions
     from chunkmark.report.data import load_runs
-    from chunkmark.report.stats import analyse, choose_setting
+    from chunkmark.report.stats import analyse, resolve
 
     data = load_runs([out])
     stats = options or ReportOptions().stats()  # the defaults the run's report.html is built with
-    retrieval, scoring = choose_setting(data, stats)
-    recommendations, _ = analyse(data, replace(stats, retrieval=retrieval, scoring=scoring))
+    recommendations, _ = analyse(data, resolve(data, stats))
     return data, recommendations
 
 
@@ -91,8 +85,9 @@ def _lines(data: ReportData, r: Recommendation) -> list[str]:
             f"{_pct(gap)} points behind (Holm-adjusted p = {p}).",
         ]
     lines = [
-        f"No single winner for {r.dataset}{embedder}: the best by mean is {measured} P(best) = "
-        f"{share:.2f}; a winner needs P(best) >= {r.min_p_best:g} and no cell tied with it."
+        f"No single winner for {r.dataset}{embedder}"
+        f"{' (inconclusive)' if r.verdict == 'inconclusive' else ''}: {r.reason}.",
+        f"The best by mean is {measured} P(best) = {share:.2f}.",
     ]
     if others:
         names = ", ".join(f"{name(o[0])} (P(best) = {r.p_best_of(o):.2f})" for o in others)
@@ -105,10 +100,7 @@ def _lines(data: ReportData, r: Recommendation) -> list[str]:
             )
     else:
         p = "n/a" if best.p_adjusted is None else f"{best.p_adjusted:.2g}"
-        lines.append(
-            f"No cell ties with it after Holm (the runner-up, {name(best.versus[0])}, has "
-            f"adjusted p = {p}), but it is best in only {100 * share:.0f}% of resamples."
-        )
+        lines.append(f"The runner-up, {name(best.versus[0])}, has Holm-adjusted p = {p}.")
     if r.top_two is not None:
         lines.append(_separation_line(r.top_two, name, r.n_questions))
     return lines

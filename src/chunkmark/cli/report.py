@@ -38,8 +38,13 @@ def report(
         typer.Option("--out", "-o", help="Folder to write report.html into (created if missing)."),
     ] = Path("."),
     metric: Annotated[
-        str, typer.Option(help="The metric the recommendation and comparisons use.")
-    ] = "iou",
+        str | None,
+        typer.Option(
+            help="The metric the recommendation and comparisons use. [default: recall at the "
+            "first token_budget(...) setting when the runs hold one, else iou at top_k(k=5)]",
+            show_default=False,
+        ),
+    ] = None,
     retrieval: options.PickRetrieval = None,
     k: options.PickK = None,
     max_context_tokens: Annotated[
@@ -151,9 +156,12 @@ def _print_recommendations(result: Report, console: Console) -> None:
             f"({100 * rec.best.mean:.2f}%, P(best) {rec.p_best_of(rec.best.option):.2f})"
         )
         if rec.winner is None and len(rec.best.tied) > 1:
-            line += f"; no single winner: choose on cost among the {len(rec.best.tied)} tied"
+            line += (
+                f"; no single winner ({rec.verdict}): choose on cost among the "
+                f"{len(rec.best.tied)} tied"
+            )
         elif rec.winner is None and rec.top_two is not None:
-            line += f"; no single winner: P(best) below {rec.min_p_best:g}"
+            line += f"; no single winner: P(best) below {rec.min_p_best:g}, none tied with it"
         if cheap is not None and cheap.index != best.index:
             line += f"; cheapest tied with it: {cheap.label}"
         if rec.winner is None and rec.top_two is not None:

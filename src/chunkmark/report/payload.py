@@ -336,6 +336,8 @@ def recommendation_payload(r: Recommendation) -> dict[str, Any]:
         "pBest": [{**(_option(o) or {}), "p": num(p, 4)} for o, p in r.p_best],
         "minPBest": r.min_p_best,
         "winner": _option(r.winner),
+        "verdict": r.verdict,
+        "reason": r.reason,
         "topTwo": separation_payload(r.top_two),
         "cheapestSeparation": separation_payload(r.cheapest),
     }
