@@ -298,3 +298,40 @@ def test_a_five_to_nothing_win_on_15_questions_is_inconclusive_not_tied(tmp_path
     assert "there are 15" in verdict and "only 5 of the 15 questions differ" in verdict
     text = " ".join(cli(str(run), "--a", SMALL, "--b", LARGE, "--metric", "recall").stdout.split())
     assert "verdict: inconclusive on recall" in text and "treat A and B as tied" not in text
+
+
+def test_two_retrieval_settings_of_one_cell_are_compared(
+    settings_dir: tuple[Path, dict[Any, np.ndarray]],
+) -> None:
+    """Fault: `--a 'bm25(k=5)' --b 'top_k(k=5)'` "names no cell"; two settings of one chunking
+    could not be compared."""
+    run, values = settings_dir
+    small = str(CHUNKERS.resolve(SMALL))
+    done = cli(str(run), "--a", "bm25(k=5)", "--b", "top_k(k=5)", "--pick-chunker", SMALL, "--json")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    a, b = values[(small, BM25, "default")], values[(small, "top_k(k=5)", "default")]
+    assert got["a"]["retrieval"] == BM25 and got["b"]["retrieval"] == "top_k(k=5)"
+    assert got["a"]["chunker"] == got["b"]["chunker"] == small and got["n"] == 20
+    assert got["difference"] == pytest.approx(float(np.mean(a - b)), abs=1e-12)
+    assert (got["wins"], got["losses"]) == (int((a > b).sum()), int((a < b).sum()))
+    # Another scoring, the same way; and the printed table names the settings.
+    done = cli(
+        str(run), "--a", "bm25(k=5)", "--b", "top_k(k=1)", "--pick-chunker", SMALL,
+        "--pick-unit", "tokens", "--json",
+    )  # fmt: skip
+    got = json.loads(done.stdout)
+    want = values[(small, BM25, "tokens")] - values[(small, "top_k(k=1)", "tokens")]
+    assert got["difference"] == pytest.approx(float(np.mean(want)), abs=1e-12)
+    done = cli(str(run), "--a", "bm25(k=5)", "--b", "top_k(k=5)", "--pick-chunker", SMALL)
+    text = " ".join(done.stdout.split())  # as read, whatever the terminal's width
+    assert "at two retrieval settings" in text and "bm25(k=5)" in text and "top_k(k=5)" in text
+    # Two cells hold both settings: pin one; a setting and --pick-retrieval do not mix.
+    done = cli(str(run), "--a", "bm25(k=5)", "--b", "top_k(k=5)")
+    assert done.returncode == 2 and "2 cells of dataset 'demo' hold both" in done.stderr
+    assert "--pick-chunker" in done.stderr
+    done = cli(
+        str(run), "--a", "bm25(k=5)", "--b", "top_k(k=5)", "--pick-chunker", SMALL,
+        "--pick-k", "1",
+    )  # fmt: skip
+    assert done.returncode == 2 and "nothing to pick" in done.stderr

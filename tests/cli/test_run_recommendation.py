@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from chunkmark.cli.recommend import recommendation_lines
-from cli.app_runner import invoke
+from cli.app_runner import error_line, invoke
 
 CHUNKERS = ("-c", "fixed_tokens(size=64)", "-c", "sentences(n=2)", "-c", "words(n=60)")
 
@@ -132,3 +132,95 @@ def test_a_single_cell_says_so(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.stdout.rstrip("\n").splitlines()[-1] == "It is the only cell scored."
+
+
+# --- the verdict asked for: metric and retrieval setting ----------------------------------------
+
+GRID = (
+    "--dataset", "demo", "--embedder", "fake()", "-c", "fixed_tokens(size=40)",
+    "-c", "fixed_tokens(size=400)", "--retrieval", "top_k(k=5)",
+    "--retrieval", "token_budget(tokens=[512, 1024])", "--retrieval", "bm25(k=5)",
+    "--no-cache", "--no-report", "--quiet",
+)  # fmt: skip
+
+
+def best_by_hand(out: Path, metric: str, retrieval: str) -> tuple[str, float]:
+    """The chunker with the highest mean of ``metric`` at ``retrieval`` (default scoring), read
+    straight from results.parquet."""
+    import pyarrow.parquet as pq
+
+    from chunkmark.chunkers import CHUNKERS
+
+    cols = pq.read_table(out / "results.parquet").to_pydict()
+    values: dict[str, list[float]] = {}
+    for i, setting in enumerate(cols["retrieval"]):
+        if setting == retrieval and cols["unit"][i] == "chars":
+            values.setdefault(cols["chunker"][i], []).append(cols[metric][i])
+    means = {c: sum(v) / len(v) for c, v in values.items()}
+    best = max(means, key=lambda c: means[c])
+    return CHUNKERS.short(best), means[best]
+
+
+def summary_line(lines: list[str]) -> str:
+    return next(line for line in lines if "% [" in line)
+
+
+def test_a_grid_with_token_budgets_is_recommended_by_recall_at_the_first_budget(
+    tmp_path: Path,
+) -> None:
+    """Fault: the recommendation was IoU at top_k(k=5) even when the grid asked for token
+    budgets (the fair comparison), BM25 and hybrid."""
+    out = tmp_path / "out"
+    result = invoke("run", *GRID, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    line = summary_line(result.stdout.splitlines())
+    chunker, mean = best_by_hand(out, "recall", "token_budget(tokens=512)")
+    assert f"{chunker}: recall {100 * mean:.2f}% [" in line
+    assert "with token_budget(tokens=512), 64 questions" in line
+
+
+def test_run_metric_and_pick_retrieval_and_the_file_choose_the_verdict(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke("run", *GRID, "--out", str(out), "--metric", "mrr", "--pick-retrieval", "bm25")
+    assert result.exit_code == 0, result.output
+    chunker, mean = best_by_hand(out, "mrr", "bm25(k=5, method='lucene', k1=1.5, b=0.75)")
+    line = summary_line(result.stdout.splitlines())
+    assert f"{chunker}: MRR {100 * mean:.2f}% [" in line and "with bm25(k=5), 64" in line
+    # recommend: in the experiment file; the flags override it.
+    config = tmp_path / "experiment.yaml"
+    config.write_text(
+        "datasets: [demo]\nembedders: ['fake()']\n"
+        "chunkers: ['fixed_tokens(size=40)', 'fixed_tokens(size=400)']\n"
+        "retrieval: ['top_k(k=5)', 'token_budget(tokens=[512, 1024])', 'bm25(k=5)']\n"
+        "recommend: {metric: precision, retrieval: 'top_k(k=5)'}\n"
+    )
+    again = ("--out", str(out), "--no-cache", "--no-report", "--quiet")
+    result = invoke("run", str(config), *again)
+    assert result.exit_code == 0, result.output
+    chunker, mean = best_by_hand(out, "precision", "top_k(k=5)")
+    line = summary_line(result.stdout.splitlines())
+    assert f"{chunker}: precision {100 * mean:.2f}% [" in line and "with top_k(k=5), 64" in line
+    result = invoke("run", str(config), *again, "--pick-retrieval", "token_budget(tokens=1024)")
+    chunker, mean = best_by_hand(out, "precision", "token_budget(tokens=1024)")
+    line = summary_line(result.stdout.splitlines())
+    assert f"{chunker}: precision {100 * mean:.2f}% [" in line
+    assert "with token_budget(tokens=1024), 64" in line
+    # What the grid does not hold is refused before anything runs, naming the settings.
+    bad = invoke("run", *GRID, "--out", str(tmp_path / "bad"), "--pick-retrieval", "hybrid")
+    assert "is not one of the grid's retrieval settings" in error_line(bad)
+    assert not (tmp_path / "bad").exists()
+    bad = invoke("run", *GRID, "--out", str(tmp_path / "bad"), "--metric", "nope")
+    assert "--metric 'nope' is not a metric" in error_line(bad)
+    config.write_text(config.read_text().replace("'top_k(k=5)'}", "'top_k(k=3)'}"))
+    bad = invoke("run", str(config), "--out", str(tmp_path / "bad"))
+    assert "recommend.retrieval 'top_k(k=3)'" in error_line(bad)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_the_report_budget_pick_is_not_named_like_the_token_budget_setting() -> None:
+    """Fault: report's --token-budget (a filter on cells) shared its name with the
+    token_budget(...) retrieval setting."""
+    result = invoke("report", "--help")
+    text = " ".join(result.output.split())
+    assert "--max-context-tokens" in text and "--token-budget" not in text
+    assert invoke("report", ".", "--token-budget", "500").exit_code == 2
