@@ -541,15 +541,15 @@ def _verdict(
     few = ""
     if 2.0 ** (1 - differ) >= alpha:
         few = (
-            f" ({result.n} question{'s' * (result.n != 1)}: no test on so few can reach "
-            f"p < {alpha:g})"
+            f"; {result.n} question{'s' * (result.n != 1)}: no test on so few can reach "
+            f"p < {alpha:g}"
             if differ == result.n
-            else f" (only {differ} of the {result.n} questions differ: no test on so few can "
-            f"reach p < {alpha:g})"
+            else f"; only {differ} of the {result.n} questions differ, and no test on so few "
+            f"can reach p < {alpha:g}"
         )
     if kind == "tied":
         return (
-            f"no detectable difference in {label} (p = {p:.3g} >= {alpha:g}){few}: treat A and "
+            f"no detectable difference in {label} (p = {p:.3g} >= {alpha:g}{few}): treat A and "
             "B as tied on these questions"
         )
     interval = f"[{100 * result.ci_low:+.2f}, {100 * result.ci_high:+.2f}]"
@@ -566,8 +566,8 @@ def _verdict(
     else:
         more = f"more paired questions are needed than the {result.n} there are"
     return (
-        f"inconclusive on {label}: the test cannot reject a tie (p = {p:.3g} >= {alpha:g})"
-        f"{few}, but {why}: {more}. Do not read it as a tie"
+        f"inconclusive on {label}: the test cannot reject a tie (p = {p:.3g} >= {alpha:g}{few}), "
+        f"but {why}: {more}. Do not read it as a tie"
     )
 
 

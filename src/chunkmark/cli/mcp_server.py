@@ -247,7 +247,13 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
     @server.tool(annotations=READ_ONLY)
     async def recommend(
         run: Run,
-        metric: Metric = "iou",
+        metric: Annotated[
+            str | None,
+            Field(
+                description="The metric (see list_components(kind='metrics')). Default: recall "
+                "at the run's first token_budget setting when it has one, else iou."
+            ),
+        ] = None,
         retrieval: PickRetrieval = None,
         k: PickK = None,
         max_context_tokens: Annotated[

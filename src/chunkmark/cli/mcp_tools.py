@@ -627,7 +627,7 @@ class Runs:
 
 def recommendation(
     out: Path,
-    metric: str = "iou",
+    metric: str | None = None,
     retrieval: str | None = None,
     k: str | None = None,
     max_context_tokens: float = 1000.0,
@@ -646,6 +646,8 @@ def recommendation(
     )
     data, found = recommend(out, options.stats())
     first = found[0] if found else None
+    # Left out, the metric is the one the report reads (recall at a token budget, else IoU).
+    metric = first.metric if first else (metric or "iou")
     report = out / "report.html"
     payload: Payload = {
         "run": str(out),
@@ -675,6 +677,8 @@ def recommendation(
             }
         tied = [data.cells[o[0]].label for o in r.best.tied if o != r.best.option]
         entry["tied_with_best"] = tied
+        entry["verdict"] = r.verdict
+        entry["reason"] = r.reason
         if r.cheapest_tied is not None and r.cheapest_tied.cell != r.best.cell:
             entry["cheapest_tied"] = _pick(data, r.cheapest_tied)
         entry["max_context_tokens"] = r.max_context_tokens

@@ -5,6 +5,7 @@ cell, and where the report is, computed by the report's own analysis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,9 +69,14 @@ def _lines(data: ReportData, r: Recommendation) -> list[str]:
     setting = data.short_retrievals()[r.retrieval]
     embedder = f" x {cells[best.cell].embedder_short}" if shared else ""
     share = r.p_best_of(best.option)
+    interval = (
+        ""
+        if math.isnan(best.ci_low) or math.isnan(best.ci_high)
+        else f" [{_pct(best.ci_low)}, {_pct(best.ci_high)}]"
+    )
     measured = (
-        f"{name(best.cell)}: {label} {_pct(best.mean)}% [{_pct(best.ci_low)}, "
-        f"{_pct(best.ci_high)}] with {setting}, {r.n_questions} questions."
+        f"{name(best.cell)}: {label} {_pct(best.mean)}%{interval} with {setting}, "
+        f"{r.n_questions} questions."
     )
     if best.versus is None or best.comparison is None:
         return [f"Recommended for {r.dataset}{embedder}: {measured}", "It is the only cell scored."]
