@@ -295,7 +295,9 @@ def test_a_five_to_nothing_win_on_15_questions_is_inconclusive_not_tied(tmp_path
     verdict = got["verdict"]
     assert verdict.startswith("inconclusive on recall") and "tied" not in verdict.split(".")[0]
     assert "excludes zero" in verdict and f"about {n} paired questions are needed" in verdict
-    assert "there are 15" in verdict and "; only 5 of the 15 questions differ, and no test" in verdict
+    assert (
+        "there are 15" in verdict and "; only 5 of the 15 questions differ, and no test" in verdict
+    )
     text = " ".join(cli(str(run), "--a", SMALL, "--b", LARGE, "--metric", "recall").stdout.split())
     assert "verdict: inconclusive on recall" in text and "treat A and B as tied" not in text
 
