@@ -440,3 +440,17 @@ def test_a_swap_of_embedder_or_chunker_is_gated_with_pair(
         assert code == 2 and words in err, (bad, err)
     code, _, err = gate(capsys, run, "--baseline", base, "--pair", "fake()=fake(seed=2)")
     assert code == g.MISSING_CELL and "lacks 3 paired cell(s)" in err
+    # The swap accepted: --update-baseline writes the run's cells under their own names.
+    data = write_dataset(tmp_path / "set")
+    where = {"source": str(data), "fingerprint": g.question_hash(str(data))[:16]}
+    file = tmp_path / "baseline.json"
+    assert gate(capsys, write_run(tmp_path / "b2", BASE, **where), "--baseline", file,
+                "--update-baseline")[0] == 0  # fmt: skip
+    swapped = write_run(tmp_path / "r2", WORSE, embedder=OTHER, **where)
+    code, out, err = gate(
+        capsys, swapped, "--baseline", file, "--pair", "fake()=fake(seed=1)", "--update-baseline"
+    )
+    assert code == 0, err
+    assert "→ fake(dimension=64, seed=1)" in out and "wrote the baseline" in out
+    side = g.read_baseline(file)
+    assert {c: list(v) for c, v in side.cells.items()} == {(c, OTHER): v for c, v in WORSE.items()}

@@ -356,6 +356,13 @@ def test_the_page_of_a_new_schema_run(new: Any, new_data: ReportData, tmp_path: 
     (failure,) = payload["failures"]
     assert failure["dataset"] == "alpha" and "EmbeddingError" in failure["error"]
     assert [r["dataset"] for r in payload["recommendations"]] == ["alpha", "beta"]
+    # The page's verdict and its reason are the analysis's: a tie (or too few questions) is
+    # named as the reason, never "a winner needs P(best) >= ..." beside a P(best) above it.
+    for shown, rec in zip(payload["recommendations"], report.recommendations, strict=True):
+        assert (shown["verdict"], shown["reason"]) == (rec.verdict, rec.reason)
+        assert shown["verdict"] in {"winner", "tied", "inconclusive", "single"}
+        tied = rec.best is not None and len(rec.best.tied) > 1
+        assert ("tied with it" in rec.reason) == (rec.winner is None and tied)
     assert set(payload["fronts"]) == {"alpha", "beta"}
     assert set(payload["fronts"]["alpha"]) == set(SETTINGS)  # at the chosen scoring
     # The similarity shares read the dense ranking: rows of bm25 have none; the plots show the
