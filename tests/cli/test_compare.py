@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from scipy import stats
 
 import chunkmark
 from chunkmark.chunkers import CHUNKERS
@@ -245,3 +246,94 @@ def test_too_few_permutations_are_refused(run_dir: Path) -> None:
         text=True,
     )
     assert report.returncode == 2 and "10 sign flips are too few" in report.stderr
+
+
+def _fifteen_question_run(tmp_path: Path, a: list[float], b: list[float]) -> Path:
+    run = tmp_path / "fifteen"
+    run.mkdir()
+    rows = [
+        {"dataset": "demo", "chunker": str(CHUNKERS.resolve(spec)), "embedder": "fake()"}
+        | {"k": "5", "question_id": f"q{i}", "recall": v}
+        for spec, values in ((SMALL, a), (LARGE, b))
+        for i, v in enumerate(values)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), run / "results.parquet")
+    return run
+
+
+def exact_sign_flip_p(d: np.ndarray) -> float:
+    """Two-sided sign-flip p-value over all 2^n sign vectors (no sampling)."""
+    signs = np.array(list(np.ndindex(*([2] * len(d))))) * 2 - 1
+    means = np.abs(signs @ d) / len(d)
+    return float((means >= abs(d.mean()) - 1e-12).mean())
+
+
+def test_a_five_to_nothing_win_on_15_questions_is_inconclusive_not_tied(tmp_path: Path) -> None:
+    """Fault: A won 5-0 (10 ties) on 15 questions, the interval [+13.33, +60.00] excluded zero,
+    and compare said "treat A and B as tied"."""
+    a, b = [1.0] * 5 + [0.0] * 10, [0.0] * 15
+    run = _fifteen_question_run(tmp_path, a, b)
+    done = cli(str(run), "--a", SMALL, "--b", LARGE, "--metric", "recall", "--json")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    d = np.array(a) - np.array(b)
+    exact = exact_sign_flip_p(d)
+    assert exact == 2 / 32  # only the 5 questions that differ can flip: 2 of 2^5 reach it
+    assert got["p_permutation"] == pytest.approx(exact, abs=0.01)  # 10,000 flips: sd 0.0024
+    assert got["ci_low"] > 0 and (got["wins"], got["ties"], got["losses"]) == (5, 10, 0)
+    # The questions a paired t-test needs, by hand from the paired sd: more than 15.
+    sd = float(np.std(d, ddof=1))
+    n = got["questions_needed"]["n"]
+    assert got["questions_needed"]["sd"] == pytest.approx(sd)
+
+    def power(m: int) -> float:
+        crit = stats.t.ppf(0.975, m - 1)
+        nc = d.mean() / sd * np.sqrt(m)
+        return float(stats.nct.sf(crit, m - 1, nc) + stats.nct.cdf(-crit, m - 1, nc))
+
+    assert power(n) >= 0.8 > power(n - 1) and n > 15
+    verdict = got["verdict"]
+    assert verdict.startswith("inconclusive on recall") and "tied" not in verdict.split(".")[0]
+    assert "excludes zero" in verdict and f"about {n} paired questions are needed" in verdict
+    assert (
+        "there are 15" in verdict and "; only 5 of the 15 questions differ, and no test" in verdict
+    )
+    text = " ".join(cli(str(run), "--a", SMALL, "--b", LARGE, "--metric", "recall").stdout.split())
+    assert "verdict: inconclusive on recall" in text and "treat A and B as tied" not in text
+
+
+def test_two_retrieval_settings_of_one_cell_are_compared(
+    settings_dir: tuple[Path, dict[Any, np.ndarray]],
+) -> None:
+    """Fault: `--a 'bm25(k=5)' --b 'top_k(k=5)'` "names no cell"; two settings of one chunking
+    could not be compared."""
+    run, values = settings_dir
+    small = str(CHUNKERS.resolve(SMALL))
+    done = cli(str(run), "--a", "bm25(k=5)", "--b", "top_k(k=5)", "--pick-chunker", SMALL, "--json")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    a, b = values[(small, BM25, "default")], values[(small, "top_k(k=5)", "default")]
+    assert got["a"]["retrieval"] == BM25 and got["b"]["retrieval"] == "top_k(k=5)"
+    assert got["a"]["chunker"] == got["b"]["chunker"] == small and got["n"] == 20
+    assert got["difference"] == pytest.approx(float(np.mean(a - b)), abs=1e-12)
+    assert (got["wins"], got["losses"]) == (int((a > b).sum()), int((a < b).sum()))
+    # Another scoring, the same way; and the printed table names the settings.
+    done = cli(
+        str(run), "--a", "bm25(k=5)", "--b", "top_k(k=1)", "--pick-chunker", SMALL,
+        "--pick-unit", "tokens", "--json",
+    )  # fmt: skip
+    got = json.loads(done.stdout)
+    want = values[(small, BM25, "tokens")] - values[(small, "top_k(k=1)", "tokens")]
+    assert got["difference"] == pytest.approx(float(np.mean(want)), abs=1e-12)
+    done = cli(str(run), "--a", "bm25(k=5)", "--b", "top_k(k=5)", "--pick-chunker", SMALL)
+    text = " ".join(done.stdout.split())  # as read, whatever the terminal's width
+    assert "at two retrieval settings" in text and "bm25(k=5)" in text and "top_k(k=5)" in text
+    # Two cells hold both settings: pin one; a setting and --pick-retrieval do not mix.
+    done = cli(str(run), "--a", "bm25(k=5)", "--b", "top_k(k=5)")
+    assert done.returncode == 2 and "2 cells of dataset 'demo' hold both" in done.stderr
+    assert "--pick-chunker" in done.stderr
+    done = cli(
+        str(run), "--a", "bm25(k=5)", "--b", "top_k(k=5)", "--pick-chunker", SMALL,
+        "--pick-k", "1",
+    )  # fmt: skip
+    assert done.returncode == 2 and "nothing to pick" in done.stderr

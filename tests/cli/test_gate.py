@@ -51,6 +51,7 @@ def write_run(
     source: str = "",
     qids: Sequence[str] = QIDS,
     settings: Sequence[str] = ("top_k(k=5)", "top_k(k=1)"),
+    embedder: str = EMBEDDER,
 ) -> Path:
     """A results folder: ``cells`` maps a chunker to its recall per question (every setting)."""
     folder.mkdir(parents=True)
@@ -59,7 +60,7 @@ def write_run(
             {"name": dataset, "fingerprint": fingerprint, "source": source, "questions": len(qids)}
         ],
         "cells": [
-            {"id": str(i), "dataset": dataset, "chunker": c, "embedder": EMBEDDER}
+            {"id": str(i), "dataset": dataset, "chunker": c, "embedder": embedder}
             for i, c in enumerate(cells)
         ],
     }
@@ -86,7 +87,7 @@ def write_run(
                 for key, value in (
                     ("dataset", dataset),
                     ("chunker", chunker),
-                    ("embedder", EMBEDDER),
+                    ("embedder", embedder),
                     ("retrieval", setting),
                     ("k", setting.split("=")[1].rstrip(")")),
                     ("excerpts", "position"),
@@ -135,9 +136,12 @@ def test_the_verdicts_and_holm_adjustment_match_hand_computation(
     assert got[C]["p_holm"] == 1.0
     assert [got[x]["status"] for x in (A, B, C)] == [
         "regression",
-        "drop not significant",  # raw p < 0.05, but not after Holm
+        # raw p < 0.05, but not after Holm; every question that moved dropped, so the interval
+        # lies below zero: too few questions to tell, not a pass
+        "inconclusive",
         "no drop",
     ]
+    assert got[B]["ci_high"] < 0
     assert got[C]["change"] == pytest.approx(0.075) and got[C]["ci_low"] >= 0
     # Two-sided (the default): p = 2/64, 2/32 and 2/8; Holm: 3/32, max(3/32, 2/16), 1/4 -> no
     # cell is significant at 0.05, so the same run passes.
@@ -147,7 +151,8 @@ def test_the_verdicts_and_holm_adjustment_match_hand_computation(
     for cell, p, p_holm in ((A, 2 / 64, 3 / 32), (B, 2 / 32, 2 / 16), (C, 2 / 8, 2 / 8)):
         assert two[cell]["p_value"] == pytest.approx(p, abs=0.003)
         assert two[cell]["p_holm"] == pytest.approx(p_holm, abs=0.006)
-    assert two[A]["status"] == "drop not significant"
+    assert two[A]["status"] == "inconclusive" and json.loads(out)["verdict"] == "inconclusive"
+    assert json.loads(out)["passed"] is True  # exit 0 keeps its meaning: no significant drop
     assert json.loads(out)["test"].startswith("two-sided")
     # The margin: a 37.5-point drop passes a 40-point --max-drop.
     code, out, _ = gate(
@@ -302,3 +307,150 @@ def test_the_help_lists_the_exit_codes_of_the_module() -> None:
 
     for code in g.EXIT_CODES:
         assert f"{code} " in EXIT_HELP
+
+
+# --- power: what the questions can detect, and inconclusive cells ----------------------------
+
+Q15 = [f"q{i}" for i in range(15)]
+D = str(CHUNKERS.resolve("fixed_tokens(size=400, overlap=0)"))
+FOUR = {A: [1.0] * 15, B: [1.0] * 15, C: [1.0] * 15, D: [1.0] * 15}
+# Every cell loses 5 of 15 questions: -33.33 points; exact two-sided p = 2/32 per cell.
+DROPPED = {cell: [0.0] * 5 + [1.0] * 10 for cell in FOUR}
+
+
+def nct_power(n: int, mean: float, sd: float, alpha: float) -> float:
+    """Two-sided one-sample t-test power, written out: noncentral t with ncp mean/(sd/sqrt n)."""
+    from scipy import stats
+
+    crit = stats.t.ppf(1 - alpha / 2, n - 1)
+    ncp = mean / (sd / n**0.5)
+    return float(stats.nct.sf(crit, n - 1, ncp) + stats.nct.cdf(-crit, n - 1, ncp))
+
+
+def test_a_33_point_drop_on_15_questions_is_inconclusive_with_what_they_can_detect(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fault: "passed" for a -33-point recall drop on all four cells, with no word that 15
+    questions cannot show a drop of 1 point."""
+    import statistics
+
+    base = write_run(tmp_path / "base", FOUR, qids=Q15)
+    run = write_run(tmp_path / "run", DROPPED, qids=Q15)
+    code, out, err = gate(capsys, run, "--baseline", base)
+    assert code == 0, err  # exit 0 keeps its meaning: no significant regression
+    assert out.startswith("### chunkmark gate: inconclusive in 4 of 4 cell(s)")
+    assert "passed" not in out.splitlines()[0]
+    assert out.count("| -33.33 |") == 4 and out.count("**inconclusive**") == 4
+    # The smallest drop 15 questions detect, by hand from the paired sd: a two-sided t-test at
+    # alpha / 4 cells has 80% power there.
+    sd = statistics.stdev([-1.0] * 5 + [0.0] * 10)
+    code, out_json, _ = gate(capsys, run, "--baseline", base, "--json")
+    got = json.loads(out_json)
+    assert got["verdict"] == "inconclusive" and got["passed"] is True
+    assert got["power"]["alpha"] == pytest.approx(0.05 / 4)
+    cell = got["cells"][0]
+    detectable = cell["detectable_drop_points"] / 100
+    assert nct_power(15, detectable, sd, 0.0125) == pytest.approx(0.8, abs=1e-4)
+    assert nct_power(15, detectable - 0.01, sd, 0.0125) < 0.8 - 0.005
+    assert (
+        f"can detect (80% power, paired t-test at alpha 0.0125 (alpha / 4 cells), from each "
+        f"cell's paired sd): {100 * detectable:.2f} points." in " ".join(out.split())
+    )
+    # The questions the observed 33-point drop would need: more than the 15 there are.
+    n = cell["questions_needed"]
+    assert nct_power(n, 1 / 3, sd, 0.0125) >= 0.8 > nct_power(n - 1, 1 / 3, sd, 0.0125)
+    assert n > 15 and f"(about {n} questions needed)" in out
+    # A drop of --max-drop (1 point) at that sd: how many questions it would take.
+    text = " ".join(out.split())
+    assert "A drop of --max-drop (1 point) cannot be shown with 15 questions: it would take" in text
+    need = int(text.split("it would take about ")[1].split(".")[0].replace(",", ""))
+    assert nct_power(need, 0.01, sd, 0.0125) >= 0.8 > nct_power(need - 1, 0.01, sd, 0.0125)
+    # CI may ask for a failure on an inconclusive gate: its own status, 8.
+    code, _, _ = gate(capsys, run, "--baseline", base, "--fail-inconclusive")
+    assert code == g.INCONCLUSIVE_EXIT == 8
+    # Identical runs: nothing to measure, passed, and it says so.
+    code, out, _ = gate(capsys, base, "--baseline", base, "--fail-inconclusive")
+    assert code == 0 and out.startswith("### chunkmark gate: passed (4 cell(s))")
+    assert "not measurable here" in out
+
+
+OTHER = str(EMBEDDERS.resolve("fake(seed=1)"))
+
+
+def test_picks_naming_no_baseline_cell_are_a_usage_error_not_a_corrupt_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fault: --pick-embedder against a baseline of another embedder said "holds no rows" and
+    exited 7, which means a corrupt baseline."""
+    data = write_dataset(tmp_path / "set")
+    where = {"source": str(data), "fingerprint": g.question_hash(str(data))[:16]}
+    base = write_run(tmp_path / "base", BASE, **where)
+    run = write_run(tmp_path / "run", BASE, embedder=OTHER, **where)
+    code, _, err = gate(capsys, run, "--baseline", base, "--pick-embedder", "fake(seed=1)")
+    assert code == g.USAGE == 2, err
+    assert "has no cell of the picked chunker/embedder" in err and "--pair" in err
+    assert "holds no rows" not in err
+    # A baseline file: the same.
+    file = tmp_path / "baseline.json"
+    assert gate(capsys, base, "--baseline", file, "--update-baseline")[0] == 0
+    code, _, err = gate(capsys, run, "--baseline", file, "--pick-embedder", "fake(seed=1)")
+    assert code == 2 and "--pair" in err
+
+
+def test_a_swap_of_embedder_or_chunker_is_gated_with_pair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = write_run(tmp_path / "base", BASE)
+    run = write_run(tmp_path / "run", WORSE, embedder=OTHER)
+    code, out, err = gate(
+        capsys, run, "--baseline", base, "--pair", "fake()=fake(seed=1)", "--json", "--one-sided"
+    )
+    assert code == g.REGRESSION, err
+    got = {c["chunker"]: c for c in json.loads(out)["cells"]}
+    assert got[A]["status"] == "regression" and got[A]["run_embedder"] == OTHER
+    assert got[A]["embedder"] == EMBEDDER and got[A]["drop_points"] == pytest.approx(37.5)
+    assert got[C]["status"] == "no drop"
+    code, out, _ = gate(capsys, run, "--baseline", base, "--pair", "fake()=fake(seed=1)")
+    assert "| fixed_tokens(size=100) × fake(dimension=64) → fake(dimension=64, seed=1) |" in out
+    # A chunker swap: specs hold '=' inside their parentheses; one cell of the baseline gated
+    # against another chunker of the run (here: A's values against the run's B).
+    code, out, err = gate(
+        capsys,
+        write_run(tmp_path / "same", WORSE),
+        "--baseline",
+        base,
+        "--pick-chunker",
+        "fixed_tokens(size=100, overlap=0)",
+        "--pair",
+        "fixed_tokens(size=100, overlap=0)=fixed_tokens(size=200, overlap=0)",
+        "--json",
+        "--one-sided",
+    )
+    cells = json.loads(out)["cells"]
+    assert [(c["chunker"], c["run_chunker"]) for c in cells] == [(A, B)], err
+    assert cells[0]["drop_points"] == pytest.approx(6.25)
+    # Bad pairs: one line each, usage errors; a paired cell the run lacks is exit 6.
+    for bad, words in (
+        ("fake()", "is not BASELINE_SPEC=RUN_SPEC"),
+        ("fake()=fixed_tokens(size=100)", "Pair embedder with embedder"),
+        ("nope()=fake()", "neither a chunker nor an embedder"),
+        ("fake(seed=3)=fake()", "has no cell with the embedder"),
+    ):
+        code, _, err = gate(capsys, run, "--baseline", base, "--pair", bad)
+        assert code == 2 and words in err, (bad, err)
+    code, _, err = gate(capsys, run, "--baseline", base, "--pair", "fake()=fake(seed=2)")
+    assert code == g.MISSING_CELL and "lacks 3 paired cell(s)" in err
+    # The swap accepted: --update-baseline writes the run's cells under their own names.
+    data = write_dataset(tmp_path / "set")
+    where = {"source": str(data), "fingerprint": g.question_hash(str(data))[:16]}
+    file = tmp_path / "baseline.json"
+    assert gate(capsys, write_run(tmp_path / "b2", BASE, **where), "--baseline", file,
+                "--update-baseline")[0] == 0  # fmt: skip
+    swapped = write_run(tmp_path / "r2", WORSE, embedder=OTHER, **where)
+    code, out, err = gate(
+        capsys, swapped, "--baseline", file, "--pair", "fake()=fake(seed=1)", "--update-baseline"
+    )
+    assert code == 0, err
+    assert "→ fake(dimension=64, seed=1)" in out and "wrote the baseline" in out
+    side = g.read_baseline(file)
+    assert {c: list(v) for c, v in side.cells.items()} == {(c, OTHER): v for c, v in WORSE.items()}

@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from chunkmark.metrics.selection import p_best, questions_needed
+from chunkmark.metrics.selection import (
+    min_detectable_difference,
+    p_best,
+    questions_needed,
+    verdict_of,
+)
 
 
 def exact_p_best(cells: dict[str, list[float]]) -> dict[str, float]:
@@ -132,3 +137,55 @@ def test_no_realistic_number() -> None:
     assert questions_needed(differences(0.001, 0.01), min_difference=0.0).n is not None
     assert questions_needed(np.array([0.1, np.nan, 0.2])).n is None
     assert questions_needed(np.full(10, 0.2)).n == 2  # constant differences: the smallest test
+
+
+@pytest.mark.parametrize(
+    ("n", "sd", "alpha"), [(15, 0.488, 0.05), (15, 0.488, 0.0125), (236, 0.3, 0.05)]
+)
+def test_the_smallest_detectable_difference_has_exactly_80_percent_power(
+    n: int, sd: float, alpha: float
+) -> None:
+    found = min_detectable_difference(n, sd, alpha=alpha)
+    assert found is not None
+    assert power_by_noncentral_t(n, found, sd, alpha) == pytest.approx(0.8, abs=1e-6)
+    # A z-test needs less: (z(1 - alpha/2) + z(0.8)) * sd / sqrt(n) is a lower bound.
+    normal = (stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(0.8)) * sd / math.sqrt(n)
+    assert normal < found < 1.25 * normal
+
+
+def test_the_smallest_detectable_difference_by_simulation() -> None:
+    """Normal differences of that mean and sd, 15 at a time: t-tests reject about 80% of the
+    time; at half the difference, far less often."""
+    sd = 0.488
+    found = min_detectable_difference(15, sd)
+    assert found is not None
+    rng = np.random.default_rng(11)
+
+    def rejection_rate(mean: float) -> float:
+        draws = rng.normal(mean, sd, size=(8_000, 15))
+        return float((stats.ttest_1samp(draws, 0.0, axis=1).pvalue < 0.05).mean())
+
+    assert rejection_rate(found) == pytest.approx(0.8, abs=0.02)  # sd of the rate: 0.0045
+    assert rejection_rate(found / 2) < 0.4
+
+
+def test_no_detectable_difference_without_noise_or_questions() -> None:
+    assert min_detectable_difference(1, 0.3) is None
+    assert min_detectable_difference(15, 0.0) is None
+    assert min_detectable_difference(15, math.nan) is None
+
+
+def test_the_verdict_names_too_few_questions_inconclusive() -> None:
+    five = np.array([1.0] * 5 + [0.0] * 10)  # A won 5-0 on 15 questions: exact p = 2/32
+    needed = questions_needed(five)
+    assert needed.n is not None and needed.n > 15
+    assert verdict_of(0.0625, 0.1333, 0.60, 15, needed) == "inconclusive"  # interval > 0
+    assert verdict_of(0.0625, -0.1, 0.60, 15, needed) == "inconclusive"  # needs more than 15
+    assert verdict_of(0.01, 0.1333, 0.60, 15, needed) == "significant"
+    assert verdict_of(None, 0.1, 0.6, 15, needed) == "untestable"
+    same = questions_needed(np.zeros(15))
+    assert same.n is None and verdict_of(1.0, 0.0, 0.0, 15, same) == "tied"
+    # Enough questions for the observed difference, interval across zero: a tie.
+    enough = questions_needed(differences(0.3, 0.4))
+    assert enough.n is not None and enough.n < 300
+    assert verdict_of(0.2, -0.01, 0.05, 300, enough) == "tied"

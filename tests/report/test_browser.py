@@ -290,7 +290,8 @@ def test_a_report_of_the_new_schema(browser: Any, make_run: Any, tmp_path: Path)
         assert "token_budget(tokens=200)" in (page.locator("#budget-note").text_content() or "")
         assert page.locator("#recommendation .card[data-dataset]").count() == 2
         setting = page.locator("#recommendation-setting").text_content() or ""
-        assert "top_k(k=5)" in setting and "denominator=sum" in setting
+        # The runs hold a token budget: the recommendation reads recall there by default.
+        assert "token_budget(tokens=200)" in setting and "denominator=sum" in setting
         # Two scorings: the leaderboard starts at the analysed one (4 cells x 4 settings).
         rows = page.locator("#leaderboard-table tbody tr")
         assert rows.count() == 16

@@ -462,13 +462,13 @@ def test_embedded_json_escapes_script_ends(run: Any, tmp_path: Path) -> None:
 
 
 def test_the_recommendation_on_the_page_matches_the_analysis(run: Any, tmp_path: Path) -> None:
-    options = ReportOptions(metric="recall", k="1", token_budget=500, permutations=1_000)
+    options = ReportOptions(metric="recall", k="1", max_context_tokens=500, permutations=1_000)
     report = build_report([run.out], tmp_path / "r.html", options)
     payload = page_data((tmp_path / "r.html").read_text(encoding="utf-8"))
     (rec,) = payload["recommendations"]
     (expected,) = report.recommendations
     assert rec["metric"] == "recall" and rec["retrieval"] == "top_k(k=1)" and rec["scoring"] == D
-    assert rec["tokenBudget"] == 500
+    assert rec["maxContextTokens"] == 500
     assert expected.best is not None and rec["best"]["cell"] == expected.best.cell
     best_row = max(
         (r for r in report.data.rows if (r.retrieval, r.scoring) == ("top_k(k=1)", D)),

@@ -9,6 +9,7 @@ import io
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,13 @@ def test_one_run_with_two_datasets(new: Any, new_data: ReportData) -> None:
     (run,) = new_data.runs
     assert run.datasets == ("alpha", "beta") and run.cells == 4
     assert [len(new_data.cells_of(d)) for d in ("alpha", "beta")] == [2, 2]
-    recs, comparisons = analyse(new_data, FAST)
+    # Left to its defaults, a grid with a token budget is read by recall at that budget (the
+    # fair comparison); asked for, IoU at top_k(k=5).
+    for rec in analyse(new_data, FAST)[0]:
+        assert (rec.metric, rec.retrieval) == ("recall", BUDGET)
+        assert rec.best is not None
+        assert rec.best.cell == best_cell(new_data, rec.dataset, BUDGET, rec.scoring, "recall")
+    recs, comparisons = analyse(new_data, replace(FAST, metric="iou", retrieval="top_k(k=5)"))
     assert [r.dataset for r in recs] == ["alpha", "beta"]
     for rec in recs:
         assert (rec.retrieval, rec.scoring) == ("top_k(k=5)", DEFAULT_SCORING.key)
@@ -321,7 +328,9 @@ def test_the_budget_recommendation_uses_the_recorded_tokens(new_data: ReportData
     small, large = sorted(rows, key=lambda r: r.retrieved_tokens)
     assert small.retrieved_tokens < large.retrieved_tokens
     budget = (small.retrieved_tokens + large.retrieved_tokens) / 2
-    options = StatsOptions(token_budget=budget, permutations=200, bootstrap=200)
+    options = StatsOptions(
+        retrieval="top_k(k=5)", max_context_tokens=budget, permutations=200, bootstrap=200
+    )
     rec = analyse(new_data, options)[0][0]
     assert rec.budget is not None and rec.budget.cell == small.cell
     assert rec.budget.retrieved_tokens == small.retrieved_tokens
@@ -332,7 +341,9 @@ def test_the_page_of_a_new_schema_run(new: Any, new_data: ReportData, tmp_path: 
     report = build_report([new.path], out, ReportOptions(permutations=300, bootstrap=300))
     payload = page_data(out)
     options = payload["meta"]["options"]
-    assert options["retrieval"] == "top_k(k=5)" and options["scoring"] == DEFAULT_SCORING.key
+    # The grid has a token budget: the page reads recall there by default.
+    assert options["retrieval"] == BUDGET and options["scoring"] == DEFAULT_SCORING.key
+    assert options["metric"] == "recall"
     assert options["scoringLabel"] == "excerpts=position, unit=chars, denominator=sum"
     assert len(payload["rows"]) == 20
     assert [r["spec"] for r in payload["retrievals"]] == SETTINGS
@@ -345,6 +356,13 @@ def test_the_page_of_a_new_schema_run(new: Any, new_data: ReportData, tmp_path: 
     (failure,) = payload["failures"]
     assert failure["dataset"] == "alpha" and "EmbeddingError" in failure["error"]
     assert [r["dataset"] for r in payload["recommendations"]] == ["alpha", "beta"]
+    # The page's verdict and its reason are the analysis's: a tie (or too few questions) is
+    # named as the reason, never "a winner needs P(best) >= ..." beside a P(best) above it.
+    for shown, rec in zip(payload["recommendations"], report.recommendations, strict=True):
+        assert (shown["verdict"], shown["reason"]) == (rec.verdict, rec.reason)
+        assert shown["verdict"] in {"winner", "tied", "inconclusive", "single"}
+        tied = rec.best is not None and len(rec.best.tied) > 1
+        assert ("tied with it" in rec.reason) == (rec.winner is None and tied)
     assert set(payload["fronts"]) == {"alpha", "beta"}
     assert set(payload["fronts"]["alpha"]) == set(SETTINGS)  # at the chosen scoring
     # The similarity shares read the dense ranking: rows of bm25 have none; the plots show the
@@ -440,9 +458,10 @@ def test_the_report_command_with_a_retrieval_setting(new: Any, tmp_path: Path) -
     out = tmp_path / "pages"
     args = ["report", str(new.path), "--out", str(out), "--permutations", "1000"]
     result = CliRunner().invoke(app, [*args, "--pick-retrieval", "token_budget(tokens=200)"])
+    # A token budget picked without --metric is read by recall (a fixed context: what it holds).
     assert result.exit_code == 0, result.output
-    assert "alpha: best iou with token_budget(tokens=200)" in result.output
-    assert "beta: best iou with token_budget(tokens=200)" in result.output
+    assert "alpha: best recall with token_budget(tokens=200)" in result.output
+    assert "beta: best recall with token_budget(tokens=200)" in result.output
     assert "failed: alpha:" in result.output and "EmbeddingError" in result.output
     assert page_data(out / "report.html")["meta"]["options"]["retrieval"] == BUDGET
     listing = CliRunner().invoke(

@@ -133,16 +133,12 @@ def _short(spec: str) -> str:
 
 
 def _best(run_dir: Path, cells: list[dict[str, Any]]) -> dict[str, Any]:
-    from dataclasses import replace
-
     from chunkmark.report import ReportOptions
     from chunkmark.report.data import load_runs
-    from chunkmark.report.stats import analyse, choose_setting
+    from chunkmark.report.stats import analyse
 
     data = load_runs([run_dir])
-    options = ReportOptions().stats()
-    retrieval, scoring = choose_setting(data, options)
-    recommendations, _ = analyse(data, replace(options, retrieval=retrieval, scoring=scoring))
+    recommendations, _ = analyse(data, ReportOptions().stats())
     for r in recommendations:
         if r.best is not None:
             chosen = data.cells[r.best.cell]

@@ -18,7 +18,7 @@ from chunkmark.cli import options
 from chunkmark.errors import ConfigError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison, compare_paired
-from chunkmark.metrics.selection import QuestionsNeeded, questions_needed
+from chunkmark.metrics.selection import QuestionsNeeded, questions_needed, verdict_of
 from chunkmark.specs import canonical_or_none, canonical_spec
 
 if TYPE_CHECKING:
@@ -42,7 +42,8 @@ def compare(
         typer.Option(
             "--a",
             help="Cell A: a chunker or an embedder spec (with --pick-chunker/--pick-embedder "
-            "to pin the other part when several cells match).",
+            "to pin the other part when several cells match); or a retrieval setting of the "
+            "runs, with --b another: one cell's two settings compared.",
             show_default=False,
         ),
     ],
@@ -114,6 +115,9 @@ def compare(
     how many questions would give 80% power to detect a difference that large (none below half
     a point: decide on cost).
 
+    With --a 'bm25(k=5)' --b 'top_k(k=5)' (two retrieval settings of the runs), one cell is
+    compared at the two settings: pin it with --pick-chunker and --pick-embedder.
+
     The --pick-... options choose which rows of the runs are compared; they never add to a
     grid (that is what run's --chunker, --embedder, --retrieval and --k do).
     """
@@ -153,7 +157,16 @@ def compare(
     if as_json:
         typer.echo(json.dumps(found.to_dict(), indent=2))
         return
-    _print(found.result, found.a, found.b, metric, found.retrieval, found.scoring, found.verdict)
+    _print(
+        found.result,
+        found.a,
+        found.b,
+        metric,
+        found.retrieval,
+        found.scoring,
+        found.verdict,
+        found.settings,
+    )
     if found.needed is not None:
         Console().print(
             f"[bold]questions needed:[/] {questions_line(found.needed, found.result.n)}"
@@ -176,6 +189,8 @@ class CellComparison:
     alpha: float
     verdict: str
     needed: QuestionsNeeded | None = None
+    # Two retrieval settings of one cell (--a and --b name settings): A's and B's.
+    settings: tuple[str, str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What ``chunkmark compare --json`` prints."""
@@ -189,8 +204,10 @@ class CellComparison:
                 "unit": self.scoring.unit,
                 "denominator": self.scoring.denominator,
             },
-            "a": {"chunker": self.a[1], "embedder": self.a[2]},
-            "b": {"chunker": self.b[1], "embedder": self.b[2]},
+            "a": {"chunker": self.a[1], "embedder": self.a[2]}
+            | ({"retrieval": self.settings[0]} if self.settings else {}),
+            "b": {"chunker": self.b[1], "embedder": self.b[2]}
+            | ({"retrieval": self.settings[1]} if self.settings else {}),
             **self.result.to_dict(),
             "alpha": self.alpha,
             "verdict": self.verdict,
@@ -227,7 +244,18 @@ def compare_cells(
     from chunkmark.report.settings import Scoring, choose_retrieval
 
     rows = _read_runs(list(runs), metric)
-    setting = choose_retrieval(list(dict.fromkeys(rows["retrieval"])), retrieval, k, ConfigError)
+    available = list(dict.fromkeys(rows["retrieval"]))
+    settings = _settings_pair(a, b, available)
+    if settings is not None:
+        if retrieval is not None or k is not None:
+            raise ConfigError(
+                "--a and --b name retrieval settings, so --pick-retrieval and --pick-k have "
+                "nothing to pick.",
+                "Leave them out, or name cells in --a and --b.",
+            )
+        setting = settings[0]
+    else:
+        setting = choose_retrieval(available, retrieval, k, ConfigError)
     try:
         wanted = Scoring.of(excerpts, unit, denominator)
     except ValueError as exc:
@@ -235,6 +263,10 @@ def compare_cells(
             str(exc), "Use --pick-excerpts, --pick-unit and --pick-denominator as listed in --help."
         ) from None
     scoring = _pick_scoring(rows, wanted)
+    if settings is not None:
+        return _compare_settings(
+            rows, settings, scoring, metric, chunker, embedder, dataset, permutations, alpha, seed
+        )
     rows = _only(rows, setting, scoring)
     k_value = rows["k"][0] if rows["k"] else ""
     datasets = sorted({r[0] for r in rows["cells"]})
@@ -259,8 +291,92 @@ def compare_cells(
         cell_b,
         result,
         alpha,
-        _verdict(result, metric, alpha),
+        _verdict(result, metric, alpha, needed),
         needed,
+    )
+
+
+def _settings_pair(a: str, b: str, available: Sequence[str]) -> tuple[str, str] | None:
+    """The two retrieval settings of the runs that ``a`` and ``b`` name, when both name one
+    (and neither names a chunker or an embedder); else None (they name cells)."""
+    from chunkmark.report.settings import match_retrieval
+
+    found = []
+    for spec in (a, b):
+        if any(_canonical(kind, spec, quiet=True) for kind in ("chunker", "embedder")):
+            return None
+        try:
+            found.append(match_retrieval(spec, available, ConfigError))
+        except ConfigError:
+            return None
+    return found[0], found[1]
+
+
+def _compare_settings(
+    rows: dict[str, Any],
+    settings: tuple[str, str],
+    scoring: Scoring,
+    metric: str,
+    chunker: str | None,
+    embedder: str | None,
+    dataset: str | None,
+    permutations: int,
+    alpha: float,
+    seed: int,
+) -> CellComparison:
+    """One cell at two retrieval settings, paired over the questions both have."""
+    first, second = _only(rows, settings[0], scoring), _only(rows, settings[1], scoring)
+    datasets = sorted({r[0] for r in first["cells"]} & {r[0] for r in second["cells"]})
+    if dataset is None and len(datasets) > 1:
+        raise ConfigError(
+            f"The runs hold several datasets: {', '.join(datasets)}.",
+            "Pick one with --pick-dataset.",
+        )
+    chosen = dataset or (datasets[0] if datasets else "")
+    wanted_chunker = _canonical("chunker", chunker) if chunker else None
+    wanted_embedder = _canonical("embedder", embedder) if embedder else None
+    cells = sorted(
+        c
+        for c in set(first["cells"]) & set(second["cells"])
+        if c[0] == chosen
+        and (wanted_chunker is None or c[1] == wanted_chunker)
+        and (wanted_embedder is None or c[2] == wanted_embedder)
+    )
+    if len(cells) != 1:
+        listing = "; ".join(f"{c[1]} x {c[2]}" for c in cells[:8]) or "none"
+        raise ConfigError(
+            f"--a {settings[0]} and --b {settings[1]} compare one cell's settings, and "
+            f"{len(cells)} cells of dataset {chosen!r} hold both: {listing}.",
+            "Pin the cell with --pick-chunker and --pick-embedder.",
+        )
+    (cell,) = cells
+    found: dict[str, dict[str, float]] = {"a": {}, "b": {}}
+    for side, part in (("a", first), ("b", second)):
+        for c, question, value in zip(
+            part["cells"], part["question_id"], part["value"], strict=True
+        ):
+            if c == cell:
+                found[side][question] = float(value)
+    common = [q for q in found["a"] if q in found["b"]]
+    if not common:
+        raise ConfigError("The two settings share no question.", "Compare settings of one run.")
+    values_a = np.array([found["a"][q] for q in common])
+    values_b = np.array([found["b"][q] for q in common])
+    result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
+    needed = questions_needed(values_a, values_b, alpha=alpha) if result.n >= 2 else None
+    return CellComparison(
+        chosen,
+        metric,
+        f"{settings[0]} vs {settings[1]}",
+        "",
+        scoring,
+        cell,
+        cell,
+        result,
+        alpha,
+        _verdict(result, metric, alpha, needed),
+        needed,
+        settings,
     )
 
 
@@ -392,30 +508,60 @@ def _paired_values(
     )
 
 
-def _verdict(result: PairedComparison, metric: str, alpha: float) -> str:
+def _verdict(
+    result: PairedComparison, metric: str, alpha: float, needed: QuestionsNeeded | None = None
+) -> str:
+    """The verdict line: better or worse when the test rejects; "inconclusive" when it cannot
+    but the interval excludes zero or more questions are needed than there are; "tied" only
+    when the interval holds zero and no realistic number of questions would separate them."""
     direction = METRICS[metric].direction
     label = METRICS[metric].label
-    if result.p_permutation is None:
+    kind = verdict_of(result.p_permutation, result.ci_low, result.ci_high, result.n, needed, alpha)
+    if kind == "untestable" or result.p_permutation is None:
         return (
             f"cannot tell: a {label} value is missing (NaN) for some question, so no test "
             "can be computed; rerun the cells that produced it"
         )
-    if result.p_permutation >= alpha:
-        # With n questions the smallest two-sided sign-flip p-value is 2 / 2^n.
-        few = (
-            f" ({result.n} question{'s' * (result.n != 1)}: no test on so few can reach "
-            f"p < {alpha})"
-            if 2.0 ** (1 - result.n) >= alpha
-            else ""
-        )
+    p = result.p_permutation
+    if kind == "significant":
+        better = (result.difference > 0) == (direction == "higher")
         return (
-            f"no detectable difference in {label} (p = {result.p_permutation:.3g} >= {alpha})"
-            f"{few}: treat A and B as tied on these questions"
+            f"A is {'better' if better else 'worse'} than B on {label} by "
+            f"{100 * abs(result.difference):.2f} points (p = {p:.3g})"
         )
-    better = (result.difference > 0) == (direction == "higher")
+    # With n questions the smallest two-sided sign-flip p-value is 2 / 2^m, m the questions
+    # whose values differ (a tied question flips to itself).
+    differ = result.wins + result.losses
+    few = ""
+    if 2.0 ** (1 - differ) >= alpha:
+        few = (
+            f"; {result.n} question{'s' * (result.n != 1)}: no test on so few can reach "
+            f"p < {alpha:g}"
+            if differ == result.n
+            else f"; only {differ} of the {result.n} questions differ, and no test on so few "
+            f"can reach p < {alpha:g}"
+        )
+    if kind == "tied":
+        return (
+            f"no detectable difference in {label} (p = {p:.3g} >= {alpha:g}{few}): treat A and "
+            "B as tied on these questions"
+        )
+    interval = f"[{100 * result.ci_low:+.2f}, {100 * result.ci_high:+.2f}]"
+    why = (
+        f"the {100 * result.level:.0f}% interval {interval} excludes zero"
+        if result.ci_low > 0 or result.ci_high < 0
+        else f"the {100 * result.level:.0f}% interval {interval} is too wide to call a tie"
+    )
+    if needed is not None and needed.n is not None:
+        more = (
+            f"about {needed.n:,} paired questions are needed to detect a difference this large "
+            f"({100 * needed.power:.0f}% power), and there are {result.n}"
+        )
+    else:
+        more = f"more paired questions are needed than the {result.n} there are"
     return (
-        f"A is {'better' if better else 'worse'} than B on {label} by "
-        f"{100 * abs(result.difference):.2f} points (p = {result.p_permutation:.3g})"
+        f"inconclusive on {label}: the test cannot reject a tie (p = {p:.3g} >= {alpha:g}{few}), "
+        f"but {why}: {more}. Do not read it as a tie"
     )
 
 
@@ -427,18 +573,23 @@ def _print(
     retrieval: str,
     scoring: Scoring,
     verdict: str,
+    settings: tuple[str, str] | None = None,
 ) -> None:
-    title = f"{a[0]}: {METRICS[metric].label} with {retrieval}, {result.n} paired question"
+    where = "at two retrieval settings" if settings else f"with {retrieval}"
+    title = f"{a[0]}: {METRICS[metric].label} {where}, {result.n} paired question"
     title += "s" * (result.n != 1)
     if not scoring.is_default:
         title += f" ({scoring.label})"
     table = Table(title=title)
     table.add_column("", style="bold")
-    table.add_column("cell")
+    table.add_column("retrieval" if settings else "cell")
     table.add_column("mean", justify="right")
-    table.add_row("A", _short(a), f"{100 * result.mean_a:.2f}")
-    table.add_row("B", _short(b), f"{100 * result.mean_b:.2f}")
+    names = (_short_setting(settings[0]), _short_setting(settings[1])) if settings else None
+    table.add_row("A", names[0] if names else _short(a), f"{100 * result.mean_a:.2f}")
+    table.add_row("B", names[1] if names else _short(b), f"{100 * result.mean_b:.2f}")
     console = Console()
+    if settings:
+        console.print(f"cell: {_short(a)}", markup=False, highlight=False)
     console.print(table)
     console.print(
         f"A - B = {100 * result.difference:+.2f} points, {100 * result.level:.0f}% interval "
@@ -474,3 +625,9 @@ def _short(cell: Cell) -> str:
     from chunkmark.embedders import EMBEDDERS
 
     return f"{CHUNKERS.short(cell[1])} x {EMBEDDERS.short(cell[2])}"
+
+
+def _short_setting(spec: str) -> str:
+    from chunkmark.retrieval import RETRIEVAL
+
+    return RETRIEVAL.short(spec)

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
     from chunkmark.report.gate import Picks, Side
 
 EXIT_HELP = (
-    "Exit status: 0 passed; 3 regression found; 4 the question sets differ; 5 the baseline is "
-    "of another dataset, metric, retrieval setting or scoring; 6 a gated cell is missing from "
-    "the run; 7 the baseline cannot be read; 2 other usage errors; 1 an unexpected error."
+    "Exit status: 0 passed (no significant regression; inconclusive cells included); 3 "
+    "regression found; 4 the question sets differ; 5 the baseline is of another dataset, "
+    "metric, retrieval setting or scoring; 6 a gated cell is missing from the run; 7 the "
+    "baseline cannot be read; 8 inconclusive, with --fail-inconclusive only; 2 other usage "
+    "errors; 1 an unexpected error."
 )
 
 
@@ -84,6 +86,24 @@ def gate(
             "--pick-dataset", help="The dataset, when the run holds several.", show_default=False
         ),
     ] = None,
+    pairs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pair",
+            help="Gate a deliberate swap: 'BASELINE_SPEC=RUN_SPEC' pairs the baseline's cells of "
+            "that chunker (or embedder) with the run's cells of the other, e.g. "
+            "--pair 'fake()=model2vec()' (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    fail_inconclusive: Annotated[
+        bool,
+        typer.Option(
+            "--fail-inconclusive",
+            help="Exit with status 8 when no cell regressed but a cell is inconclusive (it "
+            "dropped by more than --max-drop, and its questions are too few to tell).",
+        ),
+    ] = False,
     update_baseline: Annotated[
         bool,
         typer.Option(
@@ -125,24 +145,34 @@ def gate(
             f"--update-baseline writes a baseline file, and {baseline} is a folder.",
             "Pass a file path, e.g. --baseline chunkmark-baseline.json.",
         )
+    swaps = [g.parse_pair(text) for text in pairs or ()]
     old = _read_baseline(g, baseline, metric, picks, update_baseline)
-    new = g.read_run(run, metric, picks, retrieval=old.retrieval if old else None)
-    if old is not None and not update_baseline:
+    # With --pair the picks choose the baseline's cells; the run's are those they pair with.
+    run_picks = g.Picks(retrieval, k, dataset) if swaps else picks
+    new = g.read_run(run, metric, run_picks, retrieval=old.retrieval if old else None)
+    compared, mapped = new, None
+    if old is not None and swaps:
+        compared, mapped = g.paired_run(old, new, swaps)
+        new = g.replace_cells(new, {c: new.cells[c] for c in dict.fromkeys(mapped.values())})
+    elif old is not None and not update_baseline:
         # The gated cells are the baseline's: the run's other cells are not compared.
         new = g.replace_cells(new, {c: v for c, v in new.cells.items() if c in old.cells})
+        compared = new
     result: g.GateResult | None = None
     if old is not None:
         try:
-            g.check_sides(old, new)
+            g.check_sides(old, compared)
             result = g.gate(
                 old,
-                new,
+                compared,
                 max_drop=max_drop,
                 alpha=alpha,
                 permutations=permutations,
                 seed=seed,
                 one_sided=one_sided,
             )
+            if mapped is not None:
+                result = g.with_swaps(result, mapped)
         except g.GateError as exc:
             if not update_baseline:
                 raise
@@ -165,6 +195,8 @@ def gate(
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else text.rstrip("\n"))
     if not update_baseline and not result.passed:
         raise typer.Exit(code=result.exit_code)
+    if not update_baseline and fail_inconclusive and result.inconclusive:
+        raise typer.Exit(code=g.INCONCLUSIVE_EXIT)
 
 
 def _read_baseline(

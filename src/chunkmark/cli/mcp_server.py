@@ -260,11 +260,22 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
     @tool(READ_ONLY)
     async def recommend(
         run: Run,
-        metric: Metric = "iou",
+        metric: Annotated[
+            str | None,
+            Field(
+                description="The metric (see list_components(kind='metrics')). Default: recall "
+                "at the run's first token_budget setting when it has one, else iou."
+            ),
+        ] = None,
         retrieval: PickRetrieval = None,
         k: PickK = None,
-        token_budget: Annotated[
-            float, Field(gt=0, description="Retrieved tokens per question the budget pick fits.")
+        max_context_tokens: Annotated[
+            float,
+            Field(
+                gt=0,
+                description="The most retrieved (context) tokens per question of the cells the "
+                "'best recall within N context tokens' pick reads (not a token_budget setting).",
+            ),
         ] = 1000.0,
     ) -> CallToolResult:
         """The report's recommendation per dataset: the best cell with its mean and 95%
@@ -273,7 +284,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         a retrieved-token budget."""
 
         def work() -> Payload:
-            return tools.recommendation(runs.folder(run), metric, retrieval, k, token_budget)
+            return tools.recommendation(runs.folder(run), metric, retrieval, k, max_context_tokens)
 
         return await answer(work)
 

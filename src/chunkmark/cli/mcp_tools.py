@@ -631,23 +631,27 @@ class Runs:
 
 def recommendation(
     out: Path,
-    metric: str = "iou",
+    metric: str | None = None,
     retrieval: str | None = None,
     k: str | None = None,
-    token_budget: float = 1000.0,
+    max_context_tokens: float = 1000.0,
 ) -> Payload:
     """The report's recommendation for each dataset of the run in ``out``: the best cell with
     its 95% interval and indexing cost, the test that separates it from the runner-up or the
     cells tied with it, the cheapest tied cell, and the cell with the best recall among those
-    retrieving at most ``token_budget`` tokens per question (as the report's budget pick)."""
+    retrieving at most ``max_context_tokens`` tokens per question (as the report's budget pick)."""
     from chunkmark.metrics import METRICS
     from chunkmark.report import ReportOptions
     from chunkmark.report.recommendation import recommend
     from chunkmark.report.settings import Scoring
 
-    options = ReportOptions(metric=metric, retrieval=retrieval, k=k, token_budget=token_budget)
+    options = ReportOptions(
+        metric=metric, retrieval=retrieval, k=k, max_context_tokens=max_context_tokens
+    )
     data, found = recommend(out, options.stats())
     first = found[0] if found else None
+    # Left out, the metric is the one the report reads (recall at a token budget, else IoU).
+    metric = first.metric if first else (metric or "iou")
     report = out / "report.html"
     payload: Payload = {
         "run": str(out),
@@ -677,9 +681,11 @@ def recommendation(
             }
         tied = [data.cells[o[0]].label for o in r.best.tied if o != r.best.option]
         entry["tied_with_best"] = tied
+        entry["verdict"] = r.verdict
+        entry["reason"] = r.reason
         if r.cheapest_tied is not None and r.cheapest_tied.cell != r.best.cell:
             entry["cheapest_tied"] = _pick(data, r.cheapest_tied)
-        entry["token_budget"] = r.token_budget
+        entry["max_context_tokens"] = r.max_context_tokens
         entry["best_within_budget"] = None if r.budget is None else _pick(data, r.budget)
         payload["recommendations"].append(entry)
     return payload

@@ -185,6 +185,60 @@ PickRetrieval = Annotated[
         show_default=False,
     ),
 ]
+# --- what the run's recommendation reads (run; recommend: in the experiment file) --------------
+
+RecommendMetric = Annotated[
+    str | None,
+    typer.Option(
+        "--metric",
+        help="The metric the recommendation reads (recommend.metric in the experiment file). "
+        "[default: recall at a token_budget(...) setting, else iou]",
+        show_default=False,
+    ),
+]
+RecommendRetrieval = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-retrieval",
+        help="The retrieval setting the recommendation reads, one of the grid's "
+        "(recommend.retrieval in the experiment file); it adds nothing to the grid. "
+        "[default: the first token_budget(...) setting, else top_k(k=5)]",
+        show_default=False,
+    ),
+]
+
+
+def recommended_retrieval(config: ExperimentConfig, asked: str | None) -> str | None:
+    """The setting the run's recommendation reads: ``--pick-retrieval`` (one of the grid's
+    settings, else a ConfigError naming them), else the file's ``recommend.retrieval``."""
+    if asked is None:
+        return config.recommend.retrieval
+    from chunkmark.report.settings import match_retrieval
+
+    settings = config.retrieval_specs()
+    try:
+        return match_retrieval(asked, settings, ConfigError)
+    except ConfigError:
+        raise ConfigError(
+            f"--pick-retrieval {asked!r} is not one of the grid's retrieval settings: "
+            f"{', '.join(settings)}.",
+            "Pick one of them, or add it to the grid with --retrieval.",
+        ) from None
+
+
+def recommended_metric(config: ExperimentConfig, asked: str | None) -> str | None:
+    """The metric the run's recommendation reads: ``--metric``, else ``recommend.metric``."""
+    if asked is None:
+        return config.recommend.metric
+    from chunkmark.metrics import METRICS
+
+    if asked not in METRICS:
+        raise ConfigError(
+            f"--metric {asked!r} is not a metric.", f"Use one of: {', '.join(METRICS.names())}."
+        )
+    return asked
+
+
 PickK = Annotated[
     str | None,
     typer.Option(

@@ -5,33 +5,29 @@ cell, and where the report is, computed by the report's own analysis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from chunkmark.report import ReportOptions
     from chunkmark.report.data import ReportData
     from chunkmark.report.stats import Recommendation, Separation
 
 
 def recommendation_lines(
-    out: Path, report: Path | None = None, min_p_best: float | None = None
+    out: Path, report: Path | None = None, options: ReportOptions | None = None
 ) -> list[str]:
     """What the report of the run in ``out`` recommends, per dataset, as plain lines; then
-    ``report`` (the page written, if any). ``min_p_best``: the P(best) a single winner needs
-    (default: the report's)."""
+    ``report`` (the page written, if any). ``options``: the metric, retrieval setting and
+    P(best) the recommendation reads (default: the report's)."""
     from chunkmark.errors import ChunkmarkError
 
     try:
-        options = None
-        if min_p_best is not None:
-            from chunkmark.report import ReportOptions
-
-            options = replace(ReportOptions().stats(), min_p_best=min_p_best)
         from chunkmark.report.recommendation import recommend
 
-        data, recommendations = recommend(out, options)
+        data, recommendations = recommend(out, None if options is None else options.stats())
     except ChunkmarkError as exc:
         lines = [f"No recommendation: {exc}"]
     else:
@@ -59,9 +55,14 @@ def _lines(data: ReportData, r: Recommendation) -> list[str]:
     setting = data.short_retrievals()[r.retrieval]
     embedder = f" x {cells[best.cell].embedder_short}" if shared else ""
     share = r.p_best_of(best.option)
+    interval = (
+        ""
+        if math.isnan(best.ci_low) or math.isnan(best.ci_high)
+        else f" [{_pct(best.ci_low)}, {_pct(best.ci_high)}]"
+    )
     measured = (
-        f"{name(best.cell)}: {label} {_pct(best.mean)}% [{_pct(best.ci_low)}, "
-        f"{_pct(best.ci_high)}] with {setting}, {r.n_questions} questions."
+        f"{name(best.cell)}: {label} {_pct(best.mean)}%{interval} with {setting}, "
+        f"{r.n_questions} questions."
     )
     if best.versus is None or best.comparison is None:
         return [f"Recommended for {r.dataset}{embedder}: {measured}", "It is the only cell scored."]
@@ -76,8 +77,9 @@ def _lines(data: ReportData, r: Recommendation) -> list[str]:
             f"{_pct(gap)} points behind (Holm-adjusted p = {p}).",
         ]
     lines = [
-        f"No single winner for {r.dataset}{embedder}: the best by mean is {measured} P(best) = "
-        f"{share:.2f}; a winner needs P(best) >= {r.min_p_best:g} and no cell tied with it."
+        f"No single winner for {r.dataset}{embedder}"
+        f"{' (inconclusive)' if r.verdict == 'inconclusive' else ''}: {r.reason}.",
+        f"The best by mean is {measured} P(best) = {share:.2f}.",
     ]
     if others:
         names = ", ".join(f"{name(o[0])} (P(best) = {r.p_best_of(o):.2f})" for o in others)
@@ -90,10 +92,7 @@ def _lines(data: ReportData, r: Recommendation) -> list[str]:
             )
     else:
         p = "n/a" if best.p_adjusted is None else f"{best.p_adjusted:.2g}"
-        lines.append(
-            f"No cell ties with it after Holm (the runner-up, {name(best.versus[0])}, has "
-            f"adjusted p = {p}), but it is best in only {100 * share:.0f}% of resamples."
-        )
+        lines.append(f"The runner-up, {name(best.versus[0])}, has Holm-adjusted p = {p}.")
     if r.top_two is not None:
         lines.append(_separation_line(r.top_two, name, r.n_questions))
     return lines

@@ -38,13 +38,23 @@ def report(
         typer.Option("--out", "-o", help="Folder to write report.html into (created if missing)."),
     ] = Path("."),
     metric: Annotated[
-        str, typer.Option(help="The metric the recommendation and comparisons use.")
-    ] = "iou",
+        str | None,
+        typer.Option(
+            help="The metric the recommendation and comparisons use. [default: recall at the "
+            "first token_budget(...) setting when the runs hold one, else iou at top_k(k=5)]",
+            show_default=False,
+        ),
+    ] = None,
     retrieval: options.PickRetrieval = None,
     k: options.PickK = None,
-    token_budget: Annotated[
+    max_context_tokens: Annotated[
         float,
-        typer.Option(help="Tokens retrieved per question for 'best recall within a budget'."),
+        typer.Option(
+            "--max-context-tokens",
+            help="The report's pick 'best recall within N context tokens': cells whose mean "
+            "retrieved tokens per question are at most this (it filters cells; the "
+            "token_budget(tokens=...) retrieval setting cuts each question's context instead).",
+        ),
     ] = 1000.0,
     prices: options.Prices = None,
     alpha: Annotated[float, typer.Option(help="Significance level of the tests.")] = 0.05,
@@ -88,7 +98,7 @@ def report(
         metric=metric,
         retrieval=retrieval,
         k=k,
-        token_budget=token_budget,
+        max_context_tokens=max_context_tokens,
         prices=prices,
         alpha=alpha,
         permutations=permutations,
@@ -146,9 +156,12 @@ def _print_recommendations(result: Report, console: Console) -> None:
             f"({100 * rec.best.mean:.2f}%, P(best) {rec.p_best_of(rec.best.option):.2f})"
         )
         if rec.winner is None and len(rec.best.tied) > 1:
-            line += f"; no single winner: choose on cost among the {len(rec.best.tied)} tied"
+            line += (
+                f"; no single winner ({rec.verdict}): choose on cost among the "
+                f"{len(rec.best.tied)} tied"
+            )
         elif rec.winner is None and rec.top_two is not None:
-            line += f"; no single winner: P(best) below {rec.min_p_best:g}"
+            line += f"; no single winner: P(best) below {rec.min_p_best:g}, none tied with it"
         if cheap is not None and cheap.index != best.index:
             line += f"; cheapest tied with it: {cheap.label}"
         if rec.winner is None and rec.top_two is not None:
@@ -160,7 +173,8 @@ def _print_recommendations(result: Report, console: Console) -> None:
             )
         if rec.budget is not None:
             line += (
-                f"; best recall within {rec.token_budget:g} tokens: {cells[rec.budget.cell].label}"
+                f"; best recall within {rec.max_context_tokens:g} context tokens: "
+                f"{cells[rec.budget.cell].label}"
             )
         console.print(line, markup=False, highlight=False)
     for failure in result.data.failures:

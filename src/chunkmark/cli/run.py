@@ -100,6 +100,8 @@ def run(
             help="With --executor ray: the cluster for ray.init ('auto': the one on this machine; 'ray://HOST:10001': a remote one). [default: a local Ray started for this run]"
         ),
     ] = None,
+    metric: options.RecommendMetric = None,
+    pick_retrieval: options.RecommendRetrieval = None,
     min_p_best: options.MinPBest = 0.9,
     quiet: options.Quiet = False,
 ) -> None:
@@ -130,6 +132,12 @@ def run(
         config = config.model_copy(
             update={"ray": config.ray.model_copy(update={"address": address})}
         )
+
+    asked = ReportOptions(
+        metric=options.recommended_metric(config, metric),
+        retrieval=options.recommended_retrieval(config, pick_retrieval),
+        min_p_best=min_p_best,
+    )
     console = Console(stderr=True, quiet=quiet, log_path=False)
     bar = Progress(
         SpinnerColumn(),
@@ -155,7 +163,7 @@ def run(
             config,
             progress=progress,
             embed_progress=embed_progress,
-            report_writer=partial(write_run_report, options=ReportOptions(min_p_best=min_p_best)),
+            report_writer=partial(write_run_report, options=asked),
         )
     screen = Console(width=None if sys.stdout.isatty() else 140)
     for table in results_tables(results.overall()):
@@ -184,7 +192,7 @@ def run(
     # The answer last: what the report recommends, then where the report is (no cell, no answer).
     finished = results.cells_computed + results.cells_resumed
     report_page = results.files.get("report")
-    lines = recommendation_lines(results.out, report_page, min_p_best) if finished else []
+    lines = recommendation_lines(results.out, report_page, asked) if finished else []
     for line in lines:
         screen.print(line, markup=False, highlight=False, soft_wrap=True)
     if results.failures:

@@ -118,6 +118,27 @@ class RayOptions(BaseModel):
     resources: dict[str, float] = Field(default_factory=dict)
 
 
+class RecommendOptions(BaseModel):
+    """What the run's recommendation reads (``recommend:`` in an experiment file; ``run
+    --metric`` and ``--pick-retrieval`` override it): ``metric`` (default: recall at a
+    ``token_budget`` setting, else IoU) and ``retrieval`` (one of the run's settings; default:
+    its first ``token_budget`` setting, else ``top_k(k=5)``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    metric: str | None = None
+    retrieval: str | None = None
+
+    @field_validator("metric")
+    @classmethod
+    def _known_metric(cls, value: str | None) -> str | None:
+        from chunkmark.metrics import METRICS
+
+        if value is not None and value not in METRICS:
+            raise ValueError(f"{value!r} is not a metric: use one of {', '.join(METRICS.names())}")
+        return value
+
+
 class AnswerOptions(BaseModel):
     """Answer scoring (``answers:`` in an experiment file; ``docs/answers.md``): ``llm`` answers
     each question that has reference answers or a label from the context retrieved at
@@ -202,6 +223,28 @@ class ExperimentConfig(BaseModel):
     executor: Literal["local", "ray"] = "local"  # where cells run (results are identical)
     ray: RayOptions = RayOptions()
     answers: AnswerOptions | None = None  # answer the questions from what was retrieved
+    recommend: RecommendOptions = RecommendOptions()  # what the recommendation reads
+
+    @model_validator(mode="after")
+    def _recommend_setting(self) -> ExperimentConfig:
+        asked = self.recommend.retrieval
+        if asked is None:
+            return self
+        from chunkmark.errors import ChunkmarkError
+        from chunkmark.report.settings import match_retrieval
+
+        settings = self.retrieval_specs()
+        try:
+            found = match_retrieval(asked, settings)
+        except ChunkmarkError:
+            raise ValueError(
+                f"recommend.retrieval {asked!r} is not one of the run's retrieval settings "
+                f"({', '.join(settings)}): add it to `retrieval`, or pick one of them"
+            ) from None
+        if found != asked:
+            update = {"retrieval": found}
+            object.__setattr__(self, "recommend", self.recommend.model_copy(update=update))
+        return self
 
     @model_validator(mode="after")
     def _answer_setting(self) -> ExperimentConfig:

@@ -171,8 +171,6 @@ def questions_needed(
     min_difference``, when ``n`` would exceed ``max_questions``, or when the values hold a NaN.
     Differences that are all equal and not zero give ``n = 2``, the smallest t-test.
     """
-    from scipy import stats
-
     x = np.asarray(a, dtype=np.float64)
     d = x if b is None else x - np.asarray(b, dtype=np.float64)
     if d.ndim != 1 or len(d) < 2:
@@ -182,6 +180,31 @@ def questions_needed(
     d = np.round(d, DECIMALS) + 0.0
     mean = float(d.mean())
     sd = float(d.std(ddof=1))
+    return questions_for(
+        mean,
+        sd,
+        power=power,
+        alpha=alpha,
+        min_difference=min_difference,
+        max_questions=max_questions,
+    )
+
+
+def questions_for(
+    mean: float,
+    sd: float,
+    *,
+    power: float = POWER,
+    alpha: float = ALPHA,
+    min_difference: float = MIN_DIFFERENCE,
+    max_questions: int = MAX_QUESTIONS,
+) -> QuestionsNeeded:
+    """:func:`questions_needed` from a mean difference and the standard deviation of the
+    paired differences (the gate asks how many questions a drop of ``--max-drop`` needs)."""
+    from scipy import stats
+
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha} and {power}")
 
     def answer(n: int | None, reason: str | None = None) -> QuestionsNeeded:
         return QuestionsNeeded(n, mean, sd, power, alpha, min_difference, max_questions, reason)
@@ -215,3 +238,58 @@ def questions_needed(
     if high > max_questions:
         return answer(None, f"more than {max_questions:,} questions")
     return answer(high)
+
+
+def min_detectable_difference(
+    n: int, sd: float, *, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """The smallest true mean difference that ``n`` paired questions detect with probability
+    ``power`` when the differences have standard deviation ``sd``: the ``delta`` at which the
+    two-sided paired t-test at ``alpha`` has exactly ``power`` (:func:`t_test_power` at the
+    standardised effect ``delta / sd``, solved for the effect). None when it cannot be said:
+    fewer than two questions, or an ``sd`` that is 0 or NaN (differences that never vary say
+    nothing about the noise of a real change)."""
+    from scipy import stats
+    from scipy.optimize import brentq
+
+    if n < 2 or not sd > 0 or math.isnan(sd):
+        return None
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha} and {power}")
+    # The z-test's effect is a lower bound; the t-test's lies above it (far above at tiny n).
+    z = float(stats.norm.isf(alpha / 2.0) + stats.norm.ppf(power)) / math.sqrt(n)
+    high = 1.5 * z
+    while t_test_power(n, high, alpha) < power:
+        high *= 2.0
+    effect = float(brentq(lambda e: t_test_power(n, e, alpha) - power, z, high, xtol=1e-12))
+    return effect * sd
+
+
+Verdict = Literal["significant", "inconclusive", "tied", "untestable"]
+
+
+def verdict_of(
+    p_value: float | None,
+    ci_low: float,
+    ci_high: float,
+    n: int,
+    needed: QuestionsNeeded | None,
+    alpha: float = ALPHA,
+) -> Verdict:
+    """What a paired comparison of ``n`` questions can say, from its test's p-value, its
+    interval of the mean difference and the questions needed to detect that difference:
+
+    - ``"untestable"``: no p-value (a NaN among the values);
+    - ``"significant"``: ``p < alpha``;
+    - ``"inconclusive"``: the test cannot reject, but the interval excludes zero, or more
+      questions are needed than there are (``needed.n > n``): too few questions, not a tie;
+    - ``"tied"``: the test cannot reject, the interval holds zero, and no realistic number of
+      questions would separate the two (``needed.n`` is None: a difference below the floor,
+      or beyond the ceiling of questions), or the ones there are would (``needed.n <= n``)."""
+    if p_value is None or math.isnan(p_value):
+        return "untestable"
+    if p_value < alpha:
+        return "significant"
+    excludes_zero = ci_low > 0 or ci_high < 0
+    short = needed is not None and needed.n is not None and needed.n > n
+    return "inconclusive" if excludes_zero or short else "tied"

@@ -40,7 +40,8 @@ import numpy.typing as npt
 from chunkmark.errors import ChunkmarkError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics import METRICS
-from chunkmark.metrics.paired import holm, paired_bootstrap_ci, permutation_test
+from chunkmark.metrics.paired import DECIMALS, holm, paired_bootstrap_ci, permutation_test
+from chunkmark.metrics.selection import POWER, min_detectable_difference, questions_for
 from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring, retrieval_of
 from chunkmark.specs import canonical_spec
 
@@ -53,6 +54,7 @@ QUESTIONS_DIFFER = 4
 INCOMPATIBLE = 5
 MISSING_CELL = 6
 BAD_BASELINE = 7
+INCONCLUSIVE_EXIT = 8
 USAGE = 2
 # Exit status -> what it means (docs/gate.md lists the same table; tests check they agree).
 EXIT_CODES: dict[int, str] = {
@@ -64,7 +66,11 @@ EXIT_CODES: dict[int, str] = {
     INCOMPATIBLE: "the baseline is of another dataset, metric, retrieval setting or scoring",
     MISSING_CELL: "a gated cell is missing from the run",
     BAD_BASELINE: "the baseline file or folder cannot be read (corrupt, not a baseline)",
+    INCONCLUSIVE_EXIT: "inconclusive, with --fail-inconclusive only: no cell regressed, but a "
+    "cell dropped by more than --max-drop with too few questions to tell",
 }
+
+INCONCLUSIVE = "inconclusive"
 
 BASELINE_FORMAT = "chunkmark-gate-baseline"
 BASELINE_VERSION = 1
@@ -113,11 +119,21 @@ class CellCheck:
     p_value: float | None  # None: a NaN among the values, nothing tested
     p_holm: float
     drop: float  # points, positive when the run is worse (for the metric's direction)
-    status: str  # regression, within margin, not significant, improved, unchanged
+    status: str  # regression, within margin, inconclusive, not significant, improved, unchanged
+    # The smallest drop (points) these questions detect with 80% power, from this cell's paired
+    # sd (None: the values never differ, or a NaN), and the questions its observed drop needs.
+    detectable: float | None = None
+    needed: int | None = None
+    run_chunker: str | None = None  # the run's cell when --pair swaps a part (else the same)
+    run_embedder: str | None = None
 
     @property
     def regression(self) -> bool:
         return self.status == "regression"
+
+    @property
+    def inconclusive(self) -> bool:
+        return self.status == INCONCLUSIVE
 
 
 @dataclass(frozen=True)
@@ -142,6 +158,25 @@ class GateResult:
         return not any(c.regression for c in self.cells)
 
     @property
+    def inconclusive(self) -> list[CellCheck]:
+        """The cells that dropped by more than --max-drop without a significant drop, with too
+        few questions to rule one out (the gate passes them: no significant regression)."""
+        return [c for c in self.cells if c.inconclusive]
+
+    @property
+    def verdict(self) -> str:
+        """passed, inconclusive (passed, with cells the questions cannot settle), regression."""
+        if not self.passed:
+            return "regression"
+        return INCONCLUSIVE if self.inconclusive else "passed"
+
+    @property
+    def power_alpha(self) -> float:
+        """The two-sided level the power statements use: alpha over the gated cells (Holm's
+        first step, the one a single regressed cell meets), doubled for --one-sided."""
+        return (2.0 if self.one_sided else 1.0) * self.alpha / max(1, len(self.cells))
+
+    @property
     def exit_code(self) -> int:
         return PASSED if self.passed else REGRESSION
 
@@ -153,6 +188,7 @@ class GateResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
+            "verdict": self.verdict,
             "exit_code": self.exit_code,
             "dataset": self.dataset,
             "metric": self.metric,
@@ -164,6 +200,7 @@ class GateResult:
             "test": f"{self.test}, Holm across cells",
             "permutations": self.permutations,
             "seed": self.seed,
+            "power": {"power": POWER, "alpha": self.power_alpha, "test": "paired t-test"},
             "baseline": self.baseline,
             "run": self.run,
             "cells": [
@@ -180,6 +217,10 @@ class GateResult:
                     "p_value": c.p_value,
                     "p_holm": c.p_holm,
                     "status": c.status,
+                    "detectable_drop_points": c.detectable,
+                    "questions_needed": c.needed,
+                    "run_chunker": c.run_chunker or c.chunker,
+                    "run_embedder": c.run_embedder or c.embedder,
                 }
                 for c in self.cells
             ],
@@ -236,6 +277,7 @@ def check_cells(
         else:
             low, high = paired_bootstrap_ci(r - b, resamples=bootstrap, level=LEVEL, seed=seed)
         drop = -100.0 * sign * change
+        detectable, needed = _power(d, len(cells), alpha, one_sided)
         out.append(
             CellCheck(
                 chunker=cell[0],
@@ -249,10 +291,33 @@ def check_cells(
                 p_value=p_value,
                 p_holm=p_adj,
                 drop=drop + 0.0,
-                status=_status(drop, p_adj, alpha, max_drop, sign * low, sign * high, d),
+                status=_status(drop, p_adj, alpha, max_drop, sign * low, sign * high, d, needed),
+                detectable=detectable,
+                needed=needed,
             )
         )
     return out
+
+
+def _power(
+    d: FloatArray, cells: int, alpha: float, one_sided: bool
+) -> tuple[float | None, int | None]:
+    """The smallest drop (points) ``len(d)`` questions detect with 80% power, from the sd of
+    ``d``, and the questions the observed drop would need; a two-sided paired t-test at alpha
+    over the cells (Holm's first step), doubled for a one-sided test. None where it cannot be
+    said (a NaN, fewer than two questions, differences that never vary; no drop)."""
+    level = (2.0 if one_sided else 1.0) * alpha / max(1, cells)
+    if len(d) < 2 or np.isnan(d).any():
+        return None, None
+    rounded = np.round(d, DECIMALS) + 0.0
+    sd = float(rounded.std(ddof=1))
+    found = min_detectable_difference(len(d), sd, alpha=min(level, 0.5))
+    detectable = None if found is None else 100.0 * found
+    mean = float(rounded.mean())
+    needed = None
+    if mean < 0:
+        needed = questions_for(mean, sd, alpha=min(level, 0.5)).n
+    return detectable, needed
 
 
 def _status(
@@ -263,6 +328,7 @@ def _status(
     low: float,
     high: float,
     d: FloatArray,
+    needed: int | None = None,
 ) -> str:
     if math.isnan(drop):
         return "not tested (NaN values)"
@@ -271,6 +337,10 @@ def _status(
         return "regression"
     if drop > 0 and significant:
         return "drop within --max-drop"
+    # A drop beyond the margin that the test cannot confirm: the interval lies below zero, or
+    # it would take more questions than there are to detect it. Too few questions, not a pass.
+    if drop > max_drop and (max(low, high) < 0 or (needed is not None and needed > len(d))):
+        return INCONCLUSIVE
     if drop > 0:
         return "drop not significant"
     if not np.any(d):
@@ -524,10 +594,12 @@ def read_run(
     chunker_picks = {_canonical("chunker", s) for s in picks.chunkers}
     embedder_picks = {_canonical("embedder", s) for s in picks.embedders}
     values: dict[Cell, dict[str, float]] = {}
+    present: set[Cell] = set()
     for i in rows:
         if _retrieval(column, i) != setting or _scoring(column, i) != scoring:
             continue
         cell = (str(column["chunker"][i]), str(column["embedder"][i]))
+        present.add(cell)
         if chunker_picks and cell[0] not in chunker_picks:
             continue
         if embedder_picks and cell[1] not in embedder_picks:
@@ -535,6 +607,17 @@ def read_run(
         value = table[metric][i]
         values.setdefault(cell, {})[str(table["question_id"][i])] = (
             math.nan if value is None else float(value)
+        )
+    if present and not values:
+        # The folder is fine: the picks name none of its cells (a usage error, not a corrupt
+        # baseline). Gating a deliberate swap of embedder or chunker is --pair's job.
+        listing = "; ".join(f"{c} x {e}" for c, e in sorted(present)[:4])
+        more = f" and {len(present) - 4} more" if len(present) > 4 else ""
+        raise GateError(
+            f"The {role} {path} has no cell of the picked chunker/embedder; its cells: "
+            f"{listing}{more}.",
+            "Pick cells it holds; to gate a swap of embedder or chunker, pair the baseline's "
+            "with the run's: --pair 'BASELINE_SPEC=RUN_SPEC' (docs/gate.md).",
         )
     ids = _question_ids(values, path, role, exit_code)
     return Side(
@@ -601,9 +684,112 @@ def pick_cells(side: Side, picks: Picks) -> Side:
         listing = "; ".join(f"{c} x {e}" for c, e in list(side.cells)[:4])
         raise GateError(
             f"The picks name none of the baseline's cells ({listing}).",
-            "Check --pick-chunker/--pick-embedder.",
+            "Check --pick-chunker/--pick-embedder; to gate a swap of embedder or chunker, pair "
+            "the baseline's with the run's: --pair 'BASELINE_SPEC=RUN_SPEC' (docs/gate.md).",
         )
     return _replace(side, cells=kept)
+
+
+# --- pairing a swap: --pair BASELINE_SPEC=RUN_SPEC --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A deliberate swap: the baseline's ``old`` chunker or embedder is gated against the run's
+    ``new`` one (canonical specs; ``part`` is 0 for a chunker, 1 for an embedder)."""
+
+    part: int
+    old: str
+    new: str
+
+
+def split_pair(text: str) -> tuple[str, str]:
+    """``OLD=NEW`` split at its one ``=`` outside parentheses, brackets and quotes (specs hold
+    ``=`` inside their parentheses: ``fixed_tokens(size=200)=recursive(size=200)``)."""
+    depth, quote, cuts = 0, "", []
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "=" and depth == 0:
+            cuts.append(i)
+    if len(cuts) != 1 or not text[: cuts[0]].strip() or not text[cuts[0] + 1 :].strip():
+        raise GateError(
+            f"--pair {text!r} is not BASELINE_SPEC=RUN_SPEC.",
+            "Write the baseline's chunker (or embedder) spec, '=', then the run's, e.g. "
+            "--pair 'fake()=model2vec()' or --pair 'fixed_tokens(size=200)=recursive(size=200)'.",
+        )
+    return text[: cuts[0]].strip(), text[cuts[0] + 1 :].strip()
+
+
+def parse_pair(text: str) -> Pair:
+    """A ``--pair`` value as canonical specs of one kind (chunker or embedder)."""
+    from chunkmark.errors import SpecError
+
+    old, new = split_pair(text)
+    for part, kind in enumerate(("chunker", "embedder")):
+        try:
+            old_spec = _canonical(kind, old)
+        except SpecError:
+            continue
+        try:
+            return Pair(part, old_spec, _canonical(kind, new))
+        except SpecError as exc:
+            raise GateError(
+                f"--pair {text!r}: {old!r} is a {kind}, and {new!r} is not one: {exc.problem}",
+                f"Pair {kind} with {kind}: both specs of the same kind.",
+            ) from None
+    raise GateError(
+        f"--pair {text!r}: {old!r} is neither a chunker nor an embedder spec.",
+        "See `chunkmark chunkers` and `chunkmark embedders` for the specs.",
+    )
+
+
+def paired_run(baseline: Side, run: Side, pairs: Sequence[Pair]) -> tuple[Side, dict[Cell, Cell]]:
+    """The run's values under the baseline's cell names, each baseline cell paired with the
+    run's cell that has the swapped parts (the same cell where no pair applies); and which run
+    cell each baseline cell reads. A pair whose ``old`` is in no baseline cell, or a paired run
+    cell that is missing, is a :class:`GateError`."""
+    for pair in pairs:
+        if not any(cell[pair.part] == pair.old for cell in baseline.cells):
+            kind = ("chunker", "embedder")[pair.part]
+            listing = "; ".join(sorted({c[pair.part] for c in baseline.cells})[:4])
+            raise GateError(
+                f"--pair: the baseline {baseline.origin} has no cell with the {kind} {pair.old}.",
+                f"Its {kind}s: {listing}.",
+            )
+    swap = {(p.part, p.old): p.new for p in pairs}
+    mapped: dict[Cell, Cell] = {}
+    for cell in baseline.cells:
+        mapped[cell] = (swap.get((0, cell[0]), cell[0]), swap.get((1, cell[1]), cell[1]))
+    missing = [new for new in mapped.values() if new not in run.cells]
+    if missing:
+        listing = "; ".join(f"{c} x {e}" for c, e in missing[:4])
+        raise GateError(
+            f"The run {run.origin} lacks {len(missing)} paired cell(s): {listing}.",
+            "Run those cells, or pair the baseline's cells with cells the run holds.",
+            exit_code=MISSING_CELL,
+        )
+    cells = {old: run.cells[new] for old, new in mapped.items()}
+    return _replace(run, cells=cells), mapped
+
+
+def with_swaps(result: GateResult, mapped: Mapping[Cell, Cell]) -> GateResult:
+    """``result`` with each check naming the run's cell it read (the baseline's is its key)."""
+    from dataclasses import replace
+
+    checks = [
+        replace(c, run_chunker=new[0], run_embedder=new[1])
+        if (new := mapped[(c.chunker, c.embedder)]) != (c.chunker, c.embedder)
+        else c
+        for c in result.cells
+    ]
+    return replace(result, cells=checks)
 
 
 # --- the baseline file ------------------------------------------------------------------------
@@ -725,37 +911,116 @@ def _field(data: Mapping[str, Any], key: str, kind: type, bad: Any, name: str | 
 
 
 def markdown(result: GateResult, labels: Mapping[Cell, str] | None = None) -> str:
-    """The result as a pull-request comment: a headline, what was tested, one row per cell."""
+    """The result as a pull-request comment: a headline, what was tested, what these questions
+    can detect, one row per cell."""
     label = METRICS[result.metric].label
     failed = [c for c in result.cells if c.regression]
-    head = (
-        f"### chunkmark gate: regression in {len(failed)} of {len(result.cells)} cell(s)"
-        if failed
-        else f"### chunkmark gate: passed ({len(result.cells)} cell(s))"
-    )
+    unsure = result.inconclusive
+    if failed:
+        head = f"### chunkmark gate: regression in {len(failed)} of {len(result.cells)} cell(s)"
+    elif unsure:
+        head = (
+            f"### chunkmark gate: inconclusive in {len(unsure)} of {len(result.cells)} cell(s) "
+            "(no significant regression; too few questions to rule one out)"
+        )
+    else:
+        head = f"### chunkmark gate: passed ({len(result.cells)} cell(s))"
     lines = [
         head,
         "",
         f"{label} with {result.retrieval} on {result.dataset}, {result.n_questions} paired "
         f"questions. A cell fails when it drops by more than {result.max_drop:g} "
         f"point{'' if result.max_drop == 1 else 's'} and the "
-        f"drop is significant ({result.test}, Holm across {len(result.cells)} "
-        f"cells, alpha {result.alpha:g}).",
+        f"drop is significant ({result.test}, Holm across {_cells(len(result.cells))}, "
+        f"alpha {result.alpha:g}).",
+        "",
+        power_line(result),
         "",
         f"| cell | baseline | run | change (points) | {100 * LEVEL:.0f}% interval | p | "
-        "p (Holm) | verdict |",
-        "|---|---:|---:|---:|---|---:|---:|---|",
+        "p (Holm) | detectable drop | verdict |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---|",
     ]
     for c in result.cells:
         name = (labels or {}).get((c.chunker, c.embedder), f"{c.chunker} × {c.embedder}")
-        verdict = f"**{c.status}**" if c.regression else c.status
+        if (c.run_chunker, c.run_embedder) != (None, None):
+            name = _swap_label(c)
+        verdict = f"**{c.status}**" if c.regression or c.inconclusive else c.status
+        if c.inconclusive and c.needed is not None:
+            verdict += f" (about {c.needed:,} questions needed)"
         lines.append(
             f"| {name} | {100 * c.baseline:.2f} | {100 * c.run:.2f} | {100 * c.change:+.2f} | "
             f"[{100 * c.ci_low:+.2f}, {100 * c.ci_high:+.2f}] | {_p(c.p_value)} | "
-            f"{_p(c.p_holm)} | {verdict} |"
+            f"{_p(c.p_holm)} | {_points(c.detectable)} | {verdict} |"
         )
     lines += [""] + [f"- {note}" for note in result.notes]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def power_line(result: GateResult) -> str:
+    """What the gate's questions can detect: the smallest drop (80% power) over the cells whose
+    values moved, and the questions a drop of --max-drop would need in that cell."""
+    n = result.n_questions
+    test = (
+        f"{100 * POWER:.0f}% power, paired t-test at alpha {result.power_alpha:.3g} "
+        f"(alpha / {_cells(len(result.cells))}{', one-sided' if result.one_sided else ''})"
+    )
+    moved = [c for c in result.cells if c.detectable is not None]
+    if not moved:
+        return (
+            f"What {n} questions can detect: not measurable here, since no gated cell's value "
+            "changed on any question (the noise of a change is measured from the change)."
+        )
+    best = min(moved, key=lambda c: c.detectable or math.inf)
+    assert best.detectable is not None
+    widest = max(c.detectable or 0.0 for c in moved)
+    spread = (
+        f"{best.detectable:.2f} points"
+        if len(moved) == 1 or math.isclose(widest, best.detectable, rel_tol=0.005)
+        else f"{best.detectable:.2f} to {widest:.2f} points across the {len(moved)} cells that moved"
+    )
+    line = f"Smallest drop these {n} questions can detect ({test}, from each cell's paired sd): {spread}."
+    if best.detectable > result.max_drop:
+        sd = _sd_of_detectable(best.detectable / 100.0, n, result.power_alpha)
+        need = questions_for(-result.max_drop / 100.0, sd, alpha=min(result.power_alpha, 0.5)).n
+        line += (
+            f" A drop of --max-drop ({result.max_drop:g} point"
+            f"{'' if result.max_drop == 1 else 's'}) cannot be shown with {n} questions"
+            + (
+                f": it would take about {need:,}."
+                if need is not None
+                else ": no realistic number of questions would show it."
+            )
+        )
+    return line
+
+
+def _sd_of_detectable(detectable: float, n: int, alpha: float) -> float:
+    """The paired sd behind a detectable difference (it is proportional to the sd)."""
+    unit = min_detectable_difference(n, 1.0, alpha=min(alpha, 0.5))
+    assert unit is not None
+    return detectable / unit
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell{'' if n == 1 else 's'}"
+
+
+def _points(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _swap_label(c: CellCheck) -> str:
+    """A paired cell: each swapped part as ``baseline's → run's``."""
+    from chunkmark.report.data import short_name
+
+    parts = []
+    for kind, old, new in (
+        ("chunker", c.chunker, c.run_chunker or c.chunker),
+        ("embedder", c.embedder, c.run_embedder or c.embedder),
+    ):
+        label = short_name(kind, old)
+        parts.append(label if new == old else f"{label} → {short_name(kind, new)}")
+    return " × ".join(parts)
 
 
 def _p(value: float | None) -> str:

@@ -18,7 +18,7 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -54,7 +54,7 @@ from chunkmark.report.stats import (
     StatsOptions,
     analyse,
     check_metric,
-    choose_setting,
+    resolve,
 )
 from chunkmark.timing import PhaseTimer
 
@@ -69,15 +69,16 @@ class ReportOptions:
 
     ``retrieval`` is a setting spec (``top_k(k=5)``, ``bm25(k=5)``, ``token_budget(tokens=1024)``)
     matched against the runs' settings; without it, ``k`` means ``top_k(k=<k>)``; without
-    either, ``top_k(k=5)`` when the runs hold it. ``scoring`` is a :attr:`Scoring.key`
+    either, the first ``token_budget`` setting the runs hold (read by recall when ``metric`` is
+    left out), else ``top_k(k=5)`` when the runs hold it (read by IoU). ``scoring`` is a :attr:`Scoring.key`
     (``position/chars/sum``); without it, the defaults when the runs hold them, else the first.
     """
 
-    metric: str = "iou"
+    metric: str | None = None
     retrieval: str | None = None
     k: str | None = None
     scoring: str | None = None
-    token_budget: float = 1000.0
+    max_context_tokens: float = 1000.0
     prices: Path | None = None
     alpha: float = 0.05
     permutations: int = 10_000
@@ -92,7 +93,7 @@ class ReportOptions:
             retrieval=self.retrieval,
             k=self.k,
             scoring=self.scoring,
-            token_budget=self.token_budget,
+            max_context_tokens=self.max_context_tokens,
             alpha=self.alpha,
             permutations=self.permutations,
             bootstrap=self.bootstrap,
@@ -138,13 +139,14 @@ def build_report(
     started = time.perf_counter()
     timer = PhaseTimer()
     opts = options or ReportOptions()
-    check_metric(opts.metric)
+    if opts.metric is not None:
+        check_metric(opts.metric)
     with timer("plotly"):
         script = plotly_js()
     with timer("read"):
         data = load_runs(runs, load_prices(opts.prices))
-    retrieval, scoring = choose_setting(data, opts.stats())
-    stats = replace(opts.stats(), retrieval=retrieval, scoring=scoring)
+    stats = resolve(data, opts.stats())
+    scoring = str(stats.scoring)
     with timer("tests"):
         recommendations, comparisons = analyse(data, stats)
     with timer("inspector"):
@@ -214,7 +216,7 @@ def _payload(
                 "retrievalShort": data.short_retrievals()[retrieval],
                 "scoring": scoring,
                 "scoringLabel": Scoring.from_key(scoring).label,
-                "tokenBudget": num(stats.token_budget),
+                "maxContextTokens": num(stats.max_context_tokens),
                 "alpha": stats.alpha,
                 "permutations": stats.permutations,
                 "bootstrap": stats.bootstrap,

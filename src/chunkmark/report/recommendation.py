@@ -27,7 +27,7 @@ from chunkmark.report.stats import (
     StatsOptions,
     analyse,
     check_metric,
-    choose_setting,
+    resolve,
 )
 
 
@@ -39,8 +39,7 @@ def recommend(
     ChunkmarkError when the run cannot be read or lacks the setting asked for."""
     data = load_runs([out])
     stats = options or ReportOptions().stats()  # the defaults the run's report.html is built with
-    retrieval, scoring = choose_setting(data, stats)
-    found, _ = analyse(data, replace(stats, retrieval=retrieval, scoring=scoring))
+    found, _ = analyse(data, resolve(data, stats))
     return data, found
 
 
@@ -114,7 +113,8 @@ def recommendations(
     stats = ReportOptions().stats()
     given = {"metric": metric, "retrieval": retrieval, "k": k, "min_p_best": min_p_best}
     stats = replace(stats, **{key: v for key, v in given.items() if v is not None})  # type: ignore[arg-type]
-    check_metric(stats.metric)
+    if stats.metric is not None:
+        check_metric(stats.metric)
     data, found = recommend(Path(out), stats)
     return [recommendation_of(data, r) for r in found]
 

@@ -39,6 +39,7 @@ from chunkmark.metrics.selection import (
     names_single_winner,
     p_best,
     questions_needed,
+    verdict_of,
 )
 from chunkmark.report.data import FloatArray, ReportData, RowKey
 from chunkmark.report.errors import ReportError
@@ -47,6 +48,8 @@ from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring
 Direction = Literal["higher", "lower"]
 RANDOMISATION = "paired sign-flip randomisation test"
 Option = RowKey  # (cell index, retrieval setting, scoring key)
+DEFAULT_METRIC = "iou"
+BUDGET_METRIC = "recall"  # what a fixed number of context tokens is read by
 
 
 @dataclass(frozen=True)
@@ -55,15 +58,20 @@ class StatsOptions:
     (``retrieval``, else ``top_k(k=<k>)``, else the default of :func:`choose_retrieval`), the
     scoring (a :attr:`Scoring.key`; None: the defaults when present) and the tests' own.
 
+    Left out (None), the metric and setting are those the runs ask for (:func:`resolve`): with
+    token budgets in the runs, recall at the first budget (the fair comparison: every cell
+    hands over as many tokens); else IoU at ``top_k(k=5)``. A metric left out under a picked
+    ``token_budget`` setting is recall too.
+
     ``min_p_best`` is the P(best) a single winner needs (resampled ``bootstrap`` times);
     ``power``, ``min_difference`` and ``max_questions`` are those of the questions needed to
     separate two cells (:func:`~chunkmark.metrics.selection.questions_needed`, at ``alpha``)."""
 
-    metric: str = "iou"
+    metric: str | None = None
     retrieval: str | None = None
     k: str | None = None
     scoring: str | None = None
-    token_budget: float = 1000.0
+    max_context_tokens: float = 1000.0
     alpha: float = 0.05
     permutations: int = 10_000
     bootstrap: int = 10_000
@@ -72,6 +80,11 @@ class StatsOptions:
     power: float = POWER
     min_difference: float = MIN_DIFFERENCE
     max_questions: int = MAX_QUESTIONS
+
+    @property
+    def metric_name(self) -> str:
+        """The metric analysed (after :func:`resolve`; IoU when still left out)."""
+        return self.metric or DEFAULT_METRIC
 
 
 def pareto_front(
@@ -161,7 +174,7 @@ class Recommendation:
     best: Pick | None
     cheapest_tied: Pick | None
     budget: Pick | None
-    token_budget: float
+    max_context_tokens: float
     smallest_retrieval: Option | None  # when nothing fits the budget
     test: str = RANDOMISATION
     p_best: tuple[tuple[Option, float], ...] = ()
@@ -173,6 +186,55 @@ class Recommendation:
     def p_best_of(self, option: Option) -> float:
         """An option's P(best) (NaN for one not compared)."""
         return dict(self.p_best).get(option, math.nan)
+
+    @property
+    def verdict(self) -> str:
+        """``winner``; else ``inconclusive`` when more questions are needed to separate the top
+        two than the run has (or the paired interval of the top two excludes zero while the
+        tests tie them); else ``tied`` (no realistic number of questions would separate them,
+        or they are separated and P(best) alone falls short); ``single`` with one cell."""
+        if self.best is None or self.best.versus is None:
+            return "single"
+        if self.winner is not None:
+            return "winner"
+        needed = None if self.top_two is None else self.top_two.needed
+        comparison = self.best.comparison
+        kind = verdict_of(
+            1.0,  # the group's test did not name a winner: read as "cannot reject"
+            math.nan if comparison is None else comparison.ci_low,
+            math.nan if comparison is None else comparison.ci_high,
+            self.n_questions,
+            needed,
+        )
+        tied = len(self.best.tied) > 1
+        return "inconclusive" if kind == "inconclusive" and tied else "tied"
+
+    @property
+    def reason(self) -> str:
+        """Why no single winner is named, the real reason first (empty for a winner)."""
+        if self.best is None or self.winner is not None or self.best.versus is None:
+            return ""
+        others = len(self.best.tied) - 1
+        share = self.p_best_of(self.best.option)
+        needed = None if self.top_two is None else self.top_two.needed
+        if others > 0:
+            why = (
+                f"{others} other cell{'s are' if others > 1 else ' is'} tied with it (the "
+                "paired tests cannot tell them apart)"
+            )
+            if self.verdict == "inconclusive" and needed is not None and needed.n is not None:
+                why += (
+                    f"; inconclusive, not a tie: about {needed.n:,} questions would separate "
+                    f"the top two, and this run has {self.n_questions}"
+                )
+            elif needed is not None and needed.n is None:
+                why += "; no realistic number of questions would separate the top two"
+            return why
+        return (
+            f"no cell is tied with it after Holm, but it is best in only {100 * share:.0f}% of "
+            f"bootstrap resamples (P(best) = {share:.2f}, below the {self.min_p_best:g} a "
+            "winner needs)"
+        )
 
 
 @dataclass(frozen=True)
@@ -205,6 +267,29 @@ class Comparisons:
     best_per_embedder: dict[str, list[Option]]
     embedder_pairs: dict[str, list[EmbedderPair]]
     agreements: list[Agreement] = field(default_factory=list)
+
+
+def resolve(data: ReportData, options: StatsOptions) -> StatsOptions:
+    """``options`` with the metric, retrieval setting and scoring analysed filled in: those
+    asked for, else recall at the runs' first ``token_budget`` setting (in display order: the
+    smallest) scored with that scoring when they hold one, else IoU at :func:`choose_retrieval`'s default (a
+    ReportError when the runs lack what was asked for)."""
+    from dataclasses import replace
+
+    from chunkmark.report.settings import name_of, ordered
+
+    retrieval = options.retrieval
+    if retrieval is None and options.k is None:
+        _, scoring = choose_setting(data, options)
+        scored = {r.retrieval for r in data.rows if r.scoring == scoring}
+        budgets = [s for s in ordered(scored) if name_of(s) == "token_budget"]
+        retrieval = budgets[0] if budgets else None
+    chosen = replace(options, retrieval=retrieval)
+    setting, scoring = choose_setting(data, chosen)
+    metric = options.metric
+    if metric is None:
+        metric = BUDGET_METRIC if name_of(setting) == "token_budget" else DEFAULT_METRIC
+    return replace(chosen, metric=check_metric(metric), retrieval=setting, scoring=scoring)
 
 
 def choose_setting(data: ReportData, options: StatsOptions) -> tuple[str, str]:
@@ -306,7 +391,8 @@ def _best_group(
 ) -> _Group | None:
     """The dataset's cells at the setting, tested against the best on the chosen metric."""
     cells = _options(data, dataset, retrieval, scoring)
-    return _tied(paired_values(data, cells, options.metric), options.metric, options)
+    metric = options.metric_name
+    return _tied(paired_values(data, cells, metric), metric, options)
 
 
 def _budget_group(
@@ -317,7 +403,7 @@ def _budget_group(
     fitting = [
         o
         for o in _options(data, dataset, retrieval, scoring)
-        if _row_tokens(data, o) <= options.token_budget
+        if _row_tokens(data, o) <= options.max_context_tokens
     ]
     return _tied(paired_values(data, fitting, "recall"), "recall", options)
 
@@ -413,14 +499,14 @@ def _recommendation(
             separate_cheapest = _separation(best, top, cheapest.option, options)
     return Recommendation(
         dataset,
-        options.metric,
+        options.metric_name,
         setting[0],
         setting[1],
         n,
         best_pick,
         cheapest,
         budget_pick,
-        options.token_budget,
+        options.max_context_tokens,
         smallest,
         p_best=shares,
         min_p_best=options.min_p_best,
@@ -460,7 +546,7 @@ def _pair(
     data: ReportData, a: int, b: int, setting: tuple[str, str], options: StatsOptions
 ) -> PairedComparison:
     oa, ob = (a, *setting), (b, *setting)
-    values = paired_values(data, [oa, ob], options.metric)
+    values = paired_values(data, [oa, ob], options.metric_name)
     return compare_paired(
         values[oa],
         values[ob],
@@ -493,8 +579,9 @@ def _mean_or_worst(data: ReportData, option: Option, metric: str, sign: float) -
 def analyse(data: ReportData, options: StatsOptions) -> tuple[list[Recommendation], Comparisons]:
     """The recommendation for every dataset, and the comparisons, at the chosen metric,
     retrieval setting and scoring."""
-    metric = check_metric(options.metric)
-    setting = choose_setting(data, options)
+    options = resolve(data, options)
+    metric = check_metric(options.metric_name)
+    setting = (str(options.retrieval), str(options.scoring))
     keys = [d.key for d in data.datasets]
     recommendations = [
         _recommendation(

@@ -142,9 +142,8 @@
     }
     if (!rec.best.versus) return box;
     const others = rec.best.tied.length - 1;
-    box.append(el("p", {}, el("b", { text: "No single winner" }),
-      `: the best by mean, ${optionName(rec.best)}, has ${shareText}; a winner needs at least ${rec.minPBest} and no cell tied with it` +
-      (others > 0 ? `, and ${others} cell(s) are tied with it.` : "; no cell is tied with it after Holm.")));
+    box.append(el("p", {}, el("b", { text: rec.verdict === "inconclusive" ? "No single winner (inconclusive)" : "No single winner" }),
+      `: ${rec.reason}. The best by mean is ${optionName(rec.best)}, with ${shareText}.`));
     if (others > 0 && rec.cheapestTied) {
       box.append(el("p", { text: `Choose on cost within the group: the cheapest to index is ${optionName(rec.cheapestTied)}` +
         (sameOption(rec.cheapestTied, rec.best) ? " (the best itself)." : ".") }));
@@ -203,7 +202,7 @@
         cheapBox.append(testLine(cheap, rec, "cell"));
       }
       card.append(cheapBox);
-      const budgetBox = el("div", { class: "rec-budget" }, el("h4", { text: `Best recall with ${rShort(rec.retrieval)} within ${int(rec.tokenBudget)} retrieved tokens per question` }));
+      const budgetBox = el("div", { class: "rec-budget" }, el("h4", { text: `Best recall with ${rShort(rec.retrieval)} within ${int(rec.maxContextTokens)} retrieved tokens per question` }));
       if (rec.budget) {
         budgetBox.append(pickLine(rec.budget));
         budgetBox.append(testLine(rec.budget, rec, "option within the budget"));
