@@ -30,12 +30,10 @@ def test_a_run_of_words_is_found_at_its_own_offsets(
     last = data.draw(st.integers(first, len(words) - 1))
     wanted = Span(starts[first], starts[last] + len(words[last]))
     found = candidates(document, " ".join(words[first : last + 1]))
-    assert wanted in found.spans
-    for span in found.spans:  # every candidate reads as the text, whitespace aside
+    assert wanted in found
+    for span in found:  # every candidate reads as the text, whitespace aside
         assert normalise_space(document[span.start : span.end]) == " ".join(words[first : last + 1])
-    exact = candidates(document, document[wanted.start : wanted.end])
-    assert exact.how == "exact"
-    assert wanted in exact.spans
+    assert candidates(document, document[wanted.start : wanted.end]) == found
 
 
 def test_typography_is_read_as_ascii_only_when_asked() -> None:
@@ -49,6 +47,16 @@ def test_typography_is_read_as_ascii_only_when_asked() -> None:
 
 
 def test_nothing_is_found_for_a_blank_text_or_an_absent_one() -> None:
-    assert candidates("some text", "   ").spans == ()
-    assert candidates("some text", "other").how is None
+    assert candidates("some text", "   ") == ()
+    assert candidates("some text", "other") == ()
     assert find_all("aaaa", "aa", start=1) == [1, 2]
+
+
+def test_a_text_written_once_exactly_and_once_otherwise_has_two_candidates() -> None:
+    first, gap, second = "call the desk", ". Or ", "call  the\ndesk"
+    document = first + gap + second + "."
+    at = len(first + gap)
+    assert candidates(document, "call the desk") == (
+        Span(0, len(first)),
+        Span(at, at + len(second)),
+    )

@@ -10,7 +10,7 @@ matches are here:
   with ``typography``, curly quotes, apostrophes and dashes read as ASCII, zero-width characters
   and soft hyphens left out), with the way back from each normalised character to the
   document's own offsets, so a match found there is an exact span of the document;
-- :func:`candidates` gives every place a text occurs, exactly or else whitespace-normalised;
+- :func:`candidates` gives every place a document holds a text, whitespace aside;
 - :func:`nearest_match` gives the best fuzzy alignment (rapidfuzz), for a text found nowhere.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from chunkmark.spans import Span
 
@@ -92,31 +92,18 @@ class NormalisedText:
         return Span(self.starts[start], self.ends[end - 1])
 
 
-How = Literal["exact", "normalised"]
-
-
-@dataclass(frozen=True, slots=True)
-class Candidates:
-    """Every place a text occurs in a document, found ``how`` (none when found nowhere)."""
-
-    spans: tuple[Span, ...]
-    how: How | None
-
-
-def candidates(document: str, text: str, normalised: NormalisedText | None = None) -> Candidates:
-    """Where ``text`` occurs in ``document``: its exact occurrences (``text`` as given, else
-    without its outer whitespace), else its whitespace-normalised ones, mapped back to the
-    document's own offsets. ``normalised`` may pass the document's :class:`NormalisedText`."""
-    for piece in dict.fromkeys((text, text.strip())):
-        found = find_all(document, piece)
-        if found:
-            return Candidates(tuple(Span(i, i + len(piece)) for i in found), "exact")
+def candidates(
+    document: str, text: str, normalised: NormalisedText | None = None
+) -> tuple[Span, ...]:
+    """Every place ``document`` holds ``text`` whitespace aside (each run of whitespace read
+    as one space on both sides, ``text``'s outer whitespace left out), as the document's own
+    offsets from the first matched character to the last; none for a blank text.
+    ``normalised`` may pass the document's :class:`NormalisedText`."""
     needle = normalise_space(text)
     if not needle:
-        return Candidates((), None)
+        return ()
     norm = normalised if normalised is not None else NormalisedText(document)
-    loose = tuple(norm.span(i, i + len(needle)) for i in find_all(norm.text, needle))
-    return Candidates(loose, "normalised" if loose else None)
+    return tuple(norm.span(i, i + len(needle)) for i in find_all(norm.text, needle))
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,8 @@
 
 A JSONL-layout dataset is read line by line, as written. Each excerpt whose ``text`` is not
 already the document's text at its ``start``/``end`` (text only, or offsets that do not hold
-it) is looked for in its question's document (:func:`chunkmark.placement.candidates`: as given,
-else with every run of whitespace read as one space):
+it) is looked for in its question's document, whitespace aside (:func:`chunkmark.placement.candidates`:
+every run of whitespace read as one space, the text's outer whitespace left out):
 
 - found at **one** place, it gets that place's offsets, and its ``text`` becomes the document's
   text there (whitespace as the document has it);
@@ -110,15 +110,15 @@ def fix_jsonl(folder: Path, out: Path) -> Fixed:
                 result.exact += 1
                 continue
             places = candidates(document, item["text"], norm)
-            if len(places.spans) == 1:
-                span = places.spans[0]
+            if len(places) == 1:
+                span = places[0]
                 item.update(start=span.start, end=span.end, text=document[span.start : span.end])
                 result.placed += 1
                 continue
             missing += 1
             nearest = (
                 _trimmed(document, nearest_match(fuzz, document, item["text"]))
-                if not places.spans and fuzz is not None and item["text"].strip()
+                if not places and fuzz is not None and item["text"].strip()
                 else None
             )
             result.unplaced.append(
@@ -128,9 +128,9 @@ def fix_jsonl(folder: Path, out: Path) -> Fixed:
                     doc_id,
                     index,
                     item["text"],
-                    places.spans[:SHOWN],
+                    places[:SHOWN],
                     nearest,
-                    len(places.spans),
+                    len(places),
                 )
             )
         line = json.dumps(obj, ensure_ascii=False)
