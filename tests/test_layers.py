@@ -62,8 +62,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     # scoring sits beside the runner: the runner carries it when the config asks for it.
     ("experiments, synth and answers", frozenset({"answers", "experiments", "synth"})),
     (
-        "report, relations, audit and the suite",
-        frozenset({"audit", "relations", "report", "suite"}),
+        "report, relations, audit, the suite and the labeler",
+        frozenset({"audit", "label", "relations", "report", "suite"}),
     ),
     ("command line", frozenset({"cli"})),
     ("package face", frozenset({FACE, "__main__"})),

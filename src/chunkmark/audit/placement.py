@@ -22,15 +22,16 @@ text by the first way that works.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from chunkmark.placement import NormalisedText, nearest_match
+from chunkmark.placement import normalise_space as normalise
+
 Method = Literal["offsets", "exact", "normalised", "fuzzy", "unplaced"]
 METHODS: tuple[Method, ...] = ("offsets", "exact", "normalised", "fuzzy", "unplaced")
 DEFAULT_FUZZY_THRESHOLD = 90.0
-_SPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -57,47 +58,12 @@ class StoredChunk:
 
 
 @dataclass
-class _Normalised:
-    """A document with each whitespace run as one space, and where each character came from."""
-
-    text: str
-    origin: list[int]  # origin[i]: offset in the document of normalised character i
-    ends: list[int]  # ends[i]: offset just after what normalised character i stands for
-
-
-def normalise(text: str) -> str:
-    """``text`` stripped, every run of whitespace one space."""
-    return _SPACE.sub(" ", text).strip()
-
-
-def _normalised(text: str) -> _Normalised:
-    chars: list[str] = []
-    origin: list[int] = []
-    ends: list[int] = []
-    pos = 0
-    for match in _SPACE.finditer(text):
-        for i in range(pos, match.start()):
-            chars.append(text[i])
-            origin.append(i)
-            ends.append(i + 1)
-        chars.append(" ")
-        origin.append(match.start())
-        ends.append(match.end())
-        pos = match.end()
-    for i in range(pos, len(text)):
-        chars.append(text[i])
-        origin.append(i)
-        ends.append(i + 1)
-    return _Normalised("".join(chars), origin, ends)
-
-
-@dataclass
 class Placer:
     """Places chunks in ``documents`` (id -> text), remembering the occurrences handed out."""
 
     documents: Mapping[str, str]
     fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD
-    _normal: dict[str, _Normalised] = field(default_factory=dict)
+    _normal: dict[str, NormalisedText] = field(default_factory=dict)
     _next: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
     def place(self, chunk: StoredChunk) -> Placement:
@@ -154,7 +120,7 @@ class Placer:
             return None
         norm = self._normal.get(doc_id)
         if norm is None:
-            norm = self._normal[doc_id] = _normalised(self.documents[doc_id])
+            norm = self._normal[doc_id] = NormalisedText(self.documents[doc_id])
         key = ("normalised", doc_id, needle)
         at = norm.text.find(needle, self._next.get(key, 0))
         if at == -1 and key in self._next:
@@ -162,21 +128,17 @@ class Placer:
         if at == -1:
             return None
         self._next[key] = at + 1
-        return Placement(doc_id, norm.origin[at], norm.ends[at + len(needle) - 1], "normalised")
+        span = norm.span(at, at + len(needle))
+        return Placement(doc_id, span.start, span.end, "normalised")
 
     def _fuzzy(self, doc_id: str, text: str) -> Placement | None:
         from chunkmark.audit.stores.base import require
 
         fuzz = require("rapidfuzz.fuzz", "rapidfuzz", "audit", "Fuzzy placement of chunks")
-        doc = self.documents[doc_id]
-        needle = text.strip()
-        found = fuzz.partial_ratio_alignment(needle, doc, score_cutoff=self.fuzzy_threshold)
-        if found is None or found.score < self.fuzzy_threshold:
+        found = nearest_match(fuzz, self.documents[doc_id], text, self.fuzzy_threshold)
+        if found is None:
             return None
-        start, end = int(found.dest_start), int(found.dest_end)
-        if end <= start:
-            return None
-        return Placement(doc_id, start, end, "fuzzy", round(float(found.score), 3))
+        return Placement(doc_id, found.span.start, found.span.end, "fuzzy", found.score)
 
 
 def place_chunks(

@@ -16,6 +16,7 @@ from chunkmark.cli import listing, options, suite_download
 from chunkmark.datasets import Dataset, Problem, find_problems, load_dataset
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.demo import DEMO_NAME
+from chunkmark.datasets.fix import UNPLACED, describe, fix_jsonl
 from chunkmark.datasets.stitch import (
     DEFAULT_DOCS_PER_FILE,
     DEFAULT_FILES,
@@ -25,6 +26,7 @@ from chunkmark.datasets.stitch import (
     write_stitched,
 )
 from chunkmark.datasets.suite import Sample
+from chunkmark.datasets.validate import JSONL_QUESTIONS, detect_layout
 from chunkmark.errors import DatasetError
 from chunkmark.synth.importing import NothingImportedError, SkippedSource, import_documents
 
@@ -50,10 +52,28 @@ def register(app: typer.Typer) -> None:
     app.add_typer(group, name="datasets")
 
 
-def validate(path: PathArg) -> None:
-    """List every problem in a dataset; exit code 1 if there is any."""
+def validate(
+    path: PathArg,
+    fix: Annotated[
+        str | None,
+        typer.Option(
+            "--fix",
+            metavar="OUT",
+            help="Write a copy of the dataset (JSONL layout) to the new folder OUT with every "
+            "excerpt given as text (no offsets, or offsets that do not hold it) placed where the "
+            "text occurs once; texts found several times or nowhere are listed with their "
+            "candidates and kept in OUT/unplaced.jsonl. The dataset itself is never changed.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """List every problem in a dataset; exit code 1 if there is any. With --fix OUT, place
+    excerpts given as text first (see --fix)."""
     console = Console(soft_wrap=True, highlight=False)
     folder = _folder_of(path)
+    left = 0
+    if fix is not None:
+        folder, left = Path(fix), _fix(console, folder, Path(fix))
     problems = find_problems(folder)
     if problems:
         console.print(_problem_table(problems, folder))
@@ -66,6 +86,39 @@ def validate(path: PathArg) -> None:
         f"fingerprint {dataset.fingerprint}",
         highlight=False,
     )
+    if left:
+        raise typer.Exit(code=1)
+
+
+def _fix(console: Console, folder: Path, out: Path) -> int:
+    """Run ``--fix``: print what was placed and what is left; the count of questions left."""
+    problems: list[Problem] = []
+    layout = detect_layout(folder, problems.append)
+    if layout != "jsonl":
+        raise DatasetError(
+            f"{problems[0].where}: {problems[0].message}"
+            if problems
+            else f"{folder}: --fix places the excerpts of the JSONL layout ({JSONL_QUESTIONS}).",
+            problems[0].fix
+            if problems
+            else "Give a folder with documents.jsonl and questions.jsonl (docs/formats.md).",
+        )
+    fixed = fix_jsonl(folder, out)
+    for item in fixed.unplaced:
+        console.print(f"{JSONL_QUESTIONS}, {describe(item, fixed.texts)}", markup=False)
+    console.print(
+        f"placed {fixed.placed} excerpts by their text, {fixed.exact} already exact; wrote "
+        f"{fixed.written} questions to {out / JSONL_QUESTIONS}"
+    )
+    if fixed.unplaced:
+        console.print(
+            f"excerpts left to place: {len(fixed.unplaced)}, in {fixed.left} question(s) kept in "
+            f"{out / UNPLACED}. Fix: give each its start and end (one of the places listed), "
+            f"then move the question to {JSONL_QUESTIONS}."
+        )
+        if not fixed.fuzzy_available:
+            console.print("(pip install rapidfuzz to list the nearest match of a text not found)")
+    return fixed.left
 
 
 def download(

@@ -104,6 +104,24 @@ def label(
             show_default=False,
         ),
     ] = None,
+    import_argilla: Annotated[
+        Path | None,
+        typer.Option(
+            "--import-argilla",
+            help="Add the spans of Argilla records (dataset.records.to_json) to the folder's "
+            "questions (each checked), then serve the page.",
+            show_default=False,
+        ),
+    ] = None,
+    export_argilla: Annotated[
+        Path | None,
+        typer.Option(
+            "--export-argilla",
+            help="Write the folder's questions as Argilla records (their excerpts as the "
+            "suggestions of a span question named evidence) to this file and exit (no page).",
+            show_default=False,
+        ),
+    ] = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
 ) -> None:
@@ -135,10 +153,14 @@ def label(
     from chunkmark.label.session import build_embedder, open_session
 
     console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
-    if export_label_studio is not None or import_label_studio is not None:
-        _label_studio(folder, max_chars, import_label_studio, export_label_studio, console.print)
-        if export_label_studio is not None:
-            return
+    for tool, source, target in (
+        ("label-studio", import_label_studio, export_label_studio),
+        ("argilla", import_argilla, export_argilla),
+    ):
+        if source is not None or target is not None:
+            _interop(tool, folder, max_chars, source, target, console.print)
+    if export_label_studio is not None or export_argilla is not None:
+        return
     session = open_session(
         folder,
         embedder=build_embedder(embedder, cache_dir, no_cache),
@@ -167,41 +189,46 @@ def label(
     _serve(server, opened)
 
 
-def _label_studio(
-    folder: Path, max_chars: int, source: Path | None, target: Path | None, say: Any
+def _interop(
+    tool: str, folder: Path, max_chars: int, source: Path | None, target: Path | None, say: Any
 ) -> None:
-    """Import a Label Studio export into the folder's questions, or export them."""
+    """Import an export of ``tool`` (label-studio, argilla) into the folder's questions, or
+    export them."""
     import json
 
     from chunkmark.errors import ChunkmarkError
     from chunkmark.files import write_bytes_atomic
-    from chunkmark.label.interop import from_label_studio, to_label_studio
+    from chunkmark.label import interop
     from chunkmark.label.store import QuestionStore, open_documents
 
+    studio = tool == "label-studio"
+    read = interop.from_label_studio if studio else interop.from_argilla
+    write = interop.to_label_studio if studio else interop.to_argilla
     documents = open_documents(folder, max_chars)
     store = QuestionStore(folder, documents)
     texts = {d.id: d.text for d in documents}
     if source is not None:
         try:
-            tasks = json.loads(source.read_text("utf-8"))
+            exported = json.loads(source.read_text("utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ChunkmarkError(
                 f"{source}: cannot be read as JSON ({exc}).",
-                "Export the Label Studio project as JSON (not JSON-MIN or CSV).",
+                "Export the Label Studio project as JSON (not JSON-MIN or CSV)."
+                if studio
+                else "Export the records with dataset.records.to_json(path).",
             ) from None
         taken = {q["id"] for q in store.questions()}
-        imported = from_label_studio(tasks, texts, str(source))
+        imported = read(exported, texts, str(source))
         for q in imported:
             spans = [(e["start"], e["end"]) for e in q["excerpts"]]
             qid = q["id"] if q["id"] not in taken else None
-            store.save(
-                q["question"], q["doc_id"], spans, qid=qid, metadata={"from": "label-studio"}
-            )
+            store.save(q["question"], q["doc_id"], spans, qid=qid, metadata={"from": tool})
         say(f"imported {len(imported)} questions from {source}")
     if target is not None:
-        data = to_label_studio(store.questions(), texts)
+        data = write(store.questions(), texts)
         write_bytes_atomic(target, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode())
-        say(f"wrote {len(data)} Label Studio tasks to {target}")
+        kind = "Label Studio tasks" if studio else "Argilla records"
+        say(f"wrote {len(data)} {kind} to {target}")
 
 
 def _bound_port(server: object, asked: int) -> int:

@@ -30,6 +30,7 @@ from chunkmark.datasets.validate import (
     blank_document,
     blank_question,
     check_folder,
+    did_you_mean,
     excerpt_problem,
     json_type,
     load_strict,
@@ -38,6 +39,7 @@ from chunkmark.datasets.validate import (
     not_an_integer,
     raise_first,
     read_text,
+    text_only,
 )
 from chunkmark.files import write_bytes_atomic
 from chunkmark.spans import Span
@@ -107,7 +109,7 @@ def scan_jsonl(folder: Path, report: Report) -> Dataset | None:
             usable = False
     if not usable:
         return None
-    docs = _read_documents(folder, docs_path, report)
+    docs = read_documents(folder, docs_path, report)
     if docs is None:
         return None
     texts, unreadable = docs
@@ -152,9 +154,11 @@ def _lines(path: Path, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, value
 
 
-def _read_documents(
+def read_documents(
     folder: Path, path: Path, report: Report
 ) -> tuple[dict[str, str], set[str]] | None:
+    """The texts of ``documents.jsonl`` by id and the ids whose text cannot be read, after
+    reporting every problem; None when the file gives no document."""
     file = str(path)
     texts: dict[str, str] = {}
     first_line: dict[str, int] = {}
@@ -278,7 +282,8 @@ def _read_question(
                 file,
                 line,
                 f"{label}: doc_id {doc_id!r} is not a document in {JSONL_DOCUMENTS}.",
-                f"Correct the doc_id, or add the document to {JSONL_DOCUMENTS}.",
+                did_you_mean(doc_id, texts)
+                + f"Correct the doc_id, or add the document to {JSONL_DOCUMENTS}.",
             )
         )
         ok = False
@@ -300,6 +305,9 @@ def _read_excerpt(
     fix = 'Write each excerpt as {"start": int, "end": int} with an optional "text".'
     if not isinstance(item, dict):
         report(Problem(file, line, f"{where} is {json_type(item)}, not a JSON object.", fix))
+        return None
+    if set(item) == {"text"} and isinstance(item["text"], str) and item["text"].strip():
+        report(text_only(file, line, where))
         return None
     problems = [f"lacks the key(s) {', '.join(k)}" for k in [missing_keys(item, _OFFSET_KEYS)] if k]
     unknown = sorted(set(item) - _EXCERPT_KEYS)
@@ -339,7 +347,7 @@ def read_documents_file(folder: str | Path) -> list[Document]:
     report = raise_first(root)
     if not path.is_file():
         report(missing_file(root, JSONL_DOCUMENTS, "the documents file"))
-    docs = _read_documents(root, path, report)
+    docs = read_documents(root, path, report)
     texts = docs[0] if docs is not None else {}
     return [Document(doc_id, text) for doc_id, text in texts.items()]
 

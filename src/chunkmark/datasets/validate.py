@@ -11,6 +11,7 @@ PATH`` prints. This module imports neither loader, so both can import it.
 
 from __future__ import annotations
 
+import difflib
 import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -205,6 +206,28 @@ def json_type(value: object) -> str:
     if isinstance(value, list):
         return "a list"
     return "an object"
+
+
+def did_you_mean(name: str, known: Iterable[str], n: int = 3) -> str:
+    """ "Did you mean 'a' or 'b'? " naming the ids closest to ``name`` (difflib's ratio of at
+    least 0.6), or "" when none is close."""
+    close = difflib.get_close_matches(name, list(known), n=n)
+    if not close:
+        return ""
+    return f"Did you mean {' or '.join(repr(c) for c in close)}? "
+
+
+def text_only(file: str, line: int, where: str) -> Problem:
+    """An excerpt given as its text only: ``validate --fix`` can place it."""
+    folder = shlex.quote(str(Path(file).parent))
+    return Problem(
+        file,
+        line,
+        f"{where}: gives its text only (no start, end).",
+        f"Run chunkmark datasets validate {folder} --fix OUT: it writes a copy of the dataset "
+        "to OUT with the offsets where the text occurs (once), and lists the texts it cannot "
+        'place; or write {"start": int, "end": int} yourself.',
+    )
 
 
 def missing_keys(obj: dict[str, object], required: Iterable[str]) -> list[str]:

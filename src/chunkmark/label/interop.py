@@ -133,3 +133,135 @@ def from_label_studio(
                 }
             )
     return out
+
+
+# Argilla (2.x): a dataset's records as ``dataset.records.to_json(path)`` writes them (a JSON
+# list, ``to_list(flatten=False)``): ``fields`` (the text fields), ``metadata``, ``responses``
+# (per question, one ``{"value", "user_id"}`` per annotator) and ``suggestions`` (per question,
+# ``{"value", "score", "agent"}``). A span question's value is a list of ``{"label", "start",
+# "end"}`` in code points of the field's text (Argilla's server checks them against the
+# field's Python length), so no conversion is needed.
+ARGILLA_QUESTION = "evidence"
+ARGILLA_AGENT = "chunkmark"
+
+
+def to_argilla(
+    questions: Sequence[Mapping[str, Any]], documents: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """Argilla records for chunkmark question objects: the document in ``fields.text``, the
+    question in ``fields.question``, ``doc_id`` and ``question_id`` in ``metadata``, the
+    excerpts as the suggestion of the span question ``evidence`` (agent ``chunkmark``), for
+    annotators to confirm."""
+    return [
+        {
+            "id": str(q["id"]),
+            "fields": {"text": documents[q["doc_id"]], "question": q["question"]},
+            "metadata": {"doc_id": q["doc_id"], "question_id": q["id"]},
+            "suggestions": {
+                ARGILLA_QUESTION: {
+                    "value": [
+                        {"label": ARGILLA_QUESTION, "start": e["start"], "end": e["end"]}
+                        for e in q["excerpts"]
+                    ],
+                    "score": None,
+                    "agent": ARGILLA_AGENT,
+                }
+            },
+            "responses": {},
+            "vectors": {},
+            "status": "pending",
+        }
+        for q in questions
+    ]
+
+
+def from_argilla(
+    records: object, documents: Mapping[str, str], where: str = "the export"
+) -> list[dict[str, Any]]:
+    """chunkmark question objects from Argilla records (see :func:`to_argilla`): every span of
+    every annotator's response (duplicates once), or, for a record nobody answered, the spans
+    chunkmark suggested; records with neither are left out. The document is
+    ``metadata.doc_id``, else the field whose text is a document; the question is
+    ``fields.question`` (or ``query``, or ``metadata.question``)."""
+    if not isinstance(records, list):
+        raise LabelError(
+            f"{where}: not a list of records.", "Export with dataset.records.to_json(path)."
+        )
+    by_text = {text: doc_id for doc_id, text in documents.items()}
+    out: list[dict[str, Any]] = []
+    for number, record in enumerate(records, start=1):
+        at = f"{where}, record {number}"
+        fields = record.get("fields") if isinstance(record, dict) else None
+        if not isinstance(fields, dict):
+            raise LabelError(f"{at}: no fields.", "Export the records with their fields.")
+        metadata = record.get("metadata") or {}
+        doc_id = metadata.get("doc_id") if isinstance(metadata, dict) else None
+        if doc_id not in documents:
+            doc_id = next((by_text[v] for v in fields.values() if v in by_text), None)
+        if doc_id is None:
+            raise LabelError(
+                f"{at}: none of its fields is one of the documents.",
+                "Import into the folder whose documents were labeled, or add metadata.doc_id.",
+            )
+        question = next(
+            (
+                source[k]
+                for source in (fields, metadata if isinstance(metadata, dict) else {})
+                for k in ("question", "query")
+                if isinstance(source.get(k), str)
+            ),
+            None,
+        )
+        if question is None:
+            raise LabelError(f"{at}: no fields.question.", "Give each record a question field.")
+        text = documents[str(doc_id)]
+        spans = _argilla_spans(record, text, at)
+        if spans:
+            out.append(
+                {
+                    "id": str(metadata.get("question_id") or record.get("id") or number),
+                    "question": question,
+                    "doc_id": str(doc_id),
+                    "excerpts": [
+                        {"start": s, "end": e, "text": text[s:e]} for s, e in sorted(spans)
+                    ],
+                }
+            )
+    return out
+
+
+def _argilla_spans(record: dict[str, Any], text: str, at: str) -> set[tuple[int, int]]:
+    """The spans of a record's responses, else of chunkmark's own suggestions."""
+    values: list[object] = []
+    for answers in (record.get("responses") or {}).values():
+        values += [a.get("value") for a in answers or [] if isinstance(a, dict)]
+    if not any(_span_items(v) for v in values):
+        values = [
+            s.get("value")
+            for s in (record.get("suggestions") or {}).values()
+            if isinstance(s, dict) and s.get("agent") == ARGILLA_AGENT
+        ]
+    spans: set[tuple[int, int]] = set()
+    for value in values:
+        for item in _span_items(value):
+            start, end = item["start"], item["end"]
+            if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end):
+                raise LabelError(
+                    f"{at}: the span {start!r}-{end!r} is not a pair of offsets.",
+                    "Export the span question's values as Argilla writes them.",
+                )
+            if end > len(text):
+                raise LabelError(
+                    f"{at}: the span [{start}, {end}) runs past the document's {len(text)} "
+                    "characters.",
+                    "Import into the folder whose documents were labeled.",
+                )
+            spans.add((start, end))
+    return spans
+
+
+def _span_items(value: object) -> list[dict[str, Any]]:
+    """The items of a span question's value (dicts with start and end); none otherwise."""
+    if not isinstance(value, list):
+        return []
+    return [v for v in value if isinstance(v, dict) and "start" in v and "end" in v]

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
+from chunkmark import placement
+from chunkmark.placement import find_all
 from chunkmark.spans import Span
 
 EXACT = "exact"
@@ -44,17 +46,6 @@ BAD_RANGE = "bad_range"
 PIECE_CHARS = 100  # the approximate mode's piece length (characters, cut on word boundaries)
 COPIED_WORDS = 4  # a paraphrased question may share at most 3 consecutive words with a passage
 
-_SINGLE_QUOTES = "\u2018\u2019\u201a\u201b\u2032"
-_DOUBLE_QUOTES = "\u201c\u201d\u201e\u201f\u2033"
-_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
-_DROPPED = "\u00ad\u200b\u200c\u200d\u2060\ufeff"  # soft hyphen and zero-width characters
-# Every quote mark is one quote: models straighten curly quotes and also swap double for single
-# ones ('the Old One' for "the Old One"), which changes no word of the passage.
-_TRANSLATION = {
-    **{ord(c): "'" for c in _SINGLE_QUOTES},
-    **{ord(c): "'" for c in _DOUBLE_QUOTES + '"'},
-    **{ord(c): "-" for c in _DASHES},
-}
 _WORD = re.compile(r"\w+")
 
 
@@ -80,57 +71,17 @@ def rejected(problem: str) -> ExcerptMatch:
     return ExcerptMatch(None, problem=problem)
 
 
-class NormalisedText:
-    """A text with whitespace and typography normalised, and the way back to the original.
-
-    ``text`` is the normalised text; its character ``i`` came from the original characters
-    ``[starts[i], ends[i])`` (a collapsed run of whitespace maps to the whole run; a dropped
-    character maps to nothing, so it only appears inside a mapped span, never at its ends).
-    """
+class NormalisedText(placement.NormalisedText):
+    """A text with whitespace and typography normalised, and the way back to the original
+    (:class:`chunkmark.placement.NormalisedText` with ``typography`` on)."""
 
     def __init__(self, original: str) -> None:
-        chars: list[str] = []
-        starts: list[int] = []
-        ends: list[int] = []
-        for i, c in enumerate(original):
-            if c in _DROPPED:
-                continue
-            if c.isspace():
-                if chars and chars[-1] == " ":
-                    ends[-1] = i + 1  # extend the run (dropped characters may sit inside it)
-                    continue
-                c = " "
-            else:
-                c = c.translate(_TRANSLATION)
-            chars.append(c)
-            starts.append(i)
-            ends.append(i + 1)
-        self.original = original
-        self.text = "".join(chars)
-        self.starts = starts
-        self.ends = ends
-
-    def span(self, start: int, end: int) -> Span:
-        """The original span of the normalised characters ``[start, end)`` (``end > start``)."""
-        return Span(self.starts[start], self.ends[end - 1])
+        super().__init__(original, typography=True)
 
 
 def normalise(text: str) -> str:
     """``text`` normalised as :class:`NormalisedText` does, without its outer spaces."""
     return NormalisedText(text).text.strip(" ")
-
-
-def find_all(text: str, needle: str, limit: int = 10_000) -> list[int]:
-    """Start offsets of every occurrence of ``needle`` in ``text`` (overlapping ones too), at
-    most ``limit`` of them."""
-    found: list[int] = []
-    if not needle:
-        return found
-    i = text.find(needle)
-    while i >= 0 and len(found) < limit:
-        found.append(i)
-        i = text.find(needle, i + 1)
-    return found
 
 
 def locate(

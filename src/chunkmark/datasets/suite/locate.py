@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
+from chunkmark.placement import NormalisedText, find_all
+from chunkmark.placement import normalise_space as normalise
 from chunkmark.spans import Span
 
 Many = Literal["first", "drop"]
 Method = Literal["exact", "normalised", "elided"]
 Miss = Literal["empty", "not found", "ambiguous"]
-
-_WHITESPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,22 +42,6 @@ class Placement:
     occurrences: int
 
 
-def normalise(text: str) -> str:
-    """``text`` with each whitespace run as one space and no whitespace at either end."""
-    return _WHITESPACE.sub(" ", text).strip()
-
-
-def count_occurrences(haystack: str, needle: str, start: int = 0, limit: int = 2) -> int:
-    """Occurrences of ``needle`` in ``haystack`` from ``start``, overlapping ones included,
-    counting no further than ``limit``."""
-    found = 0
-    at = haystack.find(needle, start)
-    while at >= 0 and found < limit:
-        found += 1
-        at = haystack.find(needle, at + 1)
-    return found
-
-
 class Locator:
     """Finds evidence in one document; the whitespace-normalised text is built once, on first
     need."""
@@ -66,22 +50,8 @@ class Locator:
         self.document = document
 
     @cached_property
-    def _normalised(self) -> tuple[str, list[int]]:
-        """The normalised document and, for each of its characters, the original offset."""
-        text = self.document
-        pieces: list[str] = []
-        offsets: list[int] = []
-        position = 0
-        for match in _WHITESPACE.finditer(text):
-            pieces.append(text[position : match.start()])
-            offsets.extend(range(position, match.start()))
-            if offsets and match.end() < len(text):
-                pieces.append(" ")
-                offsets.append(match.start())
-            position = match.end()
-        pieces.append(text[position:])
-        offsets.extend(range(position, len(text)))
-        return "".join(pieces), offsets
+    def _normalised(self) -> NormalisedText:
+        return NormalisedText(self.document)
 
     def locate(self, evidence: str, *, many: Many = "drop") -> Placement | Miss:
         """Place ``evidence`` (see the module docstring), or say why it cannot be placed."""
@@ -90,21 +60,18 @@ class Locator:
         document = self.document
         at = document.find(evidence)
         if at >= 0:
-            count = count_occurrences(document, evidence, at)
+            count = len(find_all(document, evidence, 2, at))
             if count > 1 and many == "drop":
                 return "ambiguous"
             return Placement(Span(at, at + len(evidence)), "exact", count)
         needle = normalise(evidence)
-        text, offsets = self._normalised
-        at = text.find(needle)
-        if at < 0:
+        norm = self._normalised
+        found = find_all(norm.text, needle, 2)
+        if not found:
             return "not found"
-        count = count_occurrences(text, needle, at)
-        if count > 1 and many == "drop":
+        if len(found) > 1 and many == "drop":
             return "ambiguous"
-        start = offsets[at]
-        end = offsets[at + len(needle) - 1] + 1
-        return Placement(Span(start, end), "normalised", count)
+        return Placement(norm.span(found[0], found[0] + len(needle)), "normalised", len(found))
 
     def nearest(self, evidence: str, stated: int, window: int) -> Span | Miss:
         """The occurrence of ``evidence`` (as given) whose start is nearest ``stated``, looking no
@@ -138,13 +105,12 @@ class Locator:
             return "empty"
         gap = rf"[\s\S]{{0,{max_gap}}}?"
         pattern = re.compile(gap.join(re.escape(n) for n in needles))
-        text, offsets = self._normalised
-        match = pattern.search(text)
+        norm = self._normalised
+        match = pattern.search(norm.text)
         if match is None:
             return "not found"
-        again = pattern.search(text, match.start() + 1)
+        again = pattern.search(norm.text, match.start() + 1)
         count = 1 if again is None else 2
         if count > 1 and many == "drop":
             return "ambiguous"
-        span = Span(offsets[match.start()], offsets[match.end() - 1] + 1)
-        return Placement(span, "elided", count)
+        return Placement(norm.span(match.start(), match.end()), "elided", count)
