@@ -231,7 +231,7 @@ class ExperimentConfig(BaseModel):
         if asked is None:
             return self
         from chunkmark.errors import ChunkmarkError
-        from chunkmark.report.settings import match_retrieval
+        from chunkmark.retrieval.names import match_retrieval
 
         settings = self.retrieval_specs()
         try:

@@ -11,16 +11,31 @@ shortens settings for display and finds the one a user asks for (``--pick-retrie
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from chunkmark.errors import ChunkmarkError
 from chunkmark.metrics.scoring import Scoring as Scoring  # the one Scoring, re-exported
 from chunkmark.report.errors import ReportError
-from chunkmark.specs import Registry, canonical_or_none, parse_spec
+from chunkmark.retrieval.names import (
+    match_retrieval as _match_retrieval,
+)
+from chunkmark.retrieval.names import (  # re-exported: the report reads settings by name
+    name_of as name_of,
+)
+from chunkmark.retrieval.names import (
+    order_key as order_key,
+)
+from chunkmark.retrieval.names import (
+    ordered as ordered,
+)
+from chunkmark.retrieval.names import (
+    params_of as params_of,
+)
+from chunkmark.retrieval.names import (
+    settings_registry as settings_registry,
+)
 
-_ORDER = ("top_k", "token_budget", "threshold", "bm25", "hybrid", "rerank")
 DENSE_RANKER = "exact"
 
 
@@ -36,21 +51,6 @@ def retrieval_of(row: Mapping[str, Any]) -> str:
     """A row's retrieval setting; rows of folders without the column are ``top_k(k=<k>)``."""
     value = row.get("retrieval")
     return str(value) if value else top_k(str(row["k"]))
-
-
-def name_of(spec: str) -> str:
-    """The setting's name (``top_k``), or the text before its parenthesis."""
-    return spec.split("(", 1)[0].strip()
-
-
-def params_of(spec: str) -> dict[str, Any] | None:
-    """The setting's keyword parameters in written order; None when it does not parse or has
-    positional arguments."""
-    try:
-        _, args, kwargs = parse_spec(spec)
-    except ChunkmarkError:
-        return None
-    return None if args else kwargs
 
 
 @functools.lru_cache(maxsize=1024)
@@ -85,25 +85,6 @@ def budget_of(spec: str) -> float | None:
     return float(tokens) if isinstance(tokens, (int, float)) else None
 
 
-def _sort_value(value: Any) -> tuple[int, float, str]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (0, float(value), "")
-    return (1, math.inf, repr(value))
-
-
-def order_key(spec: str) -> tuple[Any, ...]:
-    """Settings in display order: top_k, token_budget, threshold, bm25, hybrid, rerank, then the
-    others by name; within a name by their parameters (numbers first, in order)."""
-    name = name_of(spec)
-    rank = _ORDER.index(name) if name in _ORDER else len(_ORDER)
-    params = params_of(spec) or {}
-    return (rank, name, tuple(_sort_value(v) for v in params.values()), spec)
-
-
-def ordered(specs: Iterable[str]) -> list[str]:
-    return sorted(set(specs), key=order_key)
-
-
 def short_forms(specs: Iterable[str]) -> dict[str, str]:
     """Each setting for display: its name, its first parameter and the parameters that tell it
     apart from the other settings of that name in ``specs`` (``bm25(k=5)`` when every bm25
@@ -130,71 +111,11 @@ def short_forms(specs: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def settings_registry() -> Registry[Any] | None:
-    """The registry of retrieval settings (``chunkmark.retrieval.RETRIEVAL``), when this
-    version of chunkmark has one."""
-    try:
-        from chunkmark.retrieval import RETRIEVAL  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return None
-    return RETRIEVAL if isinstance(RETRIEVAL, Registry) else None
-
-
-def _normalised(spec: str) -> str | None:
-    if settings_registry() is None:
-        return None
-    return canonical_or_none("retrieval", spec)  # the form the runs' settings hold
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return float(a) == float(b)
-    return bool(a == b)
-
-
-def _matches(asked: str, spec: str) -> bool:
-    """Whether every parameter written in ``asked`` (positional ones in ``spec``'s order) has
-    ``spec``'s value, with the same name."""
-    try:
-        name, args, kwargs = parse_spec(asked)
-    except ChunkmarkError:
-        return False
-    params = params_of(spec)
-    if params is None or name != name_of(spec) or len(args) > len(params):
-        return False
-    given = dict(zip(params, args, strict=False))
-    for key, value in kwargs.items():
-        if key in given:
-            return False
-        given[key] = value
-    return all(key in params and _same(value, params[key]) for key, value in given.items())
-
-
 def match_retrieval(
     asked: str, available: Sequence[str], error: type[ChunkmarkError] = ReportError
 ) -> str:
-    """The setting of ``available`` that ``asked`` names: the same string, else the same
-    canonical spec (through the retrieval registry: parameters left out take their defaults),
-    else the one setting whose parameters agree with every parameter ``asked`` writes
-    (positional ones in order; those left out match any value)."""
-    if asked in available:
-        return asked
-    canonical = _normalised(asked)
-    if canonical is not None and canonical in available:
-        return canonical
-    found = [s for s in available if _matches(asked, s)]
-    if len(found) == 1:
-        return found[0]
-    listing = ", ".join(ordered(available)) or "none"
-    if not found:
-        raise error(f"The retrieval setting {asked} is not in the runs.", f"Use one of: {listing}.")
-    raise error(
-        f"The retrieval setting {asked} matches {len(found)} settings of the runs: "
-        f"{', '.join(ordered(found))}.",
-        "Write the parameters that tell them apart.",
-    )
+    """:func:`chunkmark.retrieval.names.match_retrieval`, a ReportError by default."""
+    return _match_retrieval(asked, available, error)
 
 
 def choose_retrieval(
