@@ -13,6 +13,9 @@ that can run here).
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -254,3 +257,82 @@ def test_context_side_by_side(run: Path) -> None:
             r"[\d.]+ \[[\d.]+, [\d.]+\]; [+-][\d.]+ \[[+-][\d.]+, [+-][\d.]+\]", cell
         )
     assert "## Per corpus: Δ vs plain" in out and "### recall" in out
+
+
+# --- scripts that load all-MiniLM-L6-v2 (the offline package) --------------------------------
+
+
+def test_precision() -> None:
+    out = bench("benchmarks/precision.py", "--smoke", "--device", "cpu")
+    lines = out.splitlines()
+    assert lines[0] == "8 texts on cpu; seconds are the best of 1 passes"
+    assert lines[1].split() == [
+        "precision",
+        "batch",
+        "texts/s",
+        "vs",
+        "first",
+        "mean",
+        "cos",
+        "min",
+        "cos",
+    ]
+    rows = [line.split() for line in lines[2:]]
+    assert [r[0] for r in rows] == ["fp32", "fp32"] and rows[1][1] == "4"
+    # the first row is the reference: ratio 1 and cosine 1 to itself
+    assert rows[0][-3:] == ["1.00x", "1.000000", "1.000000"]
+    assert float(rows[1][-1]) > 0.9999  # fp32 at another batch size: the same vectors, nearly
+
+
+def test_autocast_agreement() -> None:
+    out = bench("benchmarks/autocast_agreement.py", "--smoke")
+    lines = out.splitlines()
+    assert re.fullmatch(r"4 chunks, all-MiniLM-L6-v2 on the CPU \(torch .+\)", lines[0])
+    assert lines[1].split() == ["vectors", "min", "cos", "mean", "cos", "(to", "fp32)"]
+    rows = {line.rsplit(None, 2)[0].strip(): line.split()[-2:] for line in lines[2:]}
+    assert list(rows) == ["fp16 autocast", "bf16 autocast", "int8 dynamic"]
+    for low, mean in rows.values():
+        assert 0 < float(low) <= float(mean) <= 1.0000001
+
+
+def test_engine() -> None:
+    out = bench("benchmarks/engine.py", "--smoke")
+    assert "\n=== fp32\n" in out
+    phases = re.findall(r"^  (\w+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+    assert {"chunk", "embed_documents", "embed_queries", "wall"} <= {p[0] for p in phases}
+    assert re.search(r"^embedding work: \d+ texts requested, \d+ distinct, ", out, re.M)
+    assert re.search(r"^warm command [\d.]+s: [\d.]+x faster than cold$", out, re.M)
+    cells = re.findall(r"^  (fixed_tokens\(.*?\))\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M)
+    assert cells == ["fixed_tokens(size=800, overlap=400)", "fixed_tokens(size=400, overlap=200)"]
+    header = next(line for line in out.splitlines() if line.startswith("chunker "))
+    assert header.split() == ["chunker", "chunks", "recall", "precision", "precision_omega", "iou"]
+    assert re.search(r"^\d+ values outside the tolerances \{'recall': 1.0", out, re.M)
+
+
+# --- every script: the names it imports from chunkmark exist ----------------------------------
+
+
+def chunkmark_imports(path: Path) -> list[tuple[str, str]]:
+    """(module, name) of every ``from chunkmark... import name`` in a script, functions too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        (node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("chunkmark")
+        for alias in node.names
+    ]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks").glob("*.py")), ids=lambda p: p.name)
+def test_every_chunkmark_name_a_script_imports_exists(path: Path) -> None:
+    # Most scripts import chunkmark inside main(), so a renamed function breaks them only when
+    # run; this finds it for the scripts too slow, or needing too much, to run here.
+    missing = []
+    for module, name in chunkmark_imports(path):
+        loaded = importlib.import_module(module)
+        package = hasattr(loaded, "__path__")  # a name may be a submodule of a package
+        if not hasattr(loaded, name) and not (
+            package and importlib.util.find_spec(f"{module}.{name}") is not None
+        ):
+            missing.append(f"{module}.{name}")
+    assert missing == []

@@ -46,6 +46,10 @@ DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_CHECKED = {
     "docs/plan.md": "the plan: targets and estimates, not measurements",
     "docs/literature.md": "other authors' figures, each next to its citation",
+    # Rewritten in a parallel change (issue 35, finding 6: where the weights come from); its
+    # 'Measured with' sources (benchmarks/llm_features.py) go in with that change, and this
+    # entry goes out.
+    "docs/llm.md": "pending: its sources go in with the change that rewrites it",
 }
 
 # (file, header row) -> why its numbers are not measurements.
@@ -309,7 +313,7 @@ def sources(doc: Doc) -> dict[int, Block | None]:
                 leading = None
         previous_line = block.last
         if block.source:
-            current, section = block, heading or 1
+            current, section = block, heading or 6  # before any heading: any heading ends it
             continue
         led, leading = leading, None
         if block.commands and block.text.rstrip().endswith(":"):
@@ -381,7 +385,7 @@ def command_problems(command: str, root: Path, cli: dict[str, dict[str, set[str]
     if match:
         name, _, sub = match.group(1).partition(" ")
         key = f"{name} {sub}".strip() if f"{name} {sub}".strip() in cli else name
-        if key not in cli:
+        if key not in cli or (key == name and sub and cli[name]["subcommands"]):
             return [f"chunkmark {match.group(1)} does not exist"]
         return [f"chunkmark {key} takes no {o}" for o in sorted(options - cli[key]["options"])]
     return []
@@ -560,10 +564,9 @@ def test_definitional_numbers_are_not_figures() -> None:
 
 def test_a_before_after_figure_needs_the_commit() -> None:
     text = "Timed against the code before that change: 13.86 s against 22.74 s.\n"
-    assert check(SOURCE_LINE + text) == [
-        "x.md:3: Timed against the code before that change: 13.86 s against 22.74 s.: "
-        "a before/after figure without 'against commit `SHA`'"
-    ]
+    (problem,) = check(SOURCE_LINE + text)
+    assert problem.startswith("x.md:3: Timed against the code before that change")
+    assert problem.endswith(": a before/after figure without 'against commit `SHA`'")
     against = "Measured with `chunkmark suite run --grid fast` against commit `8b469f5`.\n\n"
     assert check(against + text) == []
 
