@@ -97,13 +97,13 @@ def test_gate_calibration() -> None:
             "regression in all 8 cells",
             "regression in one cell (each in turn), 7 unchanged",
         ]
-    # the one-way regression only removes correct chunks: no question ever improves;
-    # the two-way one moves questions both ways
+    # the one-way regression only removes correct chunks (a question improves only where a
+    # better correct chunk moves up); the two-way one moves questions both ways, net down
     one = table(one_way[one_way.index(header) :], header)
     both = table(both_ways[both_ways.index(header) :], header)
-    assert all(fraction(r[3])[1] == 0 for r in one)
+    one_worse, one_better = (sum(fraction(r[3])[i] for r in one) for i in (0, 1))
     worse, better = (sum(fraction(r[3])[i] for r in both) for i in (0, 1))
-    assert worse > better > 0
+    assert one_worse > 0 and worse > better > one_better
     swaps = table(
         out,
         "| cell | swapped in | mean drop (points) | questions worse / better (of 64) "

@@ -103,7 +103,7 @@ PER_UNIT = re.compile(r"^\s+(?:a|per|each)\s+(?:value|vector|float|token|charact
 CODE_FENCES = {"yaml", "yml", "python", "py", "toml", "json", "jsonl", "ini", "sql", "html"}
 SOURCE = re.compile(r"^(?:[-*+] )?[*_]*(?:Measured with|Computed from)\b")
 SOURCE_FILE = re.compile(r"^src/chunkmark/[\w/]+\.py$")  # what "Computed from" names
-INLINE_SOURCE = re.compile(r"\bmeasured with\s+`", re.I)
+INLINE_SOURCE = re.compile(r"\bmeasured\s+with\s+`", re.I)
 BEFORE_AFTER = re.compile(
     r"\bbefore (?:the|that|this|its|their) (?:change|fix|refactor\w*|commit)s?\b"
     r"|\bthe previous commit\b|\bbefore and after (?:the|that|this) (?:change|commit)\b"
@@ -250,11 +250,11 @@ def blocks(doc: Doc) -> list[Block]:
             if SOURCE.match(lines[i].strip()):
                 block.source = True
                 block.commands = [
-                c
-                for c in CODE_SPAN.findall(text)
-                if COMMAND.match(c.strip())
-                or (text.lstrip("-*+ _").startswith("Computed") and SOURCE_FILE.match(c))
-            ]
+                    c
+                    for c in CODE_SPAN.findall(text)
+                    if COMMAND.match(c.strip())
+                    or (text.lstrip("-*+ _").startswith("Computed") and SOURCE_FILE.match(c))
+                ]
             elif INLINE_SOURCE.search(text):  # "... (measured with `COMMAND`)": itself only
                 rest = text[INLINE_SOURCE.search(text).start() :]  # type: ignore[union-attr]
                 block.commands = [c for c in CODE_SPAN.findall(rest) if COMMAND.match(c.strip())]
@@ -294,8 +294,10 @@ def level(doc: Doc, i: int) -> int:
 def sources(doc: Doc) -> dict[int, Block | None]:
     """Each measured block (by first line) -> the source that covers it, or None.
 
-    A source reaches to the next heading of its own section's level or higher; a paragraph
-    that names its own source (``measured with `COMMAND```) and ends with ``:`` also covers
+    A source covers the prose after it up to the next heading of its own section's level or
+    higher, but a table or an output block only when no other table or output lies between
+    them (each table names its own source); a source also covers the block right before it,
+    and a paragraph that names its own source (``measured with `COMMAND```) and ends with ``:``
     the block right after it."""
     found = blocks(doc)
     covered: dict[int, Block | None] = {}
@@ -327,15 +329,39 @@ def sources(doc: Doc) -> dict[int, Block | None]:
             covered[block.first] = led
             continue
         after = found[k + 1] if k + 1 < len(found) else None
-        if (
-            after is not None
-            and after.source
-            and not any(i in doc.headings for i in range(block.last + 1, after.first))
-        ):
+        if after is not None and after.source and not heading_between(doc, block, after):
             covered[block.first] = after
+        elif block.kind in ("table", "fence"):
+            covered[block.first] = own_source(doc, found, k)
         else:
             covered[block.first] = current
     return covered
+
+
+def heading_between(doc: Doc, a: Block, b: Block) -> bool:
+    return any(i in doc.headings for i in range(a.last + 1, b.first))
+
+
+def own_source(doc: Doc, found: list[Block], k: int) -> Block | None:
+    """A table's or output's source: one since the previous table or output of its section,
+    not the source right after that one (which is that one's)."""
+    for j in range(k - 1, -1, -1):
+        if heading_between(doc, found[j], found[j + 1]):
+            return None
+        block = found[j]
+        if block.kind in ("table", "fence") and is_measured(doc, block):
+            return None
+        if block.source:
+            before = found[j - 1] if j > 0 else None
+            owned = (  # a source introducing what follows ends with ":"
+                not block.text.rstrip().endswith(":")
+                and before is not None
+                and before.kind in ("table", "fence")
+                and is_measured(doc, before)
+                and not heading_between(doc, before, block)
+            )
+            return None if owned else block
+    return None
 
 
 def uncited(doc: Doc) -> list[str]:
@@ -537,6 +563,12 @@ def test_a_source_covers_its_section_after_it_and_the_block_right_before() -> No
     # a heading ends its reach; so does a block between the table and a source after it
     assert check(SOURCE_LINE + "## Other\n\n" + MEASURED_TABLE) != []
     assert check(MEASURED_TABLE + "\nProse.\n\n" + SOURCE_LINE) != []
+    # each table names its own: a source does not reach past another table to the next one,
+    # and a source right after a table is that table's
+    second = "| setting | seconds |\n|---|---|\n| top_k | 3.2 |\n"
+    assert check(SOURCE_LINE + MEASURED_TABLE + "\nProse.\n\n" + second) != []
+    assert check(MEASURED_TABLE + "\n" + SOURCE_LINE + "Prose.\n\n" + second) != []
+    assert check(SOURCE_LINE + MEASURED_TABLE + "\nProse.\n\n" + SOURCE_LINE + second) == []
     # a source ending with ":" takes its commands from the fenced block after it
     fenced = "Measured with:\n\n```\npython benchmarks/scale.py --size 1\n```\n\n"
     assert check(fenced + MEASURED_TABLE) == []
