@@ -190,6 +190,40 @@ def test_span_alignment() -> None:
     assert all(r[1] == r[4] and int(r[1].replace(",", "")) > 0 for r in rows)
 
 
+def test_suite_convert() -> None:
+    out = bench("benchmarks/suite_convert.py", "--smoke")
+    header = (
+        "| set | documents | questions raw | kept | dropped (by reason) | mean doc chars "
+        "| evidence looked for | exact | normalised | structural | repaired | elided | not placed "
+        "| first of several | seconds |"
+    )
+    rows = table(out, header)
+    assert [r[0] for r in rows] == ["covid_qa", "chroma-general"]
+    # the conversion is deterministic: docs/suite.md's rows, but for the seconds
+    docs = (ROOT / "docs" / "suite.md").read_text(encoding="utf-8")
+    quoted = {r[0]: r for r in table(docs, header)}
+    assert [r[:-1] for r in rows] == [quoted[r[0]][:-1] for r in rows]
+    assert re.search(r"^total: 2 sets, 103 documents, 1,852 questions kept of 1,852$", out, re.M)
+
+
+def test_audit_stores_placement() -> None:
+    out = bench("benchmarks/audit_stores.py", "--smoke")
+    assert out.startswith("demo: 4 documents, ")
+    placed = re.findall(
+        r"^  (.+): (\d+) chunks, offsets \d+, exact \d+, normalised \d+, fuzzy \d+, "
+        r"unplaced \d+; exactly or normalised: ([\d.]+)%$",
+        out,
+        re.M,
+    )
+    names = [p[0] for p in placed]
+    assert names[0].startswith("LangChain RecursiveCharacterTextSplitter") and names[-1] == "all"
+    assert {
+        "chonkie TokenChunker(chunk_size=128)",
+        "chonkie RecursiveChunker(chunk_size=128)",
+    } <= set(names)
+    assert int(placed[-1][1]) == sum(int(p[1]) for p in placed[:-1])
+
+
 # --- scripts that read a finished run ---------------------------------------------------------
 
 EXPERIMENT = """\

@@ -57,6 +57,7 @@ NOT_MEASURED = {
     ("docs/synth.md", "| option | default | meaning |"): "option defaults",
     ("docs/metrics.md", "| name | label | definition |"): "definitions (hit@k is 1 or 0)",
     ("docs/gpu.md", "| device | fp32 | fp16 | bf16 |"): "the default batch sizes the code sets",
+    ("docs/gate.md", "| status | meaning |"): "the exit codes the gate defines (EXIT_CODES)",
 }
 
 # Paths the docs name as examples of files a reader would create, not as existing commands.
