@@ -155,6 +155,7 @@ def test_report() -> None:
 def test_chunkers() -> None:
     out = bench("benchmarks/chunkers.py", "--smoke")
     assert re.search(r"^4 corpora, [\d.]+ MB; best of 1 passes$", out, re.M)
+    assert out.splitlines()[2].split() == ["chunker", "seconds", "MB/s"]
     rows = dict(re.findall(r"^(\S.*?)\s+([\d.]+)\s+[\d.]+$", out, re.M))
     assert {"fixed_tokens(size=400, overlap=0)", "recursive(size=400, overlap=0)"} <= set(rows)
     assert {"chonkie TokenChunker(400)", "LangChain TokenTextSplitter(400)"} <= set(rows)
