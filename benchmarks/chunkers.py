@@ -96,7 +96,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=400, help="chunk size for the comparison")
     parser.add_argument("--only", default="", help="comma-separated chunker names")
     parser.add_argument(
-        "--smoke", action="store_true", help="the demo dataset, one pass, fixed_tokens and recursive"
+        "--smoke",
+        action="store_true",
+        help="the demo dataset, one pass, fixed_tokens and recursive",
     )
     args = parser.parse_args()
     if args.smoke:

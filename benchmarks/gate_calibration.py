@@ -145,7 +145,7 @@ class Degrader:
         """Recall at top 5 when each question's top-10 ranking is, with probability ``s``, put in
         a random order first: questions move both ways, the net is a drop."""
         n, width = self.ranking.shape
-        hit = rng.random(n) < s
+        hit = np.asarray(rng.random(n) < s)
         keys = np.where(hit[:, None], rng.random((n, width)), np.arange(width)[None, :])
         order = np.argsort(keys, axis=1, kind="stable")[:, :DEPTH]
         ranking = np.take_along_axis(self.ranking, order, axis=1)
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> None:
         "\nrecall recomputed from the stored chunks and rankings (q = 0) vs the run's: "
         f"max |diff| {worst:.2e}"
     )
-    one_way = {c: d.recall for c, d in degraders.items()}
+    one_way: dict[g.Cell, Draw] = {c: d.recall for c, d in degraders.items()}
     qs = {c: calibrate(one_way[c], side.cells[c], args.drop, i) for i, c in enumerate(cells)}
     print(
         f"\npower: a planted drop of {args.drop:g} recall points (correct chunks dropped with "
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     power(side, one_way, qs, labels, args, np.random.default_rng(7))
 
-    both_ways = {c: d.shuffled for c, d in degraders.items()}
+    both_ways: dict[g.Cell, Draw] = {c: d.shuffled for c, d in degraders.items()}
     ss = {
         c: calibrate(both_ways[c], side.cells[c], args.drop, 100 + i) for i, c in enumerate(cells)
     }
@@ -369,13 +369,13 @@ def power(
         one = {c: (degraded[c] if c == target else side.cells[c]) for c in cells}
         for one_sided in sides:
             kw = {"max_drop": args.max_drop, "seed": t, "one_sided": one_sided, "bootstrap": BOOT}
-            checks = g.check_cells(side.cells, degraded, **kw)  # type: ignore[arg-type]
+            checks = g.check_cells(side.cells, degraded, **kw)
             caught_all[one_sided] += any(c.regression for c in checks)
             for c, check in zip(cells, checks, strict=True):
                 per_cell[(c, one_sided)] += check.regression
                 if not one_sided:
                     drops_all.append(check.drop)
-            checks = g.check_cells(side.cells, one, **kw)  # type: ignore[arg-type]
+            checks = g.check_cells(side.cells, one, **kw)
             hit = next(c for c in checks if (c.chunker, c.embedder) == target)
             caught_one[one_sided] += hit.regression
             if not one_sided:
@@ -433,7 +433,7 @@ def swapped(
             after = {c: (cand[idx] if c == cell else v[idx]) for c, v in side.cells.items()}
             for one_sided in (False, True):
                 kw = {"max_drop": args.max_drop, "seed": t, "one_sided": one_sided}
-                checks = g.check_cells(before, after, bootstrap=BOOT, **kw)  # type: ignore[arg-type]
+                checks = g.check_cells(before, after, bootstrap=BOOT, **kw)
                 hit = next(c for c in checks if (c.chunker, c.embedder) == cell)
                 caught[one_sided] += hit.regression
                 assert not any(c.regression for c in checks if (c.chunker, c.embedder) != cell)

@@ -351,7 +351,7 @@ def chunkmark_imports(path: Path) -> list[tuple[str, str]]:
     """(module, name) of every ``from chunkmark... import name`` in a script, functions too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return [
-        (node.module, alias.name)
+        (node.module or "", alias.name)
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("chunkmark")
         for alias in node.names
