@@ -39,7 +39,12 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128, help="chonkie chunk_size, tokens")
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--skip-ann", action="store_true")
+    parser.add_argument(
+        "--smoke", action="store_true", help="placement only, on the demo dataset: seconds"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.data, args.skip_ann = Path("demo"), True
 
     from chunkmark.datasets import load_dataset
 

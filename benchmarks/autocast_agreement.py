@@ -37,7 +37,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=default_data / "datasets/chroma_general")
     parser.add_argument("--sample", type=int, default=30, help="chunks (even: half of each)")
     parser.add_argument("--no-int8", action="store_true", help="skip the int8 row")
+    parser.add_argument("--smoke", action="store_true", help="4 chunks of the demo dataset")
     args = parser.parse_args()
+    if args.smoke:
+        args.data, args.sample = Path("demo"), 4
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     import torch

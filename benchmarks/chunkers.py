@@ -7,7 +7,10 @@ embedder and LLM-based chunkers the ``fake`` LLM, so their figures exclude model
 measure chunkmark's own work. Tokenizers are built and warmed before timing.
 
     .venv/bin/python benchmarks/chunkers.py [--data ../shared/datasets/chroma_general]
-        [--repeats 3] [--only fixed_tokens,recursive]
+        [--repeats 3] [--only fixed_tokens,recursive] [--smoke]
+
+``--smoke`` chunks the built-in demo dataset once with fixed_tokens and recursive and the
+comparison's splitters: seconds, the same tables, for the tests.
 
 The comparison needs the ``bench`` extra: pip install 'chunkmark[bench]'.
 """
@@ -92,7 +95,15 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--size", type=int, default=400, help="chunk size for the comparison")
     parser.add_argument("--only", default="", help="comma-separated chunker names")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the demo dataset, one pass, fixed_tokens and recursive",
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.data, args.repeats = Path("demo"), 1
+        args.only = args.only or "fixed_tokens,recursive"
     warnings.simplefilter("ignore")  # the fake LLM's answers are not split points
 
     from chunkmark.chunkers import CHUNKERS

@@ -234,7 +234,12 @@ def main() -> None:
     parser.add_argument(
         "--device", default=None, help="auto (the embedder's default), cpu, cuda, cuda:N or mps"
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="two of the cells on the demo dataset, fp32"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.data, args.cells, args.precisions = Path("demo"), 2, "fp32"
     chunkers = list(GENERAL8)[: args.cells]
 
     runs: dict[str, Manifest] = {}

@@ -2,7 +2,7 @@
 long a warm gate takes, on the general benchmark's eight fixed/recursive cells (GENERAL8).
 
     .venv/bin/python benchmarks/gate_calibration.py [--run FOLDER] [--data DIR]
-        [--embedder 'fake()'] [--trials 100] [--drop 3] [--max-drop 1] [--show DIR]
+        [--embedder 'fake()'] [--trials 100] [--drop 3] [--max-drop 1] [--show DIR] [--smoke]
 
 ``--run`` is a results folder of GENERAL8 (made with ``chunkmark run`` when not given; the
 embedder is ``--embedder``, by default the offline ``fake()``, because the gate's statistics
@@ -13,13 +13,24 @@ defaults (``--max-drop 1``, alpha 0.05, Holm across the 8 cells, 10,000 sign fli
   disjoint halves and gates the second half's values against the first half's, cell by cell,
   the i-th question of one half paired with the i-th of the other. Each pair is a random
   assignment, so no difference is real: every failure is a false alarm.
-- **Power.** A planted regression: retrieval that drops each correct chunk (one overlapping an
-  excerpt of its question's document) from the dense ranking with probability q, then keeps
-  the top 5 of what is left and scores recall with chunkmark's own span metrics. q is set per
-  cell (bisection) so that the expected drop is ``--drop`` points. Each trial draws a new
-  degraded run and gates it against the real one, (a) with the regression in every cell and
-  (b) in one cell (the others unchanged), Holm across all 8 either way. The recall recomputed
-  from the stored chunks and rankings with q = 0 is checked against the run's own first.
+- **Power, one way.** A planted regression: retrieval that drops each correct chunk (one
+  overlapping an excerpt of its question's document) from the dense ranking with probability
+  q, then keeps the top 5 of what is left and scores recall with chunkmark's own span metrics.
+  q is set per cell (bisection) so that the expected drop is ``--drop`` points. Each trial
+  draws a new degraded run and gates it against the real one, (a) with the regression in every
+  cell and (b) in one cell (the others unchanged), Holm across all 8 either way. The recall
+  recomputed from the stored chunks and rankings with q = 0 is checked against the run's own
+  first. No question can improve: the easiest regression to catch.
+- **Power, both ways.** Noise of both signs with a net drop: each question's dense top 10 is,
+  with probability s, put in a random order before the top 5 are kept, so a question whose
+  correct chunks sat at ranks 6-10 can gain while one whose correct chunks led loses. s is set
+  per cell so that the expected net drop is ``--drop`` points; the trials are those above.
+- **Another chunker swapped in.** A real change, moving questions both ways: a cell's values
+  replaced by those of a worse neighbour of the grid (size halved, or overlap removed), the
+  other cells unchanged; each trial gates a paired bootstrap resample of the questions (the
+  same resample on both sides), so power is that of a question set of this size.
+
+Each power table prints the questions that got worse and better per cell and trial.
 - **Speed.** Wall time and CPU time of the ``chunkmark gate`` command (a new process, as CI
   runs it) on the already-run folder: against the folder itself, against a baseline file, and
   writing the file with ``--update-baseline``; the median of 3.
@@ -27,6 +38,9 @@ defaults (``--max-drop 1``, alpha 0.05, Holm across the 8 cells, 10,000 sign fli
 ``--show DIR`` also writes two derived results folders and prints the gate's markdown on each:
 the planted regression in one cell, and a noise candidate (the other random half of the
 questions, relabelled with the first half's ids).
+
+``--smoke`` runs the whole script on the built-in demo dataset (made with the fake embedder),
+3 trials and one timing of each command: seconds, the same tables, for the tests.
 """
 
 from __future__ import annotations
@@ -41,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -126,18 +141,41 @@ class Degrader:
         ks = np.minimum(DEPTH, keep.sum(axis=1))
         return np.asarray(score_retrieval(self.questions, self.chunks, ranking, ks).recall)
 
+    def shuffled(self, s: float, rng: np.random.Generator) -> np.ndarray:
+        """Recall at top 5 when each question's top-10 ranking is, with probability ``s``, put in
+        a random order first: questions move both ways, the net is a drop."""
+        n, width = self.ranking.shape
+        hit = np.asarray(rng.random(n) < s)
+        keys = np.where(hit[:, None], rng.random((n, width)), np.arange(width)[None, :])
+        order = np.argsort(keys, axis=1, kind="stable")[:, :DEPTH]
+        ranking = np.take_along_axis(self.ranking, order, axis=1)
+        ks = np.full(n, min(DEPTH, width))
+        return np.asarray(score_retrieval(self.questions, self.chunks, ranking, ks).recall)
 
-def calibrate(degrader: Degrader, clean: np.ndarray, drop: float, seed: int) -> float:
+
+Draw = Callable[[float, np.random.Generator], np.ndarray]
+
+
+def calibrate(draw: Draw, clean: np.ndarray, drop: float, seed: int) -> float:
     """The q whose expected recall drop is ``drop`` points (bisection, 10 draws per step)."""
     low, high = 0.0, 1.0
     for step in range(12):
         q = (low + high) / 2
         rng = np.random.default_rng(seed * 1000 + step)
-        mean_drop = 100 * np.mean(
-            [clean.mean() - degrader.recall(q, rng).mean() for _ in range(10)]
-        )
+        mean_drop = 100 * np.mean([clean.mean() - draw(q, rng).mean() for _ in range(10)])
         low, high = (q, high) if mean_drop < drop else (low, q)
     return (low + high) / 2
+
+
+# Another chunker swapped in: each cell and its worse neighbour in GENERAL8.
+SWAPS = {
+    "fixed_tokens(size=800, overlap=400)": ("fixed_tokens(size=400, overlap=200)", "size halved"),
+    "fixed_tokens(size=400, overlap=200)": ("fixed_tokens(size=400, overlap=0)", "overlap removed"),
+    "fixed_tokens(size=400, overlap=0)": ("fixed_tokens(size=200, overlap=0)", "size halved"),
+    "recursive(size=800, overlap=400)": ("recursive(size=400, overlap=200)", "size halved"),
+    "recursive(size=400, overlap=200)": ("recursive(size=400, overlap=0)", "overlap removed"),
+    "recursive(size=400, overlap=0)": ("recursive(size=200, overlap=0)", "size halved"),
+}
 
 
 # --- derived folders for the demonstrations ----------------------------------------------------
@@ -180,7 +218,7 @@ def gate_cli(*args: str | Path) -> tuple[int, str, float, float]:
     return done.returncode, done.stdout, wall, cpu
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", type=Path, help="results folder of GENERAL8 (made if not given)")
     parser.add_argument("--data", type=Path, default=default_data())
@@ -189,7 +227,13 @@ def main() -> None:
     parser.add_argument("--drop", type=float, default=3.0, help="planted drop, points")
     parser.add_argument("--max-drop", type=float, default=1.0)
     parser.add_argument("--show", type=Path, help="write the demonstration folders here")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--smoke", action="store_true", help="the demo dataset, 3 trials, one timing: seconds"
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.data, args.trials = Path("demo"), min(args.trials, 3)
+    repeats = 1 if args.smoke else 3
 
     work = Path(tempfile.mkdtemp(prefix="gate-calibration-"))
     run = args.run
@@ -236,7 +280,7 @@ def main() -> None:
         )
 
     # --- power: a planted regression ---
-    dataset = load_dataset(args.data if args.run is None else _source(run))
+    dataset = load_dataset(str(args.data) if args.run is None else _source(run))
     manifest = json.loads((run / "manifest.json").read_text())
     facts = {(f["chunker"], f["embedder"]): f for f in manifest["cells"]}
     degraders = {c: Degrader(run, facts[c], dataset, side.question_ids) for c in cells}
@@ -247,56 +291,30 @@ def main() -> None:
         "\nrecall recomputed from the stored chunks and rankings (q = 0) vs the run's: "
         f"max |diff| {worst:.2e}"
     )
-    qs = {
-        c: calibrate(d, side.cells[c], args.drop, i) for i, (c, d) in enumerate(degraders.items())
-    }
-    sides = (False, True)
-    caught_all = dict.fromkeys(sides, 0)
-    caught_one = dict.fromkeys(sides, 0)
-    per_cell = {(c, o): 0 for c in cells for o in sides}
-    drops_all: list[float] = []
-    drops_one: list[float] = []
-    prng = np.random.default_rng(7)
-    for t in range(args.trials):
-        degraded = {c: degraders[c].recall(qs[c], prng) for c in cells}
-        target = cells[t % len(cells)]
-        one = {c: (degraded[c] if c == target else side.cells[c]) for c in cells}
-        for one_sided in sides:
-            kw = {"max_drop": args.max_drop, "seed": t, "one_sided": one_sided, "bootstrap": BOOT}
-            checks = g.check_cells(side.cells, degraded, **kw)  # type: ignore[arg-type]
-            caught_all[one_sided] += any(c.regression for c in checks)
-            for c, check in zip(cells, checks, strict=True):
-                per_cell[(c, one_sided)] += check.regression
-                if not one_sided:
-                    drops_all.append(check.drop)
-            checks = g.check_cells(side.cells, one, **kw)  # type: ignore[arg-type]
-            hit = next(c for c in checks if (c.chunker, c.embedder) == target)
-            caught_one[one_sided] += hit.regression
-            if not one_sided:
-                drops_one.append(hit.drop)
-            assert not any(c.regression for c in checks if (c.chunker, c.embedder) != target)
+    one_way: dict[g.Cell, Draw] = {c: d.recall for c, d in degraders.items()}
+    qs = {c: calibrate(one_way[c], side.cells[c], args.drop, i) for i, c in enumerate(cells)}
     print(
         f"\npower: a planted drop of {args.drop:g} recall points (correct chunks dropped with "
         f"probability q), {args.trials} trials, --max-drop {args.max_drop:g}"
     )
-    print("| cell | q | mean drop (points) | caught, two-sided | caught, one-sided |")
-    print("|---|---:|---:|---:|---:|")
-    for i, c in enumerate(cells):
-        mean = statistics.fmean(drops_all[i :: len(cells)])
-        print(
-            f"| {labels[c]} | {qs[c]:.3f} | {mean:.2f} | {per_cell[(c, False)]} / {args.trials} "
-            f"| {per_cell[(c, True)]} / {args.trials} |"
-        )
-    print("\n| scenario | mean drop (points) | failed, two-sided | failed, one-sided |")
-    print("|---|---:|---:|---:|")
+    power(side, one_way, qs, labels, args, np.random.default_rng(7))
+
+    both_ways: dict[g.Cell, Draw] = {c: d.shuffled for c, d in degraders.items()}
+    ss = {
+        c: calibrate(both_ways[c], side.cells[c], args.drop, 100 + i) for i, c in enumerate(cells)
+    }
     print(
-        f"| regression in all 8 cells | {statistics.fmean(drops_all):.2f} | "
-        f"{caught_all[False]} / {args.trials} | {caught_all[True]} / {args.trials} |"
+        f"\npower, both ways: a net drop of {args.drop:g} recall points (each question's top 10 "
+        f"shuffled with probability q), {args.trials} trials, --max-drop {args.max_drop:g}"
     )
+    power(side, both_ways, ss, labels, args, np.random.default_rng(8))
+
     print(
-        f"| regression in one cell (each in turn), 7 unchanged | {statistics.fmean(drops_one):.2f}"
-        f" | {caught_one[False]} / {args.trials} | {caught_one[True]} / {args.trials} |"
+        f"\npower, another chunker swapped in: one cell's values replaced by its worse "
+        f"neighbour's, {args.trials} paired bootstrap resamples of the questions, "
+        f"--max-drop {args.max_drop:g}"
     )
+    swapped(side, labels, args, np.random.default_rng(9))
 
     # --- speed of the command ---
     file = work / "baseline.json"
@@ -306,8 +324,10 @@ def main() -> None:
         ("--baseline FILE", ["--baseline", file]),
         ("--baseline FOLDER (the run itself)", ["--baseline", run]),
     ):
-        timings[name] = [gate_cli(run, *extra)[2:] for _ in range(3)]
-    print(f"\nwarm gate on {run} ({len(cells)} cells, {n} questions), median of 3, limit 10 s")
+        timings[name] = [gate_cli(run, *extra)[2:] for _ in range(repeats)]
+    print(
+        f"\nwarm gate on {run} ({len(cells)} cells, {n} questions), median of {repeats}, limit 10 s"
+    )
     print("| command | wall s | CPU s |")
     print("|---|---:|---:|")
     for name, values in timings.items():
@@ -320,6 +340,109 @@ def main() -> None:
 
     if args.show:
         show(args.show, run, side, degraders, qs, labels)
+
+
+def power(
+    side: g.Side,
+    draws: dict[g.Cell, Draw],
+    qs: dict[g.Cell, float],
+    labels: dict[g.Cell, str],
+    args: argparse.Namespace,
+    prng: np.random.Generator,
+) -> None:
+    """Gate ``--trials`` degraded runs against the real one: the regression in every cell, and in
+    one cell (each in turn) with the other cells unchanged; print the two tables."""
+    cells = list(side.cells)
+    sides = (False, True)
+    caught_all = dict.fromkeys(sides, 0)
+    caught_one = dict.fromkeys(sides, 0)
+    per_cell = {(c, o): 0 for c in cells for o in sides}
+    moved = {c: [0, 0] for c in cells}  # questions worse, better; summed over trials
+    drops_all: list[float] = []
+    drops_one: list[float] = []
+    for t in range(args.trials):
+        degraded = {c: draws[c](qs[c], prng) for c in cells}
+        for c in cells:
+            moved[c][0] += int(np.sum(degraded[c] < side.cells[c]))
+            moved[c][1] += int(np.sum(degraded[c] > side.cells[c]))
+        target = cells[t % len(cells)]
+        one = {c: (degraded[c] if c == target else side.cells[c]) for c in cells}
+        for one_sided in sides:
+            kw = {"max_drop": args.max_drop, "seed": t, "one_sided": one_sided, "bootstrap": BOOT}
+            checks = g.check_cells(side.cells, degraded, **kw)
+            caught_all[one_sided] += any(c.regression for c in checks)
+            for c, check in zip(cells, checks, strict=True):
+                per_cell[(c, one_sided)] += check.regression
+                if not one_sided:
+                    drops_all.append(check.drop)
+            checks = g.check_cells(side.cells, one, **kw)
+            hit = next(c for c in checks if (c.chunker, c.embedder) == target)
+            caught_one[one_sided] += hit.regression
+            if not one_sided:
+                drops_one.append(hit.drop)
+            assert not any(c.regression for c in checks if (c.chunker, c.embedder) != target)
+    n = len(side.question_ids)
+    print(
+        f"| cell | q | mean drop (points) | questions worse / better (of {n}) "
+        "| caught, two-sided | caught, one-sided |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for i, c in enumerate(cells):
+        mean = statistics.fmean(drops_all[i :: len(cells)])
+        worse, better = (m / args.trials for m in moved[c])
+        print(
+            f"| {labels[c]} | {qs[c]:.3f} | {mean:.2f} | {worse:.1f} / {better:.1f} "
+            f"| {per_cell[(c, False)]} / {args.trials} | {per_cell[(c, True)]} / {args.trials} |"
+        )
+    print("\n| scenario | mean drop (points) | failed, two-sided | failed, one-sided |")
+    print("|---|---:|---:|---:|")
+    print(
+        f"| regression in all {len(cells)} cells | {statistics.fmean(drops_all):.2f} | "
+        f"{caught_all[False]} / {args.trials} | {caught_all[True]} / {args.trials} |"
+    )
+    print(
+        f"| regression in one cell (each in turn), {len(cells) - 1} unchanged | "
+        f"{statistics.fmean(drops_one):.2f} | {caught_one[False]} / {args.trials} | "
+        f"{caught_one[True]} / {args.trials} |"
+    )
+
+
+def swapped(
+    side: g.Side, labels: dict[g.Cell, str], args: argparse.Namespace, rng: np.random.Generator
+) -> None:
+    """Each cell of SWAPS replaced by its worse neighbour's values (the other cells unchanged),
+    gated on ``--trials`` paired bootstrap resamples of the questions."""
+    cells = list(side.cells)
+    by_spec = {g._canonical("chunker", c[0]): c for c in cells}
+    n = len(side.question_ids)
+    print(
+        f"| cell | swapped in | mean drop (points) | questions worse / better (of {n}) "
+        "| caught, two-sided | caught, one-sided |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
+    for spec, (worse_spec, change) in SWAPS.items():
+        cell = by_spec.get(g._canonical("chunker", spec))
+        other = by_spec.get(g._canonical("chunker", worse_spec))
+        if cell is None or other is None:
+            continue
+        base, cand = side.cells[cell], side.cells[other]
+        caught = dict.fromkeys((False, True), 0)
+        for t in range(args.trials):
+            idx = rng.integers(n, size=n)
+            before = {c: v[idx] for c, v in side.cells.items()}
+            after = {c: (cand[idx] if c == cell else v[idx]) for c, v in side.cells.items()}
+            for one_sided in (False, True):
+                kw = {"max_drop": args.max_drop, "seed": t, "one_sided": one_sided}
+                checks = g.check_cells(before, after, bootstrap=BOOT, **kw)
+                hit = next(c for c in checks if (c.chunker, c.embedder) == cell)
+                caught[one_sided] += hit.regression
+                assert not any(c.regression for c in checks if (c.chunker, c.embedder) != cell)
+        drop = 100 * float(np.mean(base - cand))
+        print(
+            f"| {labels[cell]} | {labels[other]} ({change}) | {drop:.2f} | "
+            f"{int(np.sum(cand < base))} / {int(np.sum(cand > base))} | "
+            f"{caught[False]} / {args.trials} | {caught[True]} / {args.trials} |"
+        )
 
 
 def _source(run: Path) -> str:

@@ -45,7 +45,7 @@ def sample_texts(data: Path, n: int) -> list[str]:
 
 
 def default_precisions(device: str) -> str:
-    from chunkmark.embedders.sentence_transformers import cpu_supports_bf16
+    from chunkmark.embedders.st_device import cpu_supports_bf16
 
     if device.startswith("cuda"):
         import torch
@@ -63,13 +63,17 @@ def main() -> None:
     parser.add_argument("--batch-sizes", default=None, help="comma-separated; 'default' too")
     parser.add_argument("--precisions", default=None, help="comma-separated: fp32,fp16,bf16")
     parser.add_argument("--repeats", type=int, default=2, help="best of this many passes")
+    parser.add_argument(
+        "--smoke", action="store_true", help="8 demo texts, fp32 at two batch sizes, one pass"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.data, args.sample, args.repeats = Path("demo"), 8, 1
+        args.precisions, args.batch_sizes = "fp32", "default,4"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    from chunkmark.embedders.sentence_transformers import (
-        SentenceTransformerEmbedder,
-        resolve_device,
-    )
+    from chunkmark.embedders.sentence_transformers import SentenceTransformerEmbedder
+    from chunkmark.embedders.st_device import resolve_device
     from chunkmark.errors import EmbeddingError
 
     device = resolve_device(args.device)

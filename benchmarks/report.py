@@ -43,8 +43,11 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=shared / "datasets" / "chroma_general")
     parser.add_argument("--k", default="1,5", help="retrieval depths of the run")
     parser.add_argument("--out", type=Path, default=None, help="keep the run and report here")
+    parser.add_argument("--smoke", action="store_true", help="the same grid on the demo dataset")
     args = parser.parse_args()
-    if not (args.data / "questions_df.csv").is_file():
+    if args.smoke:
+        args.data = Path("demo")
+    elif not (args.data / "questions_df.csv").is_file():
         print(f"benchmark data not found at {args.data}", file=sys.stderr)
         return 2
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(shared / "tiktoken_cache"))

@@ -30,7 +30,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=200, help="chunk_size in characters")
     parser.add_argument("--overlaps", default="0,50", help="comma-separated chunk_overlap values")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="a demo document, one pass")
     args = parser.parse_args()
+    if args.smoke:
+        args.data, args.corpus, args.repeats = Path("demo"), "tidewell-manual", 1
 
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 

@@ -40,12 +40,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared", type=Path, default=default)
     parser.add_argument("--out", type=Path, default=None)
+    every = [*suite.SETS, "redocred-evidence", "chroma-general"]
+    parser.add_argument("--sets", default=",".join(every), help="comma-separated, of these")
+    parser.add_argument(
+        "--smoke", action="store_true", help="covid_qa and chroma-general only: seconds"
+    )
     args = parser.parse_args()
+    names = ["covid_qa", "chroma-general"] if args.smoke else args.sets.split(",")
+    unknown = sorted(set(names) - set(every))
+    if unknown:
+        parser.error(f"unknown sets {', '.join(unknown)}; choose from {', '.join(every)}")
     with tempfile.TemporaryDirectory() as tmp:
         out = args.out or Path(tmp)
-        rows = [convert(name, args.shared / "datasets/suite", out) for name in suite.SETS]
-        rows.append(redocred(args.shared / "datasets/redocred/test_revised.json", out))
-        rows.append(chroma(args.shared / "datasets/chroma_general"))
+        rows = [
+            convert(name, args.shared / "datasets/suite", out)
+            for name in suite.SETS
+            if name in names
+        ]
+        if "redocred-evidence" in names:
+            rows.append(redocred(args.shared / "datasets/redocred/test_revised.json", out))
+        if "chroma-general" in names:
+            rows.append(chroma(args.shared / "datasets/chroma_general"))
     print_table(rows)
 
 

@@ -37,7 +37,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=default_data / "datasets/chroma_general")
     parser.add_argument("--window-chars", type=int, default=4000)
     parser.add_argument("--questions", default="50,500", help="comma-separated plan sizes")
+    parser.add_argument(
+        "--smoke", action="store_true", help="the demo documents and a plan of 5 questions"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.data = ROOT / "src" / "chunkmark" / "datasets" / "demo_data" / "documents"
+        args.questions = "5"
 
     from chunkmark.synth import excerpts as ex
     from chunkmark.synth.corpus import load_corpus

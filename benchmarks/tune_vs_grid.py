@@ -41,7 +41,11 @@ def main() -> int:
     parser.add_argument("--embedder", default="fake()")
     parser.add_argument("--tolerance", type=float, default=0.02)
     parser.add_argument("--out", type=Path, help="Keep the results here (default: a temp dir).")
+    parser.add_argument("--smoke", action="store_true", help="a 12-cell grid and 3 trials")
     args = parser.parse_args()
+    if args.smoke:
+        args.chunker = "fixed_tokens(size=range(50, 200, 50), overlap=range(0, 0.2, 0.1))"
+        args.trials = 3
     with tempfile.TemporaryDirectory(prefix="tune-vs-grid-") as tmp:
         out = args.out or Path(tmp)
         return compare(args, out)

@@ -326,7 +326,12 @@ def main() -> int:
     parser.add_argument("--power-draws", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sections", default="abc", help="which of (a), (b), (c) to run")
+    parser.add_argument(
+        "--smoke", action="store_true", help="the demo dataset, 5 pilots, trials and draws each"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.dataset, args.pilots, args.trials, args.power_draws = "demo", 5, 5, 20
     os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(shared / "tiktoken_cache"))
 
     with tempfile.TemporaryDirectory() as tmp:
