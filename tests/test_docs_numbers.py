@@ -10,15 +10,16 @@ The convention (docs/contributing.md, "Numbers in the docs"):
   outside a table; numbers inside inline code are options, not figures.
 - Its **source** is a paragraph that starts with ``Measured with`` and names, in inline code
   (or in a fenced block right after a paragraph ending with ``:``), the commands that produced
-  it: ``python benchmarks/SCRIPT.py ...``, ``chunkmark COMMAND ...``, ``pytest tests/...`` or
-  ``tests/...py``. A source covers the measured blocks after it up to the next heading or the
+  it: ``python benchmarks/SCRIPT.py ...``, ``chunkmark COMMAND ...``, ``python -m
+  chunkmark.MODULE ...`` (a module of chunkmark with a command line of its own, such as
+  ``chunkmark.llm.local``), ``pytest tests/...`` or ``tests/...py``. A source covers the measured blocks after it up to the next heading or the
   next source, and the block right before it (only blank lines between).
 - A **before/after** figure (one whose block says ``before the change``, ``before that
   change``, ``the previous commit`` ...) needs ``against commit `SHA` `` in its source; the
   commit, and any ``--ref SHA`` a source's command names, must exist in the repository.
-- Every command a source names must exist: the script, the ``chunkmark`` command and
-  subcommand, and each ``--option`` it passes (a string literal of the script, or an option
-  of the ``chunkmark`` command).
+- Every command a source names must exist: the script or module, the ``chunkmark`` command
+  and subcommand, and each ``--option`` it passes (a string literal of the script or module,
+  or an option of the ``chunkmark`` command).
 - **Definitional numbers** are not figures: a number right after ``default``, ``limit``,
   ``target``, ``at most``, ``up to``, ``timeout``, ``budget`` or ``threshold`` (a setting, not a
   measurement), numbers in inline code, and the tables listed in NOT_MEASURED with their
@@ -26,7 +27,8 @@ The convention (docs/contributing.md, "Numbers in the docs"):
   citation) are not checked for figures.
 
 Every command the docs name anywhere must exist too: each ``benchmarks/`` and ``tests/`` path,
-each ``tests/...py::test_name``, and each ``chunkmark`` command and subcommand.
+each ``tests/...py::test_name``, each ``python -m chunkmark.MODULE`` and each ``chunkmark``
+command and subcommand.
 """
 
 from __future__ import annotations
@@ -46,10 +48,6 @@ DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NOT_CHECKED = {
     "docs/plan.md": "the plan: targets and estimates, not measurements",
     "docs/literature.md": "other authors' figures, each next to its citation",
-    # Rewritten in a parallel change (issue 35, finding 6: where the weights come from); its
-    # 'Measured with' sources (benchmarks/llm_features.py) go in with that change, and this
-    # entry goes out.
-    "docs/llm.md": "pending: its sources go in with the change that rewrites it",
 }
 
 # (file, header row) -> why its numbers are not measurements.
@@ -76,8 +74,11 @@ WRAPPERS = r"^(?:\$ )?(?:(?:[A-Z_]+=\S+|/usr/bin/time(?: -v)?|nice(?: -n \d+)?|f
 COMMAND = re.compile(
     WRAPPERS + r"(?:\.venv/bin/)?"
     r"(?:python3? (?:-m (?=chunkmark ))?)?"
-    r"(?:(?:benchmarks|scripts)/[\w/.-]+\.py|chunkmark [a-z]|pytest\b|tests/[\w/.-]+\.py)"
+    r"(?:(?:benchmarks|scripts)/[\w/.-]+\.py|chunkmark [a-z]|pytest\b|tests/[\w/.-]+\.py"
+    r"|python3? -m chunkmark(?:\.\w+)+\b)"
 )
+# A module of chunkmark run as a program: ``python -m chunkmark.llm.local serve``.
+MODULE = re.compile(r"(?<![\w.])-m (chunkmark(?:\.\w+)+)\b")
 SCRIPT = re.compile(r"(?<![\w/.])(?:benchmarks|scripts)/[\w/.-]*\w\.py")
 BENCH_PATH = re.compile(r"(?<![\w/.])benchmarks/[\w/.-]*\w\.(?:py|yaml)")
 TEST_PATH = re.compile(r"(?<![\w/.])tests/[\w/.-]*\w\.py(?:::\w+)?")
@@ -402,7 +403,14 @@ def command_problems(command: str, root: Path, cli: dict[str, dict[str, set[str]
         return [] if (root / command).is_file() else [f"{command} does not exist"]
     options = set(OPTION.findall(command))
     script = SCRIPT.search(command)
+    module = MODULE.search(command)
     match = CHUNKMARK_COMMAND.match(command.strip())
+    if module and not script:
+        path = module_file(root, module.group(1))
+        if path is None:
+            return [f"python -m {module.group(1)} does not exist"]
+        known = script_options(path)
+        return [f"python -m {module.group(1)} takes no {o}" for o in sorted(options - known)]
     if script:
         path = root / script.group(0)
         if not path.is_file():
@@ -416,6 +424,16 @@ def command_problems(command: str, root: Path, cli: dict[str, dict[str, set[str]
             return [f"chunkmark {match.group(1)} does not exist"]
         return [f"chunkmark {key} takes no {o}" for o in sorted(options - cli[key]["options"])]
     return []
+
+
+def module_file(root: Path, dotted: str) -> Path | None:
+    """The file ``python -m DOTTED`` runs from the source tree: a module, or a package's
+    ``__main__.py``."""
+    base = root / "src" / Path(*dotted.split("."))
+    for path in (base.with_suffix(".py"), base / "__main__.py"):
+        if path.is_file():
+            return path
+    return None
 
 
 def script_options(path: Path) -> set[str]:
@@ -462,6 +480,9 @@ def missing_commands(doc: Doc, root: Path, cli: Cli) -> list[str]:
             defined = rf"^\s*(?:async )?def {test}\("
             if not file.is_file() or (test and not re.search(defined, file.read_text(), re.M)):
                 missing.append(ref)
+        for dotted in MODULE.findall(text):
+            if module_file(root, dotted) is None:
+                missing.append(f"python -m {dotted}")
         match = CHUNKMARK_COMMAND.match(text.strip())
         if match:
             command, _, sub = match.group(1).partition(" ")
@@ -573,6 +594,10 @@ def test_a_source_covers_its_section_after_it_and_the_block_right_before() -> No
     # a source ending with ":" takes its commands from the fenced block after it
     fenced = "Measured with:\n\n```\npython benchmarks/scale.py --size 1\n```\n\n"
     assert check(fenced + MEASURED_TABLE) == []
+    # a module of chunkmark run as a program is a command; any other module is not
+    module = "Measured with `python -m chunkmark.llm.local serve --model m`.\n\n"
+    assert check(module + MEASURED_TABLE) == []
+    assert check("Measured with `python -m json.tool x`.\n\n" + MEASURED_TABLE) != []
 
 
 def test_prose_and_fenced_figures_are_measured() -> None:
@@ -609,6 +634,10 @@ def test_sources_are_checked_against_scripts_commands_and_git(tmp_path: Path) ->
     (tmp_path / "benchmarks" / "real.py").write_text(
         "import argparse\np = argparse.ArgumentParser()\np.add_argument('--data')\n"
     )
+    (tmp_path / "src" / "chunkmark").mkdir(parents=True)
+    (tmp_path / "src" / "chunkmark" / "tool.py").write_text(
+        "import argparse\np = argparse.ArgumentParser()\np.add_argument('--model')\n"
+    )
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     env = ["-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "-C", str(tmp_path), *env, "add", "-A"], check=True)
@@ -629,7 +658,9 @@ def test_sources_are_checked_against_scripts_commands_and_git(tmp_path: Path) ->
         "Measured with `chunkmark gate RUN --baseline B --json` and `chunkmark suite run --grid x`"
         " and `chunkmark suite frob`.\n\n"
         f"Measured with `chunkmark suite run --grid fast` against commit `{sha[:10]}`.\n\n"
-        "Measured with `chunkmark gate RUN` against commit `deadbeef00`.\n"
+        "Measured with `chunkmark gate RUN` against commit `deadbeef00`.\n\n"
+        "Measured with `python -m chunkmark.tool serve --model M --port 1` and"
+        " `python -m chunkmark.gone install`.\n"
     )
     assert source_problems(parse("x.md", text), tmp_path, cli) == [
         "x.md:1: benchmarks/real.py takes no --sample",
@@ -637,6 +668,8 @@ def test_sources_are_checked_against_scripts_commands_and_git(tmp_path: Path) ->
         "x.md:3: chunkmark gate takes no --json",
         "x.md:3: chunkmark suite frob does not exist",
         "x.md:7: commit deadbeef00 is not in the repository",
+        "x.md:9: python -m chunkmark.tool takes no --port",
+        "x.md:9: python -m chunkmark.gone does not exist",
     ]
 
 
@@ -649,7 +682,8 @@ def test_commands_that_do_not_exist_are_reported(tmp_path: Path) -> None:
         "`benchmarks/real.py` and `benchmarks/gone.py --cells 8`\n"
         "`tests/test_a.py::test_there`, `tests/test_a.py::test_gone`, `tests/test_b.py`\n"
         "```\nchunkmark run x.yaml\nchunkmark chunkers diagnose -c x\nchunkmark frobnicate\n"
-        "chunkmark synth polish DIR\n.venv/bin/python benchmarks/grids/none.yaml\n```\n"
+        "chunkmark synth polish DIR\n.venv/bin/python benchmarks/grids/none.yaml\n"
+        "python -m chunkmark.gone serve\n```\n"
     )
     plain = {"subcommands": set[str](), "options": {"--help"}}
     cli = {
@@ -664,4 +698,5 @@ def test_commands_that_do_not_exist_are_reported(tmp_path: Path) -> None:
         "x.md: chunkmark frobnicate",
         "x.md: chunkmark synth polish",
         "x.md: benchmarks/grids/none.yaml",
+        "x.md: python -m chunkmark.gone",
     ]
