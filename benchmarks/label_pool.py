@@ -11,6 +11,12 @@ union of its excerpts). Beside the pool (``pool@5``, ``pool@10``): the best sing
 of each, 10 passages shown), both picked after the fact on the set itself (the most favourable
 choice for them). The mean characters shown per question say what each reads.
 
+**Choosing the defaults out of sample** (``--tune``). Other samples of the same sets
+(``--seed 1``), less the documents of the reported ones (``--exclude-seed 0``), score every
+combination of the ``TUNE_*`` settings (chunkings, rankers and their weights, passage length,
+rank offset, depth) by pool@10 and the characters shown; :func:`choose` picks one by a rule
+fixed before the run. The pool's defaults are that choice, measured once on the seed-0 samples.
+
 **Latency.** A corpus of about ``--latency-chars`` characters (whole documents of the five
 samples, in set order) is pooled across the corpus with the default chunkings and embedder;
 after three warm-up questions, 20 questions of the sets are timed one by one, through the
@@ -29,7 +35,7 @@ tau between two seeded random halves of its questions, with its interval.
 
     nice .venv/bin/python benchmarks/label_pool.py --from ../shared/datasets/suite \\
         [--embedder "model2vec()"] [--sets cuad qmsum ...] [--out results/label_pool.json] \\
-        [--bias /tmp/label-bias --grid fast]
+        [--bias /tmp/label-bias --grid fast] [--seed 1 --exclude-seed 0 --tune]
 """
 
 from __future__ import annotations
