@@ -138,3 +138,22 @@ def test_the_pool_suggests_with_its_own_rank_offset_and_weights() -> None:
     first = pool.suggest("zanzibarite valve", "alpha")[0]
     assert first.score == 3.0 / (4 + 1)  # one list, its first place, weighed 3
     assert pool.fuse(pool.rankings("zanzibarite valve", "alpha"))[0] == first
+
+
+def test_a_shallower_pool_reads_the_first_lists_of_a_deeper_one() -> None:
+    # benchmarks/label_pool.py --tune cuts a depth-20 pool's lists to 10 to stand for a
+    # depth-10 pool: the hybrid list must fuse the same candidates at either depth
+    from chunkmark.embedders import EMBEDDERS
+
+    embedder, _ = EMBEDDERS.build("fake()")
+    words = ["valve", "hinge", "spring", "door", "oil", "grease", "seal", "pump", "gear", "belt"]
+    text = " ".join(
+        f"Note {i}: the {words[i % 10]} and the {words[(i * 7) % 10]} need care."
+        for i in range(300)
+    )
+    docs = [Document("d", text)]
+    deep = Pool(docs, embedder, chunkers=("sentences(n=1)",), depth=20)
+    shallow = Pool(docs, embedder, chunkers=("sentences(n=1)",), depth=10)
+    for question in ("grease the valve", "door seal pump", "belt gear oil spring"):
+        deeper = deep.rankings(question, "d")
+        assert shallow.rankings(question, "d") == {k: v[:10] for k, v in deeper.items()}
