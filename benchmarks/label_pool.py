@@ -11,6 +11,12 @@ union of its excerpts). Beside the pool (``pool@5``, ``pool@10``): the best sing
 of each, 10 passages shown), both picked after the fact on the set itself (the most favourable
 choice for them). The mean characters shown per question say what each reads.
 
+**Choosing the defaults out of sample** (``--tune``). Other samples of the same sets
+(``--seed 1``), less the documents of the reported ones (``--exclude-seed 0``), score every
+combination of the ``TUNE_*`` settings (chunkings, rankers and their weights, passage length,
+rank offset, depth) by pool@10 and the characters shown; :func:`choose` picks one by a rule
+fixed before the run. The pool's defaults are that choice, measured once on the seed-0 samples.
+
 **Latency.** A corpus of about ``--latency-chars`` characters (whole documents of the five
 samples, in set order) is pooled across the corpus with the default chunkings and embedder;
 after three warm-up questions, 20 questions of the sets are timed one by one, through the
@@ -29,7 +35,7 @@ tau between two seeded random halves of its questions, with its interval.
 
     nice .venv/bin/python benchmarks/label_pool.py --from ../shared/datasets/suite \\
         [--embedder "model2vec()"] [--sets cuad qmsum ...] [--out results/label_pool.json] \\
-        [--bias /tmp/label-bias --grid fast]
+        [--bias /tmp/label-bias --grid fast] [--seed 1 --exclude-seed 0 --tune]
 """
 
 from __future__ import annotations
@@ -59,15 +65,36 @@ SAMPLES = {  # the committed default suite's samples (leaderboard/default-suite/
 HALF = 0.5
 
 
-def prepared(name: str, docs: int, from_dir: Path | None) -> Dataset:
-    """The seeded sample of ``name``, converted once into chunkmark's cache."""
+def prepared(
+    name: str, docs: int, from_dir: Path | None, seed: int = 0, exclude_seed: int | None = None
+) -> Dataset:
+    """The ``seed`` sample of ``name``, converted once into chunkmark's cache; with
+    ``exclude_seed``, less the documents (and their questions) of that seed's sample."""
     from chunkmark.cli.suite_download import download_one, prepared_folder
 
-    sample = Sample(docs, 0)
-    folder = prepared_folder(name, sample)
-    if not (folder / "questions.jsonl").is_file():
-        print(download_one(name, force=False, from_dir=from_dir, sample=sample, progress=print))
-    return load_dataset(folder)
+    def load(seed: int) -> Dataset:
+        sample = Sample(docs, seed)
+        folder = prepared_folder(name, sample)
+        if not (folder / "questions.jsonl").is_file():
+            print(download_one(name, force=False, from_dir=from_dir, sample=sample, progress=print))
+        return load_dataset(folder)
+
+    dataset = load(seed)
+    if exclude_seed is None:
+        return dataset
+    return disjoint(dataset, load(exclude_seed))
+
+
+def disjoint(dataset: Dataset, other: Dataset) -> Dataset:
+    """``dataset`` without the documents of ``other`` and the questions asked of them."""
+    seen = {d.id for d in other.documents}
+    if {d.id for d in dataset.documents} <= seen:
+        raise SystemExit(f"{dataset.name}: every document is also in the excluded sample.")
+    return Dataset(
+        dataset.name,
+        tuple(d for d in dataset.documents if d.id not in seen),
+        tuple(q for q in dataset.questions if q.doc_id not in seen),
+    )
 
 
 def quality(pool: Pool, dataset: Dataset) -> dict[str, Any]:
@@ -83,7 +110,7 @@ def quality(pool: Pool, dataset: Dataset) -> dict[str, Any]:
     for q in dataset.questions:
         evidence = [(s.start, s.end) for s in q.excerpts]
         rankings = pool.rankings(q.text, q.doc_id)
-        passages = fuse(rankings, pool.max_chars)
+        passages = pool.fuse(rankings)
         for n in (5, 10):
             top = [(p.start, p.end) for p in passages[:n]]
             record(f"pool@{n}", coverage(evidence, top), _chars(top))
@@ -257,7 +284,12 @@ def bias(pool: Pool, dataset: Dataset, out: Path, grid_name: str, seed: int = 0)
 # Pool variants measured beside the default (``--variants``): what helps long evidence.
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
-    "+ recursive(size=1024)": {"chunkers": (*DEFAULT_CHUNKERS, "recursive(size=1024)")},
+    "defaults of issue 37": {
+        "chunkers": DEFAULT_CHUNKERS[:4],
+        "depth": 20,
+        "rrf_k": 10,
+        "weights": {},
+    },
     "passages up to 4,000 characters": {"max_chars": 4000},
     "BM25 and hybrid (no dense list)": {"rankers": ("bm25", "hybrid")},
 }
@@ -277,6 +309,127 @@ def variants(datasets: list[Dataset], names: list[str], embedder: Any) -> list[s
     return rows
 
 
+# Out-of-sample choice of the pool's settings (``--tune``, run on other samples than the table's,
+# e.g. ``--seed 1 --exclude-seed 0``): every combination below is fused from one set of rankings
+# per question, and the choice follows a rule fixed before the run (:func:`choose`).
+TARGETS = {  # pool@10 asked of the pool, per set
+    "fairytaleqa": 0.95,
+    "covid_qa": 0.95,
+    "cuad": 0.95,
+    "evidence_inference": 0.85,
+    "qmsum": 0.85,
+}
+TUNE_CHUNKINGS: dict[str, tuple[str, ...]] = {
+    "4 (defaults of issue 37)": (  # first: the base of the rule in :func:`choose`
+        "sentences(n=3)",
+        "recursive(size=256)",
+        "recursive(size=512)",
+        "paragraphs()",
+    ),
+    "4 + recursive(1024)": (
+        "sentences(n=3)",
+        "recursive(size=256)",
+        "recursive(size=512)",
+        "paragraphs()",
+        "recursive(size=1024)",
+    ),
+    "256 -> 1024": (
+        "sentences(n=3)",
+        "recursive(size=512)",
+        "paragraphs()",
+        "recursive(size=1024)",
+    ),
+}
+TUNE_RANKERS: dict[str, tuple[tuple[str, ...], dict[str, float]]] = {
+    "all": (("bm25", "dense", "hybrid"), {}),
+    "dense x0.5": (("bm25", "dense", "hybrid"), {"dense": 0.5}),
+    "no dense": (("bm25", "hybrid"), {}),
+}
+TUNE_MAX_CHARS = (3000, 4000)
+TUNE_RRF_K = (10, 60)
+TUNE_DEPTH = (20, 10)  # 20 first: the first configuration is the defaults of issue 37
+TUNE_QUESTIONS = 300  # at most, per set (a seeded subset): bounds the run on a busy machine
+MORE_TEXT = 1.3  # a choice may show at most 30% more characters than the defaults of issue 37
+
+
+def tune_configs() -> list[dict[str, Any]]:
+    """Every combination of the grid above, as ``label`` plus the pool's settings."""
+    out = []
+    for (cl, chunkers), (rl, (rankers, weights)), chars, k, depth in itertools.product(
+        TUNE_CHUNKINGS.items(), TUNE_RANKERS.items(), TUNE_MAX_CHARS, TUNE_RRF_K, TUNE_DEPTH
+    ):
+        label = f"{cl}; {rl}; {chars} chars; k={k}; depth {depth}"
+        out.append(
+            {
+                "label": label,
+                "chunkers": chunkers,
+                "rankers": rankers,
+                "weights": weights,
+                "max_chars": chars,
+                "rrf_k": k,
+                "depth": depth,
+            }
+        )
+    return out
+
+
+def tune(datasets: list[Dataset], names: list[str], embedder: Any) -> dict[str, Any]:
+    """pool@10 and characters shown at 10 of every configuration on every set."""
+    import random
+
+    configs = tune_configs()
+    every = sorted({c for config in configs for c in config["chunkers"]})
+    depth = max(TUNE_DEPTH)
+    table: dict[str, dict[str, dict[str, float]]] = {c["label"]: {} for c in configs}
+    for name, dataset in zip(names, datasets, strict=True):
+        questions = list(dataset.questions)
+        if len(questions) > TUNE_QUESTIONS:
+            questions = random.Random(0).sample(questions, TUNE_QUESTIONS)
+        pool = Pool(dataset.documents, embedder, every, depth=depth)
+        found: dict[str, list[float]] = {c["label"]: [] for c in configs}
+        shown: dict[str, list[int]] = {c["label"]: [] for c in configs}
+        for q in questions:
+            evidence = [(s.start, s.end) for s in q.excerpts]
+            rankings = pool.rankings(q.text, q.doc_id)
+            for config in configs:
+                chosen = {
+                    list_name: hits[: config["depth"]]
+                    for list_name, hits in rankings.items()
+                    if list_name.rpartition("/")[0] in config["chunkers"]
+                    and list_name.rpartition("/")[2] in config["rankers"]
+                }
+                passages = fuse(chosen, config["max_chars"], config["rrf_k"], config["weights"])
+                top = [(p.start, p.end) for p in passages[:10]]
+                found[config["label"]].append(coverage(evidence, top))
+                shown[config["label"]].append(_chars(top))
+        for config in configs:
+            label = config["label"]
+            table[label][name] = {
+                "share": sum(c >= HALF for c in found[label]) / len(found[label]),
+                "chars": statistics.fmean(shown[label]),
+                "questions": len(questions),
+            }
+        print(f"tuned on {name}: {len(questions)} questions", flush=True)
+    return {"configs": configs, "table": table, "choice": choose(table, names, configs[0]["label"])}
+
+
+def choose(table: dict[str, dict[str, dict[str, float]]], names: list[str], base: str) -> str:
+    """The rule, fixed before the run: among configurations that show at most ``MORE_TEXT``
+    times the characters of ``base`` (mean over the sets ``names``), the one whose smallest
+    margin over its set's target (pool@10 minus ``TARGETS``) is largest; ties by fewer
+    characters shown, then by label."""
+
+    def mean_chars(label: str) -> float:
+        return statistics.fmean(table[label][n]["chars"] for n in names)
+
+    def margin(label: str) -> float:
+        return min(table[label][n]["share"] - TARGETS[n] for n in names)
+
+    limit = mean_chars(base) * MORE_TEXT
+    eligible = sorted(label for label in table if mean_chars(label) <= limit)
+    return max(eligible, key=lambda label: (round(margin(label), 9), -mean_chars(label)))
+
+
 def main() -> None:
     shared = Path(os.environ.get("CHUNKMARK_SHARED_DIR", ROOT.parent / "shared"))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -290,13 +443,51 @@ def main() -> None:
     parser.add_argument("--grid", default="fast", choices=["fast", "default"])
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--variants", action="store_true", help="Also measure VARIANTS.")
+    parser.add_argument("--seed", type=int, default=0, help="The samples' seed.")
+    parser.add_argument(
+        "--exclude-seed",
+        type=int,
+        default=None,
+        help="Leave out the documents of this seed's samples (disjoint tuning samples).",
+    )
+    parser.add_argument(
+        "--tune", action="store_true", help="Measure the TUNE_* grid and print the choice."
+    )
     args = parser.parse_args()
     embedder = build_embedder(args.embedder)
     print(
         f"embedder: {embedder.name if embedder else 'none'}; chunkings: {', '.join(DEFAULT_CHUNKERS)}"
     )
     results: dict[str, Any] = {"embedder": args.embedder, "chunkers": list(DEFAULT_CHUNKERS)}
-    datasets = [prepared(name, SAMPLES[name], args.from_dir) for name in args.sets]
+    datasets = [
+        prepared(name, SAMPLES[name], args.from_dir, args.seed, args.exclude_seed)
+        for name in args.sets
+    ]
+    print(
+        "samples: "
+        + ", ".join(
+            f"{d.name} ({len(d.documents)} documents, {len(d.questions)} questions)"
+            for d in datasets
+        ),
+        flush=True,
+    )
+    if args.tune:
+        tuned = tune(datasets, args.sets, embedder)
+        print("| pool | " + " | ".join(f"{n} pool@10 / chars" for n in args.sets) + " |")
+        print("|---|" + "---|" * len(args.sets))
+        for config in tuned["configs"]:
+            row = tuned["table"][config["label"]]
+            print(
+                f"| {config['label']} | "
+                + " | ".join(f"{row[n]['share']:.0%} / {row[n]['chars']:,.0f}" for n in args.sets)
+                + " |"
+            )
+        print(f"chosen: {tuned['choice']}")
+        results["tune"] = {"table": tuned["table"], "choice": tuned["choice"]}
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        return
     rows = []
     biased = []
     for name, dataset in zip(args.sets, datasets, strict=True):

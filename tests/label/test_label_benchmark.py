@@ -38,3 +38,36 @@ def test_the_scripted_labeler_accepts_overlapping_suggestions_or_keeps_the_human
             )
         for s in after.excerpts:
             assert s.end <= len(demo.by_id[before.doc_id].text)
+
+
+def test_a_disjoint_sample_drops_the_shared_documents_and_their_questions() -> None:
+    from chunkmark.datasets import Dataset
+
+    bench = load_benchmark("label_pool")
+    demo = load_demo()
+    shared = demo.questions[0].doc_id
+    other = Dataset("other", tuple(d for d in demo.documents if d.id == shared), ())
+    left = bench.disjoint(demo, other)
+    assert shared not in {d.id for d in left.documents}
+    assert len(left.documents) == len(demo.documents) - 1
+    assert [q.id for q in left.questions] == [q.id for q in demo.questions if q.doc_id != shared]
+    assert left.questions  # the demo asks of more than one document
+
+
+def test_the_choice_keeps_to_the_text_limit_then_the_smallest_margin() -> None:
+    bench = load_benchmark("label_pool")
+    names = ["qmsum", "cuad"]  # targets 85% and 95%
+
+    def row(qmsum: float, cuad: float, chars: float) -> dict[str, dict[str, float]]:
+        return {"qmsum": {"share": qmsum, "chars": chars}, "cuad": {"share": cuad, "chars": chars}}
+
+    table = {
+        "base": row(0.73, 0.84, 1000),
+        "shows too much": row(0.99, 0.99, 1000 * bench.MORE_TEXT + 1),
+        "one set far behind": row(0.99, 0.80, 1100),  # margin 0.80 - 0.95 = -0.15
+        "both a little behind": row(0.80, 0.90, 1200),  # margin -0.05 on both
+        "same margin, more text": row(0.80, 0.92, 1250),
+    }
+    assert bench.choose(table, names, "base") == "both a little behind"
+    del table["both a little behind"]
+    assert bench.choose(table, names, "base") == "same margin, more text"

@@ -121,3 +121,39 @@ def test_coverage_counts_characters_of_the_evidence() -> None:
     assert coverage([(0, 10), (20, 30)], [(0, 10)]) == 0.5
     assert coverage([(0, 10)], []) == 0.0
     assert coverage([(0, 10)], [(0, 4), (2, 6)]) == 0.6  # overlapping suggestions count once
+
+
+def test_a_ranker_weight_scales_its_lists_contributions() -> None:
+    rankings = {"c/bm25": [Hit("d", 0, 10)], "c/dense": [Hit("d", 20, 30)]}
+    even = fuse(rankings)  # equal scores: by offset
+    assert [p.start for p in even] == [0, 20]
+    halved = fuse(rankings, weights={"bm25": 0.5})
+    assert [p.start for p in halved] == [20, 0]
+    assert halved[1].score == 0.5 / (RRF_K + 1)
+    assert halved[0].score == 1 / (RRF_K + 1)  # a ranker not named weighs 1
+
+
+def test_the_pool_suggests_with_its_own_rank_offset_and_weights() -> None:
+    pool = Pool(_corpus(), None, chunkers=("sentences(n=1)",), rrf_k=4, weights={"bm25": 3.0})
+    first = pool.suggest("zanzibarite valve", "alpha")[0]
+    assert first.score == 3.0 / (4 + 1)  # one list, its first place, weighed 3
+    assert pool.fuse(pool.rankings("zanzibarite valve", "alpha"))[0] == first
+
+
+def test_a_shallower_pool_reads_the_first_lists_of_a_deeper_one() -> None:
+    # benchmarks/label_pool.py --tune cuts a depth-20 pool's lists to 10 to stand for a
+    # depth-10 pool: the hybrid list must fuse the same candidates at either depth
+    from chunkmark.embedders import EMBEDDERS
+
+    embedder, _ = EMBEDDERS.build("fake()")
+    words = ["valve", "hinge", "spring", "door", "oil", "grease", "seal", "pump", "gear", "belt"]
+    text = " ".join(
+        f"Note {i}: the {words[i % 10]} and the {words[(i * 7) % 10]} need care."
+        for i in range(300)
+    )
+    docs = [Document("d", text)]
+    deep = Pool(docs, embedder, chunkers=("sentences(n=1)",), depth=20)
+    shallow = Pool(docs, embedder, chunkers=("sentences(n=1)",), depth=10)
+    for question in ("grease the valve", "door seal pump", "belt gear oil spring"):
+        deeper = deep.rankings(question, "d")
+        assert shallow.rankings(question, "d") == {k: v[:10] for k, v in deeper.items()}

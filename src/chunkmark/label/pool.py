@@ -4,11 +4,11 @@ Information retrieval's *pooling*: judges confirm candidates that several system
 instead of hunting through the corpus. Here each chunking of the corpus (``chunkers``) is
 ranked by BM25, by dense similarity (one cached embedder) and by their hybrid (reciprocal-rank
 fusion of the two), each list cut at ``depth``. Every list gives each chunk it ranks
-``1 / (rrf_k + rank)``; chunks whose spans overlap in one document are merged into one passage
-(at most ``max_chars`` long), which scores each list's best contribution, so a passage several
-chunkings and rankers agree on rises to the top; no character is suggested twice (see
-:func:`fuse`). Passages are returned
-best first, with the lists that found them (``sources``), so the labeler can see why.
+``w / (rrf_k + rank)``, ``w`` its ranker's weight (the dense lists weigh half by default).
+Chunks whose spans overlap in one document are merged into one passage (at most ``max_chars``
+long), which scores each list's best contribution, so a passage several chunkings and rankers
+agree on rises to the top; no character is suggested twice (see :func:`fuse`). Passages are
+returned best first, with the lists that found them (``sources``), so the labeler can see why.
 
 The same object answers literal search (:meth:`Pool.search`) within one document or across the
 corpus: what a labeler uses when no suggestion holds the evidence.
@@ -17,7 +17,7 @@ corpus: what a labeler uses when no suggestion holds the evidence.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,12 +30,22 @@ from chunkmark.embedders.base import Embedder
 from chunkmark.label.store import LabelError
 from chunkmark.retrieval.bm25 import BM25Retriever
 
-DEFAULT_CHUNKERS = ("sentences(n=3)", "recursive(size=256)", "recursive(size=512)", "paragraphs()")
+# The defaults were chosen out of sample: on other documents of the suite's sets than those
+# docs/label.md reports (benchmarks/label_pool.py --tune --seed 1 --exclude-seed 0).
+DEFAULT_CHUNKERS = (
+    "sentences(n=3)",
+    "recursive(size=256)",
+    "recursive(size=512)",
+    "paragraphs()",
+    "recursive(size=1024)",
+)
 RANKERS = ("bm25", "dense", "hybrid")
-DEFAULT_DEPTH = 20
+DEFAULT_DEPTH = 10
 DEFAULT_MAX_CHARS = 3000
-RRF_K = 10
+RRF_K = 60
+DEFAULT_WEIGHTS: dict[str, float] = {"dense": 0.5}
 HYBRID_RRF_K = 60  # the hybrid list fuses as the ``hybrid`` retriever does by default
+HYBRID_READ = 40  # it fuses the first 40 (or 2 x depth) of BM25's and the dense ranking
 
 F32 = npt.NDArray[np.float32]
 
@@ -83,6 +93,9 @@ class Pool:
         rankers: which of ``bm25``, ``dense`` and ``hybrid`` to pool.
         depth: how deep each ranked list is read.
         max_chars: the longest passage a merge may make.
+        rrf_k: the fusion's rank offset, ``1 / (rrf_k + rank)``.
+        weights: a multiplier on each ranker's lists in the fusion (``{"dense": 0.5}``);
+            rankers not named weigh 1 (:data:`DEFAULT_WEIGHTS` by default).
     """
 
     def __init__(
@@ -94,6 +107,8 @@ class Pool:
         *,
         depth: int = DEFAULT_DEPTH,
         max_chars: int = DEFAULT_MAX_CHARS,
+        rrf_k: int = RRF_K,
+        weights: Mapping[str, float] | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
         unknown = sorted(set(rankers) - set(RANKERS))
@@ -101,13 +116,15 @@ class Pool:
             raise LabelError(
                 f"unknown ranker(s) {', '.join(unknown)}.", f"Use {', '.join(RANKERS)}."
             )
-        if depth < 1 or max_chars < 1:
-            raise ValueError("depth and max_chars must be at least 1")
+        if depth < 1 or max_chars < 1 or rrf_k < 0:
+            raise ValueError("depth and max_chars must be at least 1, rrf_k at least 0")
         self.documents = {d.id: d.text for d in documents}
         self.embedder = embedder
         self.rankers = tuple(r for r in RANKERS if r in rankers and (r == "bm25" or embedder))
         self.depth = depth
         self.max_chars = max_chars
+        self.rrf_k = rrf_k
+        self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
         say = progress or (lambda line: None)
         self._chunkings: list[_Chunking] = []
         pairs = [(d.id, d.text) for d in documents]
@@ -169,12 +186,13 @@ class Pool:
             return {r: np.zeros(0, np.int64) for r in self.rankers}
         out: dict[str, npt.NDArray[np.int64]] = {}
         bm = c.bm25.scores([question])[0][keep]
-        bm_order = keep[_best(bm, self.depth * 2)]
+        read = max(2 * self.depth, HYBRID_READ)
+        bm_order = keep[_best(bm, read)]
         if "bm25" in self.rankers:
             out["bm25"] = bm_order[: self.depth]
         if qvec is not None and c.vectors is not None:
             dense = c.vectors[keep] @ qvec
-            dense_order = keep[_best(dense, self.depth * 2)]
+            dense_order = keep[_best(dense, read)]
             if "dense" in self.rankers:
                 out["dense"] = dense_order[: self.depth]
             if "hybrid" in self.rankers:
@@ -190,7 +208,11 @@ class Pool:
         """The ``n`` best passages for ``question`` (within ``doc_id`` when given), best first."""
         if not question.strip():
             return []
-        return fuse(self.rankings(question, doc_id), self.max_chars)[:n]
+        return self.fuse(self.rankings(question, doc_id))[:n]
+
+    def fuse(self, rankings: dict[str, list[Hit]]) -> list[Passage]:
+        """:func:`fuse` with this pool's passage length, rank offset and ranker weights."""
+        return fuse(rankings, self.max_chars, self.rrf_k, self.weights)
 
     def search(
         self, text: str, doc_id: str | None = None, *, limit: int = 50, words: bool = False
@@ -225,11 +247,16 @@ def _best(scores: npt.NDArray[np.floating], k: int) -> npt.NDArray[np.int64]:
 
 
 def fuse(
-    rankings: dict[str, list[Hit]], max_chars: int = DEFAULT_MAX_CHARS, rrf_k: int = RRF_K
+    rankings: dict[str, list[Hit]],
+    max_chars: int = DEFAULT_MAX_CHARS,
+    rrf_k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Passage]:
     """Reciprocal-rank fusion of ranked chunk lists into merged, de-duplicated passages.
 
-    A chunk earns ``1 / (rrf_k + rank)`` from each list that ranks it (rank from 1). Chunks are
+    A chunk earns ``w / (rrf_k + rank)`` from each list that ranks it (rank from 1), ``w`` the
+    weight of the list's ranker (the part of its name after the last ``/``; 1 unless
+    ``weights`` names it). Chunks are
     taken best first: one overlapping a passage of its document joins it (the passage grows to
     the union when that stays within ``max_chars``), any other starts a passage. A passage
     scores, for each list, the best its chunks earned there (so a list counts once, however
@@ -237,11 +264,13 @@ def fuse(
     already show, and one left with less than a fifth of its text is dropped: no character is
     suggested twice. Equal scores order by document and offset.
     """
+    weigh = weights or {}
     earned: dict[tuple[str, int, int], dict[str, float]] = {}
     for name, hits in rankings.items():
+        weight = weigh.get(name.rpartition("/")[2], 1.0)
         for rank, hit in enumerate(hits, start=1):
             lists = earned.setdefault((hit.doc_id, hit.start, hit.end), {})
-            lists[name] = max(lists.get(name, 0.0), 1.0 / (rrf_k + rank))
+            lists[name] = max(lists.get(name, 0.0), weight / (rrf_k + rank))
     total = {key: sum(lists.values()) for key, lists in earned.items()}
     by_doc: dict[str, list[_Open]] = {}
     for key in sorted(total, key=lambda k: (-total[k], k)):
