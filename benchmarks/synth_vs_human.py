@@ -17,7 +17,7 @@ For each of the suite's sets named (default: all five human-evidence sets):
    cells (every chunker x setting), with a 95% percentile bootstrap interval that resamples the
    human and the synthetic questions independently
    (:func:`chunkmark.metrics.agreement.ranking_agreement`); and, per retrieval setting, the
-   cell the report recommends on each set (:func:`chunkmark.cli.recommend.recommend`: a single
+   cell the report recommends on each set (:func:`chunkmark.report.recommendation.recommend`: a single
    winner when its P(best) reaches 0.9 and no cell ties with it, else the cheapest cell of the
    group tied with the best) and whether the two agree;
 5. ``chunkmark synth inspect SYNTHETIC --compare HUMAN --no-embed --json``: excerpt lengths,
@@ -279,8 +279,9 @@ def recommended(data: ReportData, r: Recommendation) -> dict[str, Any]:
 
 
 def recommendations(one: SetRun, args: argparse.Namespace, scope: str) -> None:
-    from chunkmark.cli.recommend import _lines, recommend
+    from chunkmark.cli.recommend import _lines
     from chunkmark.report import ReportOptions
+    from chunkmark.report.recommendation import recommend
 
     runs = one.synthetic.parent / "runs"
     for metric in METRICS:

@@ -105,3 +105,12 @@ def test_an_unknown_ranker_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("Some text.", "utf-8")
     done = invoke("label", str(tmp_path), "--ranker", "bm26", "--embedder", "none")
     assert error_line(done) == "error: unknown ranker(s) bm26. Fix: Use bm25, dense, hybrid."
+
+
+def test_the_chunker_help_names_the_pools_default_chunkings() -> None:
+    from chunkmark.label.pool import DEFAULT_CHUNKERS
+
+    done = invoke("label", "--help", columns=400)
+    text = " ".join(done.output.replace("│", " ").split())
+    default = text.split("A chunking to pool, repeatable. [default: ", 1)[1].split("]", 1)[0]
+    assert default == ", ".join(DEFAULT_CHUNKERS)

@@ -63,7 +63,7 @@ def label(
             "--chunker",
             "-c",
             help="A chunking to pool, repeatable. [default: sentences(n=3), recursive(size=256), "
-            "recursive(size=512), paragraphs()]",
+            "recursive(size=512), paragraphs(), recursive(size=1024)]",
             show_default=False,
         ),
     ] = None,
