@@ -245,3 +245,27 @@ def test_a_keyword_cell_is_one_per_chunking_not_one_per_embedder() -> None:
                 embedder = label.split("; chunked with ")[1][:-1]
                 assert recall == pytest.approx(short[embedder], abs=1e-9)
     assert any(len(set(v.values())) > 1 for v in summary.values())
+
+
+def test_the_committed_boards_held_out_table_matches_the_summary_files() -> None:
+    # The board's "Does the pick hold" table, as committed, against the picks and regrets
+    # recomputed here from the sets' summary.csv files.
+    text = (ROOT / "leaderboard" / "leaderboard.md").read_text(encoding="utf-8")
+    section = text.split("## Does the pick hold on a set it was not fitted on?", 1)[1]
+    rows = [line for line in section.split("\n## ", 1)[0].splitlines() if line.startswith("| ")]
+    body = [[c.strip() for c in r.strip("|").split("|")] for r in rows[1:]]  # after the header
+    sets = [r[0] for r in body]
+    assert len(sets) == 7
+    summaries = {name: _summary_means(SUITE / name) for name in sets}
+    keys = sorted(set.intersection(*(set(summaries[s]) for s in sets)))
+    means = [[summaries[s][k] for s in sets] for k in keys]
+    for j, row in enumerate(body):
+        others = [[m[s] for s in range(len(sets)) if s != j] for m in means]
+        rank_pick, minimax = _reference_picks(others)
+        column = [m[j] for m in means]
+        ranks = _ranks(column)
+        for pick, at in ((rank_pick, 5), (minimax, 10)):
+            assert row[at + 3] == f"{ranks[pick]:g} of {len(keys)}", (row[0], at)
+            regret = float(row[at + 4].split(" ")[0])
+            assert regret == pytest.approx(max(column) - column[pick], abs=5e-4), (row[0], at)
+            assert row[at].rstrip(")").split("(")[0] == keys[pick][0].split("(")[0]

@@ -447,8 +447,11 @@ def test_the_page_renders_offline_with_an_interval_in_every_metric_cell(
         per_set = page.locator("section h3")
         assert per_set.count() == 3
         metric_cells = page.locator("table:not(.matrix) td.num:has(.ci)")
-        # every cell of every set: its three metrics; plus the ranking tables
-        assert metric_cells.count() == 3 * 21 * 3 + (5 + 9) * 4 + 3 * 2 * 2
+        # each set left out: one row, the two picks' regrets with their intervals
+        assert page.locator("table.holdout tbody tr").count() == 3
+        assert page.locator("table.holdout tbody td.num:has(.ci)").count() == 3 * 2
+        # every cell of every set: its three metrics; the ranking tables; the held-out table
+        assert metric_cells.count() == 3 * 21 * 3 + (5 + 9) * 4 + 3 * 2 * 2 + 3 * 2
         shown = page.locator("main").inner_text()
         assert not re.search(r"\b(nan|None|null|undefined)\b", shown)
         browser_test.save_screenshot(page, tmp_path / "leaderboard.png")
