@@ -55,7 +55,7 @@ def test_minilm_package_with_wrong_hash_is_not_trusted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"not the published weights")
-    monkeypatch.setattr(st_module, "minilm_package_dir", lambda: tmp_path)
+    monkeypatch.setattr(st_module, "offline_model_dir", lambda offline: tmp_path)
     resolved = resolve_model("all-MiniLM-L6-v2")
     assert (resolved.source, resolved.location) == ("hub", MINILM_HUB_ID)
     assert "not used" in resolved.note
@@ -71,7 +71,7 @@ def test_unloadable_hub_model_names_the_fix(
 ) -> None:
     pytest.importorskip("sentence_transformers")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(st_module, "minilm_package_dir", lambda: None)  # as if not installed
+    monkeypatch.setattr(st_module, "offline_model_dir", lambda offline: None)  # not installed
     emb = SentenceTransformerEmbedder(model)
     with pytest.raises(EmbeddingError, match=fix):
         emb.embed(["x"])

