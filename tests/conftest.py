@@ -4,9 +4,8 @@ the folder named by ``CHUNKMARK_SHARED_DIR``; it is never copied into the reposi
 With ``CHUNKMARK_REQUIRE_ALL=1`` (as ``.ci/run`` sets it) a test that skips fails instead: CI
 has every component the tests need (the shared data, MiniLM, Ray, faiss, Chromium, ...), so a
 skip there would be a regression passing silently. An ``xfail`` (failing or passing) counts as a
-skip. The only skips allowed are for hardware the machine does not have (such a skip's reason
-starts with ``skipping.HARDWARE``) and for an extra the Makefile's install leaves out because it
-is large (``skipping.optional_extra``; allowed only while that extra is not in the Makefile). The run ends with
+skip. The only skips allowed are for hardware the machine does not have; such a skip's reason
+starts with ``skipping.HARDWARE``. The run ends with
 the count of tests that ran and that skipped.
 """
 
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from skipping import HARDWARE, REQUIRE_ALL, allowed_optional_skip, require_all
+from skipping import HARDWARE, REQUIRE_ALL, require_all
 
 if TYPE_CHECKING:
     from chunkmark.llm.local import LocalServer
@@ -48,7 +47,7 @@ def _fail_unless_hardware(report: pytest.TestReport | pytest.CollectReport, node
     for prefix in ("Skipped: ", "reason: "):
         if reason.startswith(prefix):
             reason = reason[len(prefix) :]
-    if reason.startswith(HARDWARE) or (expected is None and allowed_optional_skip(reason)):
+    if reason.startswith(HARDWARE):
         return
     report.outcome = "failed"
     report.longrepr = (
@@ -85,11 +84,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         }
     )
     skipped = len(stats.get("skipped", []))
-    mode = (
-        f" ({REQUIRE_ALL}=1: only skips for hardware or an extra the Makefile leaves out allowed)"
-        if require_all()
-        else ""
-    )
+    mode = f" ({REQUIRE_ALL}=1: only hardware skips allowed)" if require_all() else ""
     terminalreporter.write_line(f"chunkmark: {ran} tests ran, {skipped} skipped{mode}")
 
 

