@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the table as JSON to this file")
     parser.add_argument("--smoke", action="store_true", help="50 resamples, for the tests")
     args = parser.parse_args(argv)
-    from chunkmark.suite.holdout import leave_one_set_out_suite
+    from chunkmark.suite.leaderboard import leave_one_set_out_suite
 
     resamples = 50 if args.smoke else args.resamples
     baseline = (*BASELINE[:2], f"{BASELINE[2]}{args.budget}")

@@ -15,13 +15,8 @@ import numpy as np
 import pytest
 
 from chunkmark.report.data import short_name
-from chunkmark.suite.holdout import (
-    leave_one_set_out,
-    leave_one_set_out_suite,
-    mean_rank_pick,
-    minimax_regret_pick,
-)
-from chunkmark.suite.leaderboard import LeaderboardError
+from chunkmark.suite.holdout import leave_one_set_out, mean_rank_pick, minimax_regret_pick
+from chunkmark.suite.leaderboard import LeaderboardError, leave_one_set_out_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "leaderboard" / "default-suite"

@@ -18,31 +18,19 @@ means, minus the pick's resampled mean), so the interval carries the winner's cu
 of treating the observed best as known.
 
 Only the cells every set has are ranked, as on the board. The input is plain matrices, so the
-same function serves a suite folder (:func:`leave_one_set_out_suite`) and any other table.
+same function serves a suite folder
+(:func:`chunkmark.suite.leaderboard.leave_one_set_out_suite`) and any other table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.suite.leaderboard import (
-    DEFAULT_BUDGET,
-    DEFAULT_METRIC,
-    DEFAULT_RESAMPLES,
-    RANK_METRICS,
-    SUITE_FILE,
-    CellKey,
-    Estimate,
-    LeaderboardError,
-    ranks,
-    read_set,
-    read_suite,
-)
+from chunkmark.suite.estimates import CellKey, Estimate, ranks
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -128,9 +116,9 @@ def leave_one_set_out(
     keys: Sequence[CellKey],
     *,
     baseline: CellKey | None = None,
-    metric: str = DEFAULT_METRIC,
+    metric: str = "recall",
     budget: int | None = None,
-    resamples: int = DEFAULT_RESAMPLES,
+    resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
 ) -> HoldOut:
@@ -185,64 +173,4 @@ def leave_one_set_out(
         keys=tuple(keys),
         sets=tuple(held),
         full_pick=keys[mean_rank_pick(means)],
-    )
-
-
-def leave_one_set_out_suite(
-    suite_dir: str | Path,
-    *,
-    budget: int = DEFAULT_BUDGET,
-    metric: str = DEFAULT_METRIC,
-    baseline: tuple[str, str, str] | None = None,
-    resamples: int = DEFAULT_RESAMPLES,
-    level: float = 0.95,
-    seed: int = 0,
-) -> HoldOut:
-    """:func:`leave_one_set_out` over a suite folder's cells at ``budget`` tokens (the board's
-    cells). ``baseline`` names a cell by substrings of its chunker, embedder and setting label
-    (say ``("fixed_tokens(size=512", "all-MiniLM-L6-v2', ", "dense @1024")``); exactly one cell
-    must match."""
-    if metric not in RANK_METRICS:
-        raise LeaderboardError(
-            f"Leaving a set out ranks by one of {', '.join(RANK_METRICS)}, not {metric!r}.",
-            f"Pass --metric {DEFAULT_METRIC}.",
-        )
-    suite = read_suite(suite_dir)
-    labels = {s.label for s in suite.settings if s.tokens == budget}
-    if not labels:
-        raise LeaderboardError(
-            f"{suite.path / SUITE_FILE} has no setting with a budget of {budget} tokens.",
-            "Pass --budget with one of its budgets.",
-        )
-    if len(suite.sets) < 2:
-        raise LeaderboardError(
-            f"{suite.path / SUITE_FILE} holds {len(suite.sets)} set(s); leaving one out needs two.",
-            "Run the suite on more sets (`chunkmark suite run`).",
-        )
-    boards = [read_set(suite, s, resamples=1, seed=seed) for s in suite.sets]
-    common = sorted(set.intersection(*({k for k in b.values if k[2] in labels} for b in boards)))
-    if not common:
-        raise LeaderboardError(
-            f"No cell at {budget} tokens is in every set of {suite.path}.",
-            "Rerun the sets with one grid (`chunkmark suite run`).",
-        )
-    base: CellKey | None = None
-    if baseline is not None:
-        found = [k for k in common if all(part in k[i] for i, part in enumerate(baseline))]
-        if len(found) != 1:
-            raise LeaderboardError(
-                f"The baseline {baseline} matches {len(found)} cells at {budget} tokens.",
-                "Name it by substrings of its chunker, embedder and setting that match one cell.",
-            )
-        base = found[0]
-    values = {b.name: np.stack([b.values[k][metric] for k in common]) for b in boards}
-    return leave_one_set_out(
-        values,
-        common,
-        baseline=base,
-        metric=metric,
-        budget=budget,
-        resamples=resamples,
-        level=level,
-        seed=seed,
     )

@@ -50,7 +50,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -62,13 +62,13 @@ from chunkmark.metrics.paired import PERMUTATIONS, tied_with_best
 from chunkmark.report.data import ReportData, load_runs, read_chunks, short_name
 from chunkmark.report.settings import DEFAULT_SCORING
 from chunkmark.retrieval import RETRIEVAL, RETRIEVERS
-
-if TYPE_CHECKING:
-    from chunkmark.suite.holdout import HoldOut
+from chunkmark.suite.estimates import CellKey as CellKey
+from chunkmark.suite.estimates import Estimate as Estimate
+from chunkmark.suite.estimates import ranks as ranks
+from chunkmark.suite.holdout import HoldOut, leave_one_set_out
 
 FloatArray = npt.NDArray[np.float64]
 Scope = Literal["corpus", "document"]
-CellKey = tuple[str, str, str]  # chunker, embedder, setting label
 
 SUITE_FILE = "suite.json"
 SUITE_FORMAT = 1
@@ -247,21 +247,6 @@ def _short(kind: str, spec: str) -> str:
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """A value and its interval."""
-
-    value: float
-    low: float
-    high: float
-
-    def to_dict(self) -> dict[str, float | None]:
-        return {
-            k: _json_float(v)
-            for k, v in (("value", self.value), ("low", self.low), ("high", self.high))
-        }
-
-
-@dataclass(frozen=True)
 class SetCell:
     """One cell of one set: its metrics with intervals, and what indexing with it took."""
 
@@ -417,17 +402,6 @@ class Leaderboard:
 
 
 # --- statistics --------------------------------------------------------------------------------
-
-
-def ranks(means: npt.ArrayLike) -> FloatArray:
-    """Ranks of cells by mean (rows; 1 is the highest), ties sharing their mean rank; a NaN mean
-    ranks last. Columns are ranked independently."""
-    from scipy.stats import rankdata
-
-    m = np.asarray(means, dtype=np.float64)
-    m = np.where(np.isnan(m), -np.inf, m)
-    out: FloatArray = np.asarray(rankdata(-m, axis=0, method="average"), dtype=np.float64)
-    return out
 
 
 def mean_ranks(
@@ -889,8 +863,6 @@ def build_leaderboard(
     }
     holdout = None
     if len(boards) > 1 and common:
-        from chunkmark.suite.holdout import leave_one_set_out
-
         say(f"leaving each of the {len(boards)} sets out")
         holdout = leave_one_set_out(
             {b.name: np.stack([b.values[k][metric] for k in common]) for b in boards},
@@ -1619,3 +1591,63 @@ def write_leaderboard(board: Leaderboard, out: str | Path) -> dict[str, Path]:
     write_bytes_atomic(files["markdown"], to_markdown(board).encode("utf-8"))
     write_bytes_atomic(files["html"], to_html(board).encode("utf-8"))
     return files
+
+
+def leave_one_set_out_suite(
+    suite_dir: str | Path,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    metric: str = DEFAULT_METRIC,
+    baseline: tuple[str, str, str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+) -> HoldOut:
+    """:func:`chunkmark.suite.holdout.leave_one_set_out` over a suite folder's cells at ``budget`` tokens (the board's
+    cells). ``baseline`` names a cell by substrings of its chunker, embedder and setting label
+    (say ``("fixed_tokens(size=512", "all-MiniLM-L6-v2', ", "dense @1024")``); exactly one cell
+    must match."""
+    if metric not in RANK_METRICS:
+        raise LeaderboardError(
+            f"Leaving a set out ranks by one of {', '.join(RANK_METRICS)}, not {metric!r}.",
+            f"Pass --metric {DEFAULT_METRIC}.",
+        )
+    suite = read_suite(suite_dir)
+    labels = {s.label for s in suite.settings if s.tokens == budget}
+    if not labels:
+        raise LeaderboardError(
+            f"{suite.path / SUITE_FILE} has no setting with a budget of {budget} tokens.",
+            "Pass --budget with one of its budgets.",
+        )
+    if len(suite.sets) < 2:
+        raise LeaderboardError(
+            f"{suite.path / SUITE_FILE} holds {len(suite.sets)} set(s); leaving one out needs two.",
+            "Run the suite on more sets (`chunkmark suite run`).",
+        )
+    boards = [read_set(suite, s, resamples=1, seed=seed) for s in suite.sets]
+    common = sorted(set.intersection(*({k for k in b.values if k[2] in labels} for b in boards)))
+    if not common:
+        raise LeaderboardError(
+            f"No cell at {budget} tokens is in every set of {suite.path}.",
+            "Rerun the sets with one grid (`chunkmark suite run`).",
+        )
+    base: CellKey | None = None
+    if baseline is not None:
+        found = [k for k in common if all(part in k[i] for i, part in enumerate(baseline))]
+        if len(found) != 1:
+            raise LeaderboardError(
+                f"The baseline {baseline} matches {len(found)} cells at {budget} tokens.",
+                "Name it by substrings of its chunker, embedder and setting that match one cell.",
+            )
+        base = found[0]
+    values = {b.name: np.stack([b.values[k][metric] for k in common]) for b in boards}
+    return leave_one_set_out(
+        values,
+        common,
+        baseline=base,
+        metric=metric,
+        budget=budget,
+        resamples=resamples,
+        level=level,
+        seed=seed,
+    )
