@@ -14,21 +14,13 @@ from typing import Any
 
 import pytest
 
+import report.test_browser as report_browser
 from chunkmark.datasets import find_problems, load_dataset, load_demo
 from chunkmark.label.server import create_app
 from chunkmark.label.session import open_session
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM = report_browser.CHROMIUM
+browser = report_browser.browser  # the report's headless Chromium, shared
 QUERIES = ["How do I fly Tidewell to the moon?", "How much memory does Tidewell need?"]
 
 pytestmark = [
@@ -37,16 +29,6 @@ pytestmark = [
         importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 @contextmanager

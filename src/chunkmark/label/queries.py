@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
 from chunkmark.datasets.validate import Problem, read_text
-from chunkmark.label.store import LabelError
+from chunkmark.label.store import LabelError, json_lines
 
 KEYS = ("query", "question", "text")
 
@@ -79,16 +78,7 @@ def _csv(path: Path, content: str, column: str | None) -> list[str]:
 def _jsonl(path: Path, content: str, column: str | None) -> list[str]:
     keys = (column,) if column else KEYS
     out: list[str] = []
-    for number, raw in enumerate(content.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise LabelError(
-                f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}).",
-                "Write one JSON string or object per line.",
-            ) from None
+    for number, value in json_lines(path, content, "Write one JSON string or object per line."):
         if isinstance(value, str):
             out.append(value.strip())
             continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,6 +41,21 @@ MAX_DOCUMENT_CHARS = 2_000_000
 
 class LabelError(ChunkmarkError):
     """A labeling request or folder that cannot be used; one line with its fix."""
+
+
+def json_lines(path: Path, content: str, fix: str) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of the JSONL text ``content`` (of ``path``) with its 1-based number,
+    parsed; a line that is not JSON is a LabelError naming it, with ``fix``."""
+    for number, raw in enumerate(content.removeprefix("\ufeff").split("\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise LabelError(
+                f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}).", fix
+            ) from None
+        yield number, value
 
 
 @dataclass(frozen=True)
@@ -281,16 +296,8 @@ def _objects(path: Path) -> list[dict[str, Any]]:
 
     content = read_text(path, report) or ""
     out: list[dict[str, Any]] = []
-    for number, raw in enumerate(content.removeprefix("\ufeff").split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise LabelError(
-                f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}).",
-                "Correct or remove the line; chunkmark datasets validate lists every problem.",
-            ) from None
+    fix = "Correct or remove the line; chunkmark datasets validate lists every problem."
+    for number, value in json_lines(path, content, fix):
         if not isinstance(value, dict):
             raise LabelError(
                 f"{path}, line {number}: not a JSON object.", "Write one JSON object per line."
