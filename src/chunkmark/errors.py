@@ -45,12 +45,13 @@ class EmbeddingError(ChunkmarkError):
 
 
 class MissingDependencyError(ChunkmarkError):
-    """An optional dependency is not installed."""
+    """An optional dependency is not installed (``extra``: chunkmark's extra that installs it;
+    empty for a plugin's dependency, installed by itself)."""
 
     def __init__(self, package: str, extra: str, purpose: str) -> None:
         super().__init__(
             f"{purpose} needs the '{package}' package, which is not installed.",
-            f"pip install 'chunkmark[{extra}]'",
+            f"pip install 'chunkmark[{extra}]'" if extra else f"pip install '{package}'",
         )
         self.package = package
         self.extra = extra

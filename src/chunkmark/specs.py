@@ -20,12 +20,12 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import pydantic
 
 from chunkmark import plugins
-from chunkmark.errors import SpecError
+from chunkmark.errors import ChunkmarkError, SpecError
 from chunkmark.plugins import Plugin
 
 T = TypeVar("T")
@@ -465,6 +465,90 @@ def _params_model(name: str, factory: Callable[..., Any]) -> type[pydantic.BaseM
         **fields,
     )
     return model
+
+
+class Named(Protocol):
+    """What a catalog holds: anything with a name."""
+
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=Named)
+
+
+class Catalog(Generic[N]):
+    """Named declarations that are not built from specs: the vector stores the audit reads, the
+    suite's sets, the suite's grids. Chunkmark's modules and plugin packages add to a catalog
+    with the rules of :class:`Registry` (see :mod:`chunkmark.plugins`): the plugins are imported
+    the first time a catalog lists its entries or is asked for a name it does not hold; a
+    built-in name is never taken; a plugin that fails to import adds nothing. Entries are listed
+    in the order they were added, so the built-ins keep their order and the plugins' follow.
+
+    An unknown name raises ``error`` with ``problem`` (``{kind}``, ``{name}``) and ``fix``
+    (``{known}``: the names) as its message.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        error: type[ChunkmarkError] = SpecError,
+        problem: str = "Unknown {kind} {name!r}.",
+        fix: str = "Use one of: {known}.",
+    ) -> None:
+        self.kind = kind
+        self._error = (error, problem, fix)
+        self._items: dict[str, tuple[N, Plugin | None]] = {}
+        plugins.track(self._drop)
+
+    def _drop(self, plugin: Plugin) -> None:
+        self._items = {k: v for k, v in self._items.items() if v[1] != plugin}
+
+    def add(self, item: N) -> N:
+        """Add ``item`` under its name (a plugin's is ignored, with a warning, when the name is
+        taken); returns ``item``."""
+        name = item.name
+        plugin = plugins.loading()
+        held = self._items.get(name)
+        if held is None or plugins.may_register(self.kind, name, held[1], plugin):
+            self._items[name] = (item, plugin)
+        return item
+
+    def unregister(self, name: str) -> None:
+        """Remove an entry (for tests)."""
+        self._items.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        if name not in self._items:
+            plugins.discover()
+        plugins.announce()
+        return name in self._items
+
+    def __getitem__(self, name: str) -> N:
+        if name not in self:
+            error, problem, use = self._error
+            use = use.format(known=", ".join(self._items))
+            broken = plugins.unknown_name_fix()
+            fix = f"{broken} Otherwise {use[0].lower()}{use[1:]}" if broken else use
+            raise error(problem.format(kind=self.kind, name=name), fix)
+        return self._items[name][0]
+
+    def __iter__(self) -> Iterator[str]:
+        """Every name, the plugins' included, in the order they were added."""
+        plugins.discover()
+        plugins.announce()
+        return iter(list(self._items))
+
+    def values(self) -> list[N]:
+        """Every entry, in the order of :meth:`__iter__`."""
+        return [self[name] for name in self]
+
+    def origin(self, name: str) -> str | None:
+        """The package of the plugin that added ``name`` (None: chunkmark's own)."""
+        self[name]
+        plugin = self._items[name][1]
+        return None if plugin is None else plugin.origin
 
 
 _KINDS = {

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from chunkmark.audit.stores import create_collection, parse_address
+from chunkmark.audit.stores import StoredChunks, create_collection, parse_address
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.datasets import load_dataset
 from chunkmark.datasets.model import Dataset
@@ -77,7 +77,8 @@ def export(run_dir: Path, cell: str, store: str, cache_dir: Path | None = None) 
     try:
         for lo in range(0, len(ids), BATCH):
             hi = lo + BATCH
-            writer.add(ids[lo:hi], texts[lo:hi], metadata[lo:hi], vectors[lo:hi])
+            batch = StoredChunks(ids[lo:hi], list(texts[lo:hi]), metadata[lo:hi], vectors[lo:hi])
+            writer.add(batch)
     finally:
         writer.close()
     return Exported(

@@ -11,13 +11,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from chunkmark.audit.stores import store_help
 from chunkmark.cli import options
 
-STORE_HELP = """Store URI. chroma:FOLDER?collection=NAME (a persistent Chroma folder),
-chroma+http://HOST:PORT?collection=NAME (a Chroma server), qdrant:FOLDER?collection=NAME
-(Qdrant local mode), qdrant+http://HOST:6333?collection=NAME (a Qdrant server; key in
-$QDRANT_API_KEY), lancedb:FOLDER?table=NAME, postgresql://USER@HOST:PORT/DB?table=NAME
-(pgvector; &collection=NAME for LangChain's langchain_pg_embedding; password in $PGPASSWORD)."""
+STORE_HELP = f"Store URI. {store_help()}."
 
 AUDIT_HELP = """Score the chunks and vectors a vector-store collection already holds (Chroma,
 Qdrant, LanceDB, pgvector), with the metrics, intervals, files and report of `chunkmark run`.

@@ -1,6 +1,7 @@
 """What every vector store offers the audit and the export, and how a store is addressed.
 
-A store is named by one URI (``chunkmark audit --help``, docs/audit.md):
+A store is named by one URI, its form declared by its kind in :data:`STORES` (``chunkmark audit
+--help``, docs/audit.md):
 
 - ``chroma:FOLDER?collection=NAME`` (a persistent Chroma folder), ``chroma+http://HOST:PORT?
   collection=NAME`` (a Chroma server; ``chroma+https://``; ``tenant=``, ``database=``);
@@ -13,7 +14,7 @@ A store is named by one URI (``chunkmark audit --help``, docs/audit.md):
   ``id=`` columns; ``metric=cosine|l2|ip`` when the table has no vector index; the password
   from ``$PGPASSWORD`` or the URI, never printed).
 
-For Chroma, Qdrant and LanceDB ``collection=`` and ``table=`` are the same parameter. A FOLDER may be relative
+For a kind addressed by folder, ``collection=`` and ``table=`` are the same parameter. A FOLDER may be relative
 (``chroma:./db?collection=docs``) or absolute (``chroma:///srv/db?collection=docs``).
 """
 
@@ -21,36 +22,19 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol, overload
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import numpy as np
 import numpy.typing as npt
 
 from chunkmark.errors import ChunkmarkError, MissingDependencyError
+from chunkmark.specs import Catalog
 
 FloatArray = npt.NDArray[np.float32]
-Kind = Literal["chroma", "qdrant", "lancedb", "pgvector"]
-KINDS: tuple[Kind, ...] = ("chroma", "qdrant", "lancedb", "pgvector")
-EXTRAS: dict[Kind, tuple[str, str]] = {  # the module to import, the package and extra
-    "chroma": ("chromadb", "audit-chroma"),
-    "qdrant": ("qdrant-client", "audit-qdrant"),
-    "lancedb": ("lancedb", "audit-lancedb"),
-    "pgvector": ("psycopg", "audit-pgvector"),
-}
-_OPTIONS = {
-    "chroma": {"tenant", "database"},
-    "qdrant": {"vector"},
-    "lancedb": {"vector", "text", "id"},
-    "pgvector": {"vector", "text", "metadata", "id", "metric", "collection"},
-}
-URI_HELP = (
-    "chroma:FOLDER?collection=NAME, chroma+http://HOST:PORT?collection=NAME, "
-    "qdrant:FOLDER?collection=NAME, qdrant+http://HOST:6333?collection=NAME, "
-    "lancedb:FOLDER?table=NAME, postgresql://USER@HOST:PORT/DB?table=NAME"
-)
 
 
 class StoreError(ChunkmarkError):
@@ -62,7 +46,7 @@ class StoreAddress:
     """A parsed store URI: the kind of store, where it is (a folder, or a server URL / libpq
     connection string), the collection (or table), and the store's own options."""
 
-    kind: Kind
+    kind: str
     location: str
     collection: str
     remote: bool
@@ -85,66 +69,54 @@ def parse_address(uri: str) -> StoreAddress:
     """A :class:`StoreAddress` from a URI (module docstring); StoreError naming the fix."""
     scheme, sep, rest = uri.partition(":")
     if not sep:
-        raise _bad_uri(uri, "it has no scheme")
+        raise bad_uri(uri, "it has no scheme")
     scheme = scheme.lower()
-    base, kind_name = scheme.split("+", 1)[0], scheme
-    if base in ("postgresql", "postgres", "pgvector"):
-        return _postgres(uri)
-    if base not in ("chroma", "qdrant", "lancedb"):
-        raise _bad_uri(uri, f"{scheme!r} names no supported store")
-    kind: Kind = base  # type: ignore[assignment]
+    base = scheme.split("+", 1)[0]
+    kind = next((k for k in STORES.values() if base in k.schemes), None)
+    if kind is None:
+        raise bad_uri(uri, f"{scheme!r} names no supported store")
+    if kind.parse is not None:
+        return kind.parse(uri)
     location, _, query = rest.partition("?")
     params = dict(parse_qsl(query, keep_blank_values=True))
     collection = _collection(uri, params)
-    remote = "+" in kind_name
+    remote = "+" in scheme
     if remote:
-        protocol = kind_name.split("+", 1)[1]
+        protocol = scheme.split("+", 1)[1]
         if protocol not in ("http", "https") or not location.startswith("//"):
-            raise _bad_uri(uri, f"a server is addressed as {base}+http://HOST:PORT?...")
-        if kind == "lancedb":
-            raise _bad_uri(uri, "LanceDB is addressed as lancedb:FOLDER?table=NAME")
+            raise bad_uri(uri, f"a server is addressed as {base}+http://HOST:PORT?...")
+        if not kind.servers:
+            raise bad_uri(uri, f"{kind.title} is addressed as {kind.forms[0][0]}")
         location = f"{protocol}:{location}".rstrip("/")
     else:
         if location.startswith("//"):
             location = location[2:]  # chroma:///abs -> /abs; chroma://rel -> rel
         if not location:
-            raise _bad_uri(uri, "it names no folder")
-    _check_options(uri, kind, params)
-    return StoreAddress(kind, location, collection, remote, params)
-
-
-def _postgres(uri: str) -> StoreAddress:
-    parts = urlsplit(uri)
-    params = dict(parse_qsl(parts.query, keep_blank_values=True))
-    table = params.pop("table", None)
-    if not table:
-        raise _bad_uri(uri, "it names no table: add ?table=NAME")
-    ours = {k: params.pop(k) for k in list(params) if k in _OPTIONS["pgvector"]}
-    location = urlunsplit(("postgresql", parts.netloc, parts.path, _query(params), ""))
-    return StoreAddress("pgvector", location, table, True, ours)
-
-
-def _query(params: dict[str, str]) -> str:
-    return "&".join(f"{k}={v}" for k, v in params.items())
+            raise bad_uri(uri, "it names no folder")
+    check_options(uri, kind.name, params)
+    return StoreAddress(kind.name, location, collection, remote, params)
 
 
 def _collection(uri: str, params: dict[str, str]) -> str:
     names = [params.pop(k) for k in ("collection", "table") if k in params]
     if len(names) != 1 or not names[0]:
-        raise _bad_uri(uri, "it names no collection: add ?collection=NAME (or ?table=NAME)")
+        raise bad_uri(uri, "it names no collection: add ?collection=NAME (or ?table=NAME)")
     return names[0]
 
 
-def _check_options(uri: str, kind: Kind, params: dict[str, str]) -> None:
-    unknown = sorted(set(params) - _OPTIONS[kind])
+def check_options(uri: str, kind: str, params: dict[str, str]) -> None:
+    """StoreError naming the first of ``params`` the store ``kind`` does not take."""
+    options = STORES[kind].options
+    unknown = sorted(set(params) - options)
     if unknown:
-        valid = ", ".join(sorted(_OPTIONS[kind] | {"collection"})) or "collection"
-        raise _bad_uri(uri, f"{kind} takes no option {unknown[0]!r} (valid: {valid})")
+        valid = ", ".join(sorted(options | {"collection"})) or "collection"
+        raise bad_uri(uri, f"{kind} takes no option {unknown[0]!r} (valid: {valid})")
 
 
-def _bad_uri(uri: str, why: str) -> StoreError:
+def bad_uri(uri: str, why: str) -> StoreError:
+    """The error for a store URI that cannot be read: ``why``, and the forms to write."""
     return StoreError(
-        f"Cannot read the store address {_scrub(uri)!r}: {why}.", f"Write one of: {URI_HELP}."
+        f"Cannot read the store address {_scrub(uri)!r}: {why}.", f"Write one of: {uri_forms()}."
     )
 
 
@@ -194,15 +166,55 @@ class CollectionWriter(Protocol):
 
     address: StoreAddress
 
-    def add(
-        self,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        metadata: Sequence[dict[str, Any]],
-        vectors: FloatArray,
-    ) -> None: ...
+    def add(self, chunks: StoredChunks) -> None:
+        """Write a batch of chunks (every text given) with their vectors."""
+        ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    """One kind of vector store, as :data:`STORES` holds it: what its URIs look like and what
+    opens them.
+
+    ``schemes``: the URI schemes naming it (``chroma``, and ``chroma+http`` for a server when
+    ``servers``); ``options``: the ``?key=value`` options it takes besides ``collection``;
+    ``forms``: each URI form with what it addresses, for ``--help`` and errors; ``client``: its
+    client's module, the package that installs it and chunkmark's extra (the error when it is
+    missing names them); ``opens``: its :class:`VectorStore` and its
+    :class:`CollectionWriter`; ``parse``: its own URI reader, for a kind not addressed as
+    ``SCHEME:FOLDER?collection=NAME`` (a PostgreSQL connection URI).
+    """
+
+    name: str
+    title: str
+    schemes: tuple[str, ...]
+    options: frozenset[str]
+    forms: tuple[tuple[str, str], ...]
+    client: tuple[str, str, str]
+    opens: tuple[
+        Callable[[StoreAddress], VectorStore], Callable[[StoreAddress, int], CollectionWriter]
+    ]
+    servers: bool = True
+    parse: Callable[[str], StoreAddress] | None = None
+
+    def help(self) -> str:
+        """Its URI forms, each with what it addresses."""
+        return ", ".join(f"{uri} ({what})" if what else uri for uri, what in self.forms)
+
+
+STORES: Catalog[StoreKind] = Catalog(
+    "vector store",
+    error=StoreError,
+    problem="There is no {kind} {name!r}.",
+    fix="Use one of: {known} (chunkmark audit --help).",
+)
+
+
+def uri_forms() -> str:
+    """Every store's URI forms, for messages."""
+    return ", ".join(uri for kind in STORES.values() for uri, _ in kind.forms)
 
 
 def require(module: str, package: str, extra: str, purpose: str) -> Any:
@@ -213,9 +225,89 @@ def require(module: str, package: str, extra: str, purpose: str) -> Any:
         raise MissingDependencyError(package, extra, purpose) from None
 
 
-def require_store(kind: Kind, module: str) -> Any:
-    package, extra = EXTRAS[kind]
-    return require(module, package, extra, f"The {kind} store")
+def require_store(kind: str, module: str | None = None) -> Any:
+    """A module of the client of the store ``kind`` (its own module when None), or the error
+    naming the pip install that provides it."""
+    own, package, extra = STORES[kind].client
+    return require(module or own, package, extra, f"The {kind} store")
+
+
+def folder_missing(address: StoreAddress, opened_on: str, example: str) -> StoreError:
+    """No database where a folder-addressed store should have one."""
+    return StoreError(
+        f"No {STORES[address.kind].title} folder at {address.location} ({address.label()}).",
+        f"Give the folder {opened_on} was opened on, e.g. {example}.",
+    )
+
+
+@contextmanager
+def reaching(address: StoreAddress, fix: str, *errors: type[BaseException]) -> Iterator[None]:
+    """Turn ``errors`` (the client's transport errors) raised inside into the StoreError that
+    the server of ``address`` cannot be reached, its first line and ``fix``."""
+    try:
+        yield
+    except errors as exc:
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        raise StoreError(
+            f"Cannot reach the {STORES[address.kind].title} server of {address.label()}: {first}",
+            fix,
+        ) from None
+
+
+def no_collection(
+    address: StoreAddress, names: Sequence[str], what: str = "collection"
+) -> StoreError:
+    """The collection (or table) ``address`` names is not among ``names``."""
+    return StoreError(
+        f"There is no {address.label()} ({what}s there: {', '.join(names) or 'none'}).",
+        f"Name an existing {what} with ?{what}=NAME.",
+    )
+
+
+def already_exists(address: StoreAddress, what: str = "collection") -> StoreError:
+    """Export writes a new collection (or table) and ``address`` names one that exists."""
+    drop = "delete" if what == "collection" else "drop"
+    return StoreError(
+        f"The {address.label()} already exists; export writes a new {what}.",
+        f"Name a new {what} with ?{what}=NAME, or {drop} the old one first.",
+    )
+
+
+@overload
+def pick_column(
+    address: StoreAddress, columns: Sequence[str], option: str, found: Sequence[str]
+) -> str: ...
+@overload
+def pick_column(
+    address: StoreAddress, columns: Sequence[str], option: str, found: Sequence[str], required: bool
+) -> str | None: ...
+def pick_column(
+    address: StoreAddress,
+    columns: Sequence[str],
+    option: str,
+    found: Sequence[str],
+    required: bool = True,
+) -> str | None:
+    """The column ``option=`` names (StoreError when the table has none such), else the only
+    one of ``found``; None when there is none and it is not ``required``."""
+    wanted = address.options.get(option)
+    if wanted is not None:
+        if wanted not in columns:
+            raise StoreError(
+                f"The {address.label()} has no column {wanted!r} (columns: {', '.join(columns)}).",
+                f"Name its {option} column with &{option}=COLUMN.",
+            )
+        return wanted
+    if len(found) == 1:
+        return found[0]
+    if not required:
+        return None
+    raise StoreError(
+        f"Cannot tell the {option} column of the {address.label()} "
+        f"(columns: {', '.join(columns)}).",
+        f"Name it with &{option}=COLUMN.",
+    )
 
 
 def float_rows(rows: Any, dim: int | None = None) -> FloatArray:

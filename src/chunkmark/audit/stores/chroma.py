@@ -2,66 +2,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from chunkmark.audit.stores.base import (
-    FloatArray,
-    StoreAddress,
-    StoredChunks,
-    StoreError,
-    float_rows,
-    llama_index_fields,
-    require_store,
-)
+from chunkmark.audit.stores import base
+from chunkmark.audit.stores.base import FloatArray, StoreAddress, StoredChunks
 
 PAGE = 1000  # chunks read per request
 
 
 def _client(address: StoreAddress, create: bool) -> Any:
-    chromadb = require_store("chroma", "chromadb")
-    config = require_store("chroma", "chromadb.config")
+    chromadb = base.require_store("chroma")
+    config = base.require_store("chroma", "chromadb.config")
     settings = config.Settings(anonymized_telemetry=False)
     extra = {k: address.options[k] for k in ("tenant", "database") if k in address.options}
     if not address.remote:
         if not create and not (Path(address.location) / "chroma.sqlite3").exists():
-            raise StoreError(
-                f"No Chroma database in the folder {address.location} ({address.label()}).",
-                "Give the folder a PersistentClient was opened on (it holds chroma.sqlite3), "
-                "e.g. chroma:./chroma_db?collection=NAME.",
-            )
+            where = "chromadb.PersistentClient(path=...) (it holds chroma.sqlite3)"
+            raise base.folder_missing(address, where, "chroma:./chroma_db?collection=NAME")
         return chromadb.PersistentClient(path=address.location, settings=settings, **extra)
-    url = address.location
-    scheme, _, hostport = url.partition("://")
+    scheme, _, hostport = address.location.partition("://")
     host, _, port = hostport.partition(":")
-    try:
+    fix = "Start the server (chroma run --path FOLDER) or fix HOST:PORT in the address."
+    with base.reaching(address, fix, ValueError, ConnectionError, OSError):
         return chromadb.HttpClient(
-            host=host,
-            port=int(port or 8000),
-            ssl=scheme == "https",
-            settings=settings,
-            **extra,
+            host=host, port=int(port or 8000), ssl=scheme == "https", settings=settings, **extra
         )
-    except (ValueError, ConnectionError, OSError) as exc:
-        raise StoreError(
-            f"Cannot reach the Chroma server of {address.label()}: {exc}",
-            "Start the server (chroma run --path FOLDER) or fix HOST:PORT in the address.",
-        ) from None
 
 
-def _missing(address: StoreAddress, client: Any) -> StoreError:
+def _collection(client: Any, address: StoreAddress) -> Any:
+    """The collection ``address`` names, or None when there is none."""
+    errors = base.require_store("chroma", "chromadb.errors")
     try:
-        names = sorted(c if isinstance(c, str) else c.name for c in client.list_collections())
+        return client.get_collection(address.collection)
+    except (errors.NotFoundError, ValueError):
+        return None
+
+
+def _names(client: Any) -> list[str]:
+    try:
+        return sorted(c if isinstance(c, str) else c.name for c in client.list_collections())
     except Exception:  # listing is only a hint
-        names = []
-    have = ", ".join(names) if names else "none"
-    return StoreError(
-        f"There is no {address.label()} (collections there: {have}).",
-        "Name an existing collection with ?collection=NAME.",
-    )
+        return []
 
 
 class ChromaStore:
@@ -70,11 +54,9 @@ class ChromaStore:
     def __init__(self, address: StoreAddress) -> None:
         self.address = address
         self._client = _client(address, create=False)
-        errors = require_store("chroma", "chromadb.errors")
-        try:
-            self._collection = self._client.get_collection(address.collection)
-        except (errors.NotFoundError, ValueError):
-            raise _missing(address, self._client) from None
+        self._collection = _collection(self._client, address)
+        if self._collection is None:
+            raise base.no_collection(address, _names(self._client))
 
     def read(self) -> StoredChunks:
         ids: list[str] = []
@@ -89,10 +71,10 @@ class ChromaStore:
             ids.extend(str(i) for i in got["ids"])
             texts.extend(got["documents"] or [None] * len(got["ids"]))
             for meta in got["metadatas"] or [None] * len(got["ids"]):
-                metadata.append(llama_index_fields(None, dict(meta or {})))
+                metadata.append(base.llama_index_fields(None, dict(meta or {})))
             embeddings = got["embeddings"]
             rows.extend([] if embeddings is None else list(embeddings))
-        return StoredChunks(ids, texts, metadata, float_rows(rows))
+        return StoredChunks(ids, texts, metadata, base.float_rows(rows))
 
     def search(self, queries: FloatArray, k: int) -> tuple[list[list[str]], list[list[float]]]:
         if k == 0 or len(queries) == 0:
@@ -128,38 +110,40 @@ class ChromaWriter:
     def __init__(self, address: StoreAddress, dim: int) -> None:
         self.address = address
         self._client = _client(address, create=True)
-        errors = require_store("chroma", "chromadb.errors")
-        try:
-            self._client.get_collection(address.collection)
-        except (errors.NotFoundError, ValueError):
-            pass
-        else:
-            raise StoreError(
-                f"The {address.label()} already exists; export writes a new collection.",
-                "Name a new collection with ?collection=NAME, or delete the old one first.",
-            )
+        if _collection(self._client, address) is not None:
+            raise base.already_exists(address)
         self._collection = self._client.create_collection(
             address.collection,
             configuration={"hnsw": {"space": "cosine"}},
             embedding_function=None,
         )
 
-    def add(
-        self,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        metadata: Sequence[dict[str, Any]],
-        vectors: FloatArray,
-    ) -> None:
-        for lo in range(0, len(ids), PAGE):
+    def add(self, chunks: StoredChunks) -> None:
+        for lo in range(0, len(chunks.ids), PAGE):
             hi = lo + PAGE
             self._collection.add(
-                ids=list(ids[lo:hi]),
-                documents=list(texts[lo:hi]),
-                metadatas=list(metadata[lo:hi]),
-                embeddings=np.asarray(vectors[lo:hi], dtype=np.float32),
+                ids=chunks.ids[lo:hi],
+                documents=chunks.texts[lo:hi],
+                metadatas=chunks.metadata[lo:hi],
+                embeddings=np.asarray(chunks.vectors[lo:hi], dtype=np.float32),
             )
 
     def close(self) -> None:
         self._collection = None
         self._client = None
+
+
+base.STORES.add(
+    base.StoreKind(
+        name="chroma",
+        title="Chroma",
+        schemes=("chroma",),
+        options=frozenset({"tenant", "database"}),
+        forms=(
+            ("chroma:FOLDER?collection=NAME", "a persistent Chroma folder"),
+            ("chroma+http://HOST:PORT?collection=NAME", "a Chroma server"),
+        ),
+        client=("chromadb", "chromadb", "audit-chroma"),
+        opens=(ChromaStore, ChromaWriter),
+    )
+)

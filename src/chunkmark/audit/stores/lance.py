@@ -11,35 +11,23 @@ deployed.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from chunkmark.audit.stores.base import (
-    FloatArray,
-    StoreAddress,
-    StoredChunks,
-    StoreError,
-    float_rows,
-    llama_index_fields,
-    require_store,
-)
+from chunkmark.audit.stores import base
+from chunkmark.audit.stores.base import FloatArray, StoreAddress, StoredChunks
 
 TEXT_COLUMNS = ("text", "page_content", "document", "content")
 ROW_ID = "_rowid"
 
 
 def _connect(address: StoreAddress, create: bool) -> Any:
-    lancedb = require_store("lancedb", "lancedb")
+    lancedb = base.require_store("lancedb")
     if not create and not Path(address.location).is_dir():
-        raise StoreError(
-            f"No LanceDB folder at {address.location} ({address.label()}).",
-            "Give the folder lancedb.connect(...) was opened on, e.g. "
-            "lancedb:./lancedb?table=NAME.",
-        )
+        raise base.folder_missing(address, "lancedb.connect(...)", "lancedb:./lancedb?table=NAME")
     return lancedb.connect(address.location)
 
 
@@ -57,34 +45,15 @@ class LanceStore:
         db = _connect(address, create=False)
         names = _table_names(db)
         if address.collection not in names:
-            raise StoreError(
-                f"There is no {address.label()} (tables there: {', '.join(names) or 'none'}).",
-                "Name an existing table with ?table=NAME.",
-            )
+            raise base.no_collection(address, names, "table")
         self._table = db.open_table(address.collection)
         schema: pa.Schema = self._table.schema
-        self._vector = self._column(schema, "vector", _vector_columns(schema), "vector")
-        texts = [c for c in TEXT_COLUMNS if c in schema.names]
-        self._text = self._column(schema, "text", texts[:1], "text")
+        columns = schema.names
+        vectors = _vector_columns(schema)
+        texts = [c for c in TEXT_COLUMNS if c in columns]
+        self._vector = base.pick_column(address, columns, "vector", vectors)
+        self._text = base.pick_column(address, columns, "text", texts[:1])
         self._id = address.options.get("id", "id" if "id" in schema.names else None)
-
-    def _column(self, schema: pa.Schema, option: str, found: list[str], what: str) -> str:
-        wanted = self.address.options.get(option)
-        if wanted is not None:
-            if wanted not in schema.names:
-                raise StoreError(
-                    f"The {self.address.label()} has no column {wanted!r} "
-                    f"(columns: {', '.join(schema.names)}).",
-                    f"Name its {what} column with &{option}=COLUMN.",
-                )
-            return wanted
-        if len(found) != 1:
-            raise StoreError(
-                f"Cannot tell the {what} column of the {self.address.label()} "
-                f"(columns: {', '.join(schema.names)}).",
-                f"Name it with &{option}=COLUMN.",
-            )
-        return found[0]
 
     def read(self) -> StoredChunks:
         table: pa.Table = self._table.to_arrow()
@@ -108,11 +77,11 @@ class LanceStore:
                     row.update(_json_object(value))
                 elif not isinstance(value, (list, dict, bytes)):
                     row[name] = value
-        metadata = [llama_index_fields(None, row) for row in meta_rows]
+        metadata = [base.llama_index_fields(None, row) for row in meta_rows]
         vectors = table.column(self._vector).combine_chunks()
         dim = vectors.type.list_size
         flat = np.asarray(vectors.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
-        rows = flat.reshape(n, dim) if n else float_rows(None, dim)
+        rows = flat.reshape(n, dim) if n else base.float_rows(None, dim)
         return StoredChunks(ids, texts, metadata, rows)
 
     def search(self, queries: FloatArray, k: int) -> tuple[list[list[str]], list[list[float]]]:
@@ -160,24 +129,16 @@ class LanceWriter:
         self.address = address
         self._db = _connect(address, create=True)
         if address.collection in _table_names(self._db):
-            raise StoreError(
-                f"The {address.label()} already exists; export writes a new table.",
-                "Name a new table with ?table=NAME, or drop the old one first.",
-            )
+            raise base.already_exists(address, "table")
         self._dim = dim
         self._table: Any = None
 
-    def add(
-        self,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        metadata: Sequence[dict[str, Any]],
-        vectors: FloatArray,
-    ) -> None:
-        flat = pa.array(np.asarray(vectors, dtype=np.float32).ravel(), pa.float32())
+    def add(self, chunks: StoredChunks) -> None:
+        metadata = chunks.metadata
+        flat = pa.array(np.asarray(chunks.vectors, dtype=np.float32).ravel(), pa.float32())
         columns: dict[str, Any] = {
-            "id": pa.array(list(ids), pa.string()),
-            "text": pa.array(list(texts), pa.string()),
+            "id": pa.array(chunks.ids, pa.string()),
+            "text": pa.array(chunks.texts, pa.string()),
             "vector": pa.FixedSizeListArray.from_arrays(flat, self._dim),
         }
         for key in sorted({k for m in metadata for k in m}):
@@ -190,3 +151,17 @@ class LanceWriter:
 
     def close(self) -> None:
         self._table = None
+
+
+base.STORES.add(
+    base.StoreKind(
+        name="lancedb",
+        title="LanceDB",
+        schemes=("lancedb",),
+        options=frozenset({"vector", "text", "id"}),
+        forms=(("lancedb:FOLDER?table=NAME", ""),),
+        client=("lancedb", "lancedb", "audit-lancedb"),
+        opens=(LanceStore, LanceWriter),
+        servers=False,
+    )
+)

@@ -15,20 +15,13 @@ cannot write into the table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import numpy as np
 
-from chunkmark.audit.stores.base import (
-    FloatArray,
-    StoreAddress,
-    StoredChunks,
-    StoreError,
-    float_rows,
-    llama_index_fields,
-    require_store,
-)
+from chunkmark.audit.stores import base
+from chunkmark.audit.stores.base import FloatArray, StoreAddress, StoredChunks, StoreError
 
 TEXT_COLUMNS = ("document", "text", "content", "page_content")
 METADATA_COLUMNS = ("cmetadata", "metadata_", "metadata")
@@ -38,18 +31,31 @@ METRICS = {"cosine": "<=>", "l2": "<->", "ip": "<#>"}
 LANGCHAIN_COLLECTIONS = "langchain_pg_collection"
 
 
+OPTIONS = frozenset({"vector", "text", "metadata", "id", "metric", "collection"})
+
+
+def _parse(uri: str) -> StoreAddress:
+    """A ``postgresql://`` URI: its ``table=`` and chunkmark's options taken out, the rest of it
+    (libpq's own parameters) kept as the connection string."""
+    parts = urlsplit(uri)
+    params = dict(parse_qsl(parts.query, keep_blank_values=True))
+    table = params.pop("table", None)
+    if not table:
+        raise base.bad_uri(uri, "it names no table: add ?table=NAME")
+    ours = {k: params.pop(k) for k in list(params) if k in OPTIONS}
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    location = urlunsplit(("postgresql", parts.netloc, parts.path, query, ""))
+    return StoreAddress("pgvector", location, table, True, ours)
+
+
 def _connect(address: StoreAddress, read_only: bool) -> Any:
-    psycopg = require_store("pgvector", "psycopg")
-    register = require_store("pgvector", "pgvector.psycopg").register_vector
-    try:
+    psycopg = base.require_store("pgvector")
+    register = base.require_store("pgvector", "pgvector.psycopg").register_vector
+    fix = (
+        "Start the server or fix USER@HOST:PORT/DB in the address (a password goes in $PGPASSWORD)."
+    )
+    with base.reaching(address, fix, psycopg.OperationalError):
         conn = psycopg.connect(address.location, connect_timeout=10, autocommit=not read_only)
-    except psycopg.OperationalError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise StoreError(
-            f"Cannot reach the PostgreSQL server of {address.label()}: {first}",
-            "Start the server or fix USER@HOST:PORT/DB in the address (a password goes in "
-            "$PGPASSWORD).",
-        ) from None
     if read_only:
         conn.read_only = True
     try:
@@ -64,7 +70,7 @@ def _connect(address: StoreAddress, read_only: bool) -> Any:
 
 
 def _table(name: str) -> Any:
-    sql = require_store("pgvector", "psycopg.sql")
+    sql = base.require_store("pgvector", "psycopg.sql")
     return sql.Identifier(*name.split(".", 1))
 
 
@@ -73,7 +79,7 @@ class PgvectorStore:
 
     def __init__(self, address: StoreAddress) -> None:
         self.address = address
-        self._sql = require_store("pgvector", "psycopg.sql")
+        self._sql = base.require_store("pgvector", "psycopg.sql")
         self._conn = _connect(address, read_only=True)
         try:
             self._setup()
@@ -101,10 +107,11 @@ class PgvectorStore:
         texts = [n for n in TEXT_COLUMNS if n in types]
         metas = [n for n in METADATA_COLUMNS if types.get(n) in ("json", "jsonb")]
         ids = [n for n in ID_COLUMNS if n in types]
-        self._vector = self._pick(types, "vector", vectors, "vector")
-        self._text = self._pick(types, "text", texts[:1], "text")
-        self._metadata = self._pick(types, "metadata", metas[:1], "metadata", required=False)
-        self._id = self._pick(types, "id", ids[:1], "id")
+        names = list(types)
+        self._vector = base.pick_column(address, names, "vector", vectors)
+        self._text = base.pick_column(address, names, "text", texts[:1])
+        self._metadata = base.pick_column(address, names, "metadata", metas[:1], required=False)
+        self._id = base.pick_column(address, names, "id", ids[:1])
         self._attnum = {name: num for name, _, num in columns}
         self._where, self._params = self._filter()
         self._operator, self._index = self._search_operator()
@@ -116,33 +123,6 @@ class PgvectorStore:
             "ORDER BY 1"
         ).fetchall()
         return [r[0] for r in rows]
-
-    def _pick(
-        self,
-        types: dict[str, str],
-        option: str,
-        found: list[str],
-        what: str,
-        required: bool = True,
-    ) -> str | None:
-        wanted = self.address.options.get(option)
-        if wanted is not None:
-            if wanted not in types:
-                raise StoreError(
-                    f"The {self.address.label()} has no column {wanted!r} "
-                    f"(columns: {', '.join(types)}).",
-                    f"Name its {what} column with &{option}=COLUMN.",
-                )
-            return wanted
-        if len(found) == 1:
-            return found[0]
-        if not required:
-            return None
-        raise StoreError(
-            f"Cannot tell the {what} column of the {self.address.label()} "
-            f"(columns: {', '.join(types)}).",
-            f"Name it with &{option}=COLUMN.",
-        )
 
     def _filter(self) -> tuple[Any, tuple[Any, ...]]:
         """The WHERE clause picking LangChain's collection ``collection=`` names (or none)."""
@@ -204,10 +184,10 @@ class PgvectorStore:
         for chunk_id, text, stored_meta, vector in self._conn.execute(query, self._params):
             ids.append(chunk_id)
             texts.append(text)
-            metadata.append(llama_index_fields(None, dict(stored_meta or {})))
+            metadata.append(base.llama_index_fields(None, dict(stored_meta or {})))
             rows.append(vector)
         self._conn.rollback()  # end the read-only transaction
-        return StoredChunks(ids, texts, metadata, float_rows(rows))
+        return StoredChunks(ids, texts, metadata, base.float_rows(rows))
 
     def search(self, queries: FloatArray, k: int) -> tuple[list[list[str]], list[list[float]]]:
         sql = self._sql
@@ -255,16 +235,13 @@ class PgvectorWriter:
 
     def __init__(self, address: StoreAddress, dim: int) -> None:
         self.address = address
-        self._sql = require_store("pgvector", "psycopg.sql")
-        self._json = require_store("pgvector", "psycopg.types.json")
+        self._sql = base.require_store("pgvector", "psycopg.sql")
+        self._json = base.require_store("pgvector", "psycopg.types.json")
         self._conn = _connect(address, read_only=False)
         exists = self._conn.execute("SELECT to_regclass(%s)", (address.collection,)).fetchone()
         if exists is not None and exists[0] is not None:
             self._conn.close()
-            raise StoreError(
-                f"The {address.label()} already exists; export writes a new table.",
-                "Name a new table with ?table=NAME, or drop the old one first.",
-            )
+            raise base.already_exists(address, "table")
         sql = self._sql
         self._conn.execute(
             sql.SQL(
@@ -273,20 +250,16 @@ class PgvectorWriter:
             ).format(_table(address.collection), sql.Literal(dim))
         )
 
-    def add(
-        self,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        metadata: Sequence[dict[str, Any]],
-        vectors: FloatArray,
-    ) -> None:
+    def add(self, chunks: StoredChunks) -> None:
         sql = self._sql
         query = sql.SQL(
             "INSERT INTO {} (id, document, cmetadata, embedding) VALUES (%s, %s, %s, %s)"
         ).format(_table(self.address.collection))
         rows = [
             (chunk_id, text, self._json.Jsonb(meta), np.asarray(vector, dtype=np.float32))
-            for chunk_id, text, meta, vector in zip(ids, texts, metadata, vectors, strict=True)
+            for chunk_id, text, meta, vector in zip(
+                chunks.ids, chunks.texts, chunks.metadata, chunks.vectors, strict=True
+            )
         ]
         with self._conn.cursor() as cursor:
             cursor.executemany(query, rows)
@@ -299,3 +272,23 @@ class PgvectorWriter:
             )
         )
         self._conn.close()
+
+
+base.STORES.add(
+    base.StoreKind(
+        name="pgvector",
+        title="PostgreSQL",
+        schemes=("postgresql", "postgres", "pgvector"),
+        options=OPTIONS,
+        forms=(
+            (
+                "postgresql://USER@HOST:PORT/DB?table=NAME",
+                "pgvector; &collection=NAME for LangChain's langchain_pg_embedding; password in "
+                "$PGPASSWORD",
+            ),
+        ),
+        client=("psycopg", "psycopg", "audit-pgvector"),
+        opens=(PgvectorStore, PgvectorWriter),
+        parse=_parse,
+    )
+)

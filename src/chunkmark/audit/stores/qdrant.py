@@ -7,34 +7,24 @@ index as configured. A server's API key is read from ``$QDRANT_API_KEY``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from chunkmark.audit.stores.base import (
-    FloatArray,
-    StoreAddress,
-    StoredChunks,
-    StoreError,
-    float_rows,
-    require_store,
-    split_payload,
-)
+from chunkmark.audit.stores import base
+from chunkmark.audit.stores.base import FloatArray, StoreAddress, StoredChunks, StoreError
 
 PAGE = 256  # points read per scroll request
 API_KEY_ENV = "QDRANT_API_KEY"
 
 
 def _client(address: StoreAddress, create: bool) -> Any:
-    qdrant = require_store("qdrant", "qdrant_client")
+    qdrant = base.require_store("qdrant")
     if not address.remote:
         if not create and not Path(address.location).is_dir():
-            raise StoreError(
-                f"No Qdrant folder at {address.location} ({address.label()}).",
-                "Give the folder QdrantClient(path=...) was opened on, e.g. "
-                "qdrant:./qdrant_db?collection=NAME.",
+            raise base.folder_missing(
+                address, "QdrantClient(path=...)", "qdrant:./qdrant_db?collection=NAME"
             )
         return qdrant.QdrantClient(path=address.location)
     return qdrant.QdrantClient(
@@ -42,20 +32,15 @@ def _client(address: StoreAddress, create: bool) -> Any:
     )
 
 
-def _unreachable(address: StoreAddress, exc: Exception) -> StoreError:
-    return StoreError(
-        f"Cannot reach the Qdrant server of {address.label()}: {exc}",
-        "Start the server or fix HOST:PORT in the address (set $QDRANT_API_KEY if it needs a key).",
-    )
-
-
 def _exists(client: Any, address: StoreAddress) -> bool:
-    try:
+    if not address.remote:
         return bool(client.collection_exists(address.collection))
-    except Exception as exc:  # the client raises its own exceptions for transport failures
-        if address.remote:
-            raise _unreachable(address, exc) from None
-        raise
+    fix = (
+        "Start the server or fix HOST:PORT in the address (set $QDRANT_API_KEY if it needs a key)."
+    )
+    # the client raises its own exceptions for transport failures
+    with base.reaching(address, fix, Exception):
+        return bool(client.collection_exists(address.collection))
 
 
 class QdrantStore:
@@ -67,10 +52,7 @@ class QdrantStore:
         if not _exists(self._client, address):
             names = sorted(c.name for c in self._client.get_collections().collections)
             self._client.close()
-            raise StoreError(
-                f"There is no {address.label()} (collections there: {', '.join(names) or 'none'}).",
-                "Name an existing collection with ?collection=NAME.",
-            )
+            raise base.no_collection(address, names)
         info = self._client.get_collection(address.collection)
         self._params = info.config.params.vectors
         self._hnsw = info.config.hnsw_config
@@ -106,7 +88,7 @@ class QdrantStore:
                 with_vectors=[self._vector] if self._vector else True,
             )
             for point in points:
-                text, meta = split_payload(dict(point.payload or {}))
+                text, meta = base.split_payload(dict(point.payload or {}))
                 ids.append(str(point.id))
                 texts.append(text)
                 metadata.append(meta)
@@ -114,7 +96,7 @@ class QdrantStore:
                 rows.append(vector[self._vector] if isinstance(vector, dict) else vector)
             if offset is None:
                 break
-        return StoredChunks(ids, texts, metadata, float_rows(rows))
+        return StoredChunks(ids, texts, metadata, base.float_rows(rows))
 
     def search(self, queries: FloatArray, k: int) -> tuple[list[list[str]], list[list[float]]]:
         ids: list[list[str]] = []
@@ -151,15 +133,12 @@ class QdrantWriter:
     LangChain stores them: ``{"page_content": text, "metadata": {...}}``."""
 
     def __init__(self, address: StoreAddress, dim: int) -> None:
-        models = require_store("qdrant", "qdrant_client.models")
+        models = base.require_store("qdrant", "qdrant_client.models")
         self.address = address
         self._client = _client(address, create=True)
         if _exists(self._client, address):
             self._client.close()
-            raise StoreError(
-                f"The {address.label()} already exists; export writes a new collection.",
-                "Name a new collection with ?collection=NAME, or delete the old one first.",
-            )
+            raise base.already_exists(address)
         self._models = models
         self._client.create_collection(
             address.collection,
@@ -167,13 +146,7 @@ class QdrantWriter:
         )
         self._next = 0
 
-    def add(
-        self,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        metadata: Sequence[dict[str, Any]],
-        vectors: FloatArray,
-    ) -> None:
+    def add(self, chunks: StoredChunks) -> None:
         points = [
             self._models.PointStruct(
                 id=self._next + i,
@@ -181,7 +154,7 @@ class QdrantWriter:
                 payload={"page_content": text, "metadata": {**meta, "chunk_id": chunk_id}},
             )
             for i, (chunk_id, text, meta, vector) in enumerate(
-                zip(ids, texts, metadata, vectors, strict=True)
+                zip(chunks.ids, chunks.texts, chunks.metadata, chunks.vectors, strict=True)
             )
         ]
         self._next += len(points)
@@ -190,3 +163,19 @@ class QdrantWriter:
 
     def close(self) -> None:
         self._client.close()
+
+
+base.STORES.add(
+    base.StoreKind(
+        name="qdrant",
+        title="Qdrant",
+        schemes=("qdrant",),
+        options=frozenset({"vector"}),
+        forms=(
+            ("qdrant:FOLDER?collection=NAME", "Qdrant local mode"),
+            ("qdrant+http://HOST:6333?collection=NAME", f"a Qdrant server; key in ${API_KEY_ENV}"),
+        ),
+        client=("qdrant_client", "qdrant-client", "audit-qdrant"),
+        opens=(QdrantStore, QdrantWriter),
+    )
+)
