@@ -70,7 +70,7 @@ def prepared(
 ) -> Dataset:
     """The ``seed`` sample of ``name``, converted once into chunkmark's cache; with
     ``exclude_seed``, less the documents (and their questions) of that seed's sample."""
-    from chunkmark.cli.suite_download import download_one, prepared_folder
+    from chunkmark.suite.sets import download_one, prepared_folder
 
     def load(seed: int) -> Dataset:
         sample = Sample(docs, seed)

@@ -101,8 +101,8 @@ def llm_spec(args: argparse.Namespace) -> str:
 
 def prepare_human(name: str, args: argparse.Namespace) -> Path:
     """The seeded sample of ``name``'s documents with their human questions (converted once)."""
-    from chunkmark.cli.suite_download import download_one, prepared_folder
     from chunkmark.datasets.suite import Sample
+    from chunkmark.suite.sets import download_one, prepared_folder
 
     sample = Sample(args.docs or DEFAULT_DOCS.get(name), args.seed)
     line = download_one(name, force=False, from_dir=args.from_dir, sample=sample, progress=print)

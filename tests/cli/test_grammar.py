@@ -17,7 +17,6 @@ import chunkmark
 from chunkmark.chunkers import CHUNKERS
 from chunkmark.cli import listing, options
 from chunkmark.cli.app import _register_commands, app
-from chunkmark.cli.suite_download import SUITE_NAMES
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.demo import DEMO_NAME
 from chunkmark.embedders import EMBEDDERS
@@ -28,6 +27,7 @@ from chunkmark.relations.extract import EXTRACTORS
 from chunkmark.relations.metrics import RELATION_METRICS
 from chunkmark.retrieval import RETRIEVAL, RETRIEVERS
 from chunkmark.specs import Entry, Registry
+from chunkmark.suite.sets import names as suite_names
 from relations.run_helpers import write_tiny_set
 
 # Each shared option: its declaration in chunkmark.cli.options, and the spellings it owns.
@@ -205,7 +205,7 @@ def test_every_registry_has_a_json_listing_of_its_names(
 def test_the_catalogs_share_the_listing_shape() -> None:
     assert names(listed("metrics")) == [m.name for m in METRICS]
     assert names(listed("relations", "metrics")) == RELATION_METRICS.names()
-    suite_sets = [n for n in SUITE_NAMES if n not in downloads.DOWNLOADABLE]
+    suite_sets = [n for n in suite_names() if n not in downloads.DOWNLOADABLE]
     expected = [DEMO_NAME, *suite_sets, *downloads.DOWNLOADABLE]
     assert names(listed("datasets")) == expected == names(listed("datasets", "list"))
 

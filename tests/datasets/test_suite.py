@@ -16,12 +16,14 @@ from hypothesis import strategies as st
 
 from chunkmark.datasets import load_dataset
 from chunkmark.datasets.model import Dataset
-from chunkmark.datasets.suite import SETS, Sample, convert_set, sources, verify_raw
+from chunkmark.datasets.suite import SUITE_SETS, Sample, SetInfo, convert_set, sources, verify_raw
 from chunkmark.datasets.suite.locate import Locator, normalise
 from chunkmark.errors import DatasetError
-from conftest import shared_dir
+from conftest import ROOT, shared_dir
 
 SAMPLE = Sample(docs=2, seed=0)
+# The sets converted from pinned raw files (the five human-evidence sets).
+SETS = [e.name for e in SUITE_SETS.values() if isinstance(e, SetInfo)]
 
 
 COVID_FILE = "covid_qa/data/question-answering/200423_covidQA.json"
@@ -465,3 +467,27 @@ def test_elided_pieces_are_found_where_they_were_cut(
     placed = text[found.span.start : found.span.end]
     assert " ".join(placed.split()).startswith(" ".join(pieces[0].split()))
     assert " ".join(placed.split()).endswith(" ".join(pieces[1].split()))
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", list(SETS))
+def test_each_set_declares_the_scope_its_converted_questions_carry(
+    name: str, converted: dict[str, tuple[Dataset, dict[str, Any], Path]]
+) -> None:
+    from chunkmark.suite.run import scope_of
+
+    assert SUITE_SETS[name].scope == scope_of(converted[name][0])
+
+
+def test_every_suite_set_declares_the_default_sample_docs_suite_md_states() -> None:
+    from chunkmark.suite.sets import names
+
+    text = " ".join((ROOT / "docs" / "suite.md").read_text(encoding="utf-8").split())
+    sentence = text.split("By default each set is a seeded sample of documents (", 1)[1]
+    sentence = sentence.split(")", 1)[0]
+    stated: dict[str, int | None] = {
+        m[0]: int(m[1]) for m in re.findall(r"`([\w-]+)` (\d+)", sentence)
+    }
+    assert "Chroma's general set whole" in sentence
+    stated["chroma-general"] = None
+    assert {name: SUITE_SETS[name].docs for name in names()} == stated

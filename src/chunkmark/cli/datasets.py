@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from chunkmark.cli import listing, options, suite_download
+from chunkmark.cli import listing, options
 from chunkmark.datasets import Dataset, Problem, find_problems, load_dataset
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.demo import DEMO_NAME
@@ -28,6 +28,7 @@ from chunkmark.datasets.stitch import (
 from chunkmark.datasets.suite import Sample
 from chunkmark.datasets.validate import JSONL_QUESTIONS, detect_layout
 from chunkmark.errors import DatasetError
+from chunkmark.suite import sets as suite_download
 from chunkmark.synth.importing import NothingImportedError, SkippedSource, import_documents
 
 PathArg = Annotated[
@@ -185,7 +186,7 @@ def datasets_listing() -> listing.Listing:
             "folder": None,
         }
     ]
-    for name in suite_download.SUITE_NAMES:
+    for name in suite_download.names():
         if name == suite_download.CHROMA:
             continue
         line, folder_or_none = suite_download.status(name)

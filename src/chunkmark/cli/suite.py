@@ -12,22 +12,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from chunkmark.cli import options, suite_download, suite_leaderboard
-from chunkmark.datasets.suite import Sample
-from chunkmark.errors import ChunkmarkError
+from chunkmark.cli import options, suite_leaderboard
 from chunkmark.experiments.runner import Results
-from chunkmark.suite.run import GRIDS, SuiteSet, own_sets, run_suite
-
-# Documents drawn per set by default: about 100,000 to 500,000 characters of each set, so the
-# whole suite fits a laptop (docs/suite.md has the timings). Chroma's general set is used whole.
-DEFAULT_DOCS = {
-    "cuad": 8,
-    "qmsum": 8,
-    "evidence_inference": 12,
-    "fairytaleqa": 20,
-    "covid_qa": 10,
-    "redocred-evidence": 100,
-}
+from chunkmark.suite import sets as suite_sets
+from chunkmark.suite.run import GRIDS, own_sets, run_suite
 
 
 def register(app: typer.Typer) -> None:
@@ -58,7 +46,7 @@ def run_command(
         list[str] | None,
         typer.Argument(
             help="The sets to run (default: suite, all seven, or none when --dataset is given): "
-            + ", ".join(suite_download.SUITE_NAMES)
+            + ", ".join(suite_sets.names())
             + ".",
             show_default=False,
             metavar="[SET...]",
@@ -134,22 +122,14 @@ def run_command(
         raise typer.BadParameter("--full and --docs contradict each other: give one of them.")
     console = progress_console()
     say = (lambda line: None) if quiet else console.print
-    wanted = suite_download.expand(names or ([] if datasets else [suite_download.SUITE]))
+    wanted = suite_sets.expand(names or ([] if datasets else [suite_sets.SUITE]))
     own = own_sets(datasets or [], taken=wanted)  # checked before anything is downloaded
-    sets: list[SuiteSet] = []
-    failed: list[str] = []
     started = time.perf_counter()
-    for name in wanted:
-        sample = Sample(None if full else (docs or DEFAULT_DOCS.get(name)), seed)
-        try:
-            suite_download.download_one(
-                name, force=False, from_dir=from_dir, sample=sample, progress=say
-            )
-        except ChunkmarkError as exc:
-            console.print(f"failed: {escape(name)}: {escape(str(exc))}")
-            failed.append(name)
-            continue
-        sets.append(SuiteSet(name, suite_download.prepared_folder(name, sample)))
+    sets, failures = suite_sets.for_run(
+        wanted, docs=docs, full=full, seed=seed, from_dir=from_dir, progress=say
+    )
+    for name, line in failures.items():
+        console.print(f"failed: {escape(name)}: {escape(line)}")
     sets.extend(own)
     writer = None
     if report:
@@ -180,7 +160,7 @@ def run_command(
         "grid": grid,
         "sets": {name: str(r.out) for name, r in result.results.items()},
         "scopes": result.scopes,
-        "failed": [*failed, *result.failures],
+        "failed": [*failures, *result.failures],
         "seconds": round(seconds, 1),
         "cells_computed": sum(r.cells_computed for r in result.results.values()),
         "cells_resumed": sum(r.cells_resumed for r in result.results.values()),

@@ -38,6 +38,7 @@ import hashlib
 import json
 import random
 import re
+import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,8 +46,16 @@ from pathlib import Path
 from typing import Any
 
 from chunkmark.datasets import download as downloads
-from chunkmark.datasets.jsonl import write_jsonl
+from chunkmark.datasets.jsonl import load_jsonl, write_jsonl
 from chunkmark.datasets.model import Dataset, Document, Question
+from chunkmark.datasets.suite import SUITE_SETS, Sample
+from chunkmark.datasets.suite.base import Preparing, Scope
+from chunkmark.datasets.suite.manifest import (
+    MANIFEST_FILE,
+    read_manifest,
+    summary,
+    write_manifest,
+)
 from chunkmark.errors import ConfigError, DatasetError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.paths import resolve_cache_dir
@@ -834,3 +843,86 @@ def evidence_dataset(
         "self_relations_skipped": prepared.stats.self_relations_skipped,
     }
     return dataset, counts
+
+
+@dataclass(frozen=True)
+class EvidenceSet:
+    """:func:`evidence_dataset` as a set of the suite (:data:`SUITE_SETS`): converted from the
+    cached Re-DocRED test split (downloaded first), or from ``test_revised.json`` beside or
+    inside ``--from``."""
+
+    name: str = EVIDENCE_SET
+    description: str = (
+        "Re-DocRED evidence: 500 Wikipedia articles, 7,547 relations with annotated evidence "
+        "sentences (MIT; texts CC BY-SA)."
+    )
+    docs: int | None = 100
+    scope: Scope = "corpus"
+
+    def folder(self, sample: Sample) -> Path:
+        folder = self.name
+        if sample.docs is not None:
+            folder += f"-docs{sample.docs}-seed{sample.seed}"
+        return resolve_cache_dir() / "datasets" / folder
+
+    def prepare(self, how: Preparing) -> str:
+        sample, from_dir = how.sample, how.from_dir
+        folder = self.folder(sample)
+        if not how.force and (folder / MANIFEST_FILE).is_file():
+            return "already converted: " + summary(folder, read_manifest(folder))
+        source: Path | None = None
+        if from_dir is not None:
+            for candidate in (from_dir / "redocred", from_dir.parent / "redocred", from_dir):
+                if (candidate / "test_revised.json").is_file():
+                    source = candidate / "test_revised.json"
+                    break
+        if source is None:
+            source = ensure_redocred(how.progress)
+        how.progress(f"{self.name}: converting {source}")
+        dataset, counts = evidence_dataset(
+            source, docs=sample.docs, seed=sample.seed, name=folder.name
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / MANIFEST_FILE).unlink(missing_ok=True)
+        write_jsonl(dataset, folder)
+        loaded = load_jsonl(folder)
+        manifest = _evidence_manifest(loaded, sample, counts)
+        write_manifest(folder, manifest)
+        return summary(folder, manifest)
+
+
+def _evidence_manifest(loaded: Dataset, sample: Sample, counts: dict[str, int]) -> dict[str, Any]:
+    lengths = [len(d.text) for d in loaded.documents]
+    return {
+        "set": EVIDENCE_SET,
+        "title": "Re-DocRED evidence",
+        "source": {
+            "repository": REDOCRED.homepage,
+            "commit": None,
+            "licence": "MIT (dataset); texts from English Wikipedia (CC BY-SA)",
+            "homepage": REDOCRED.homepage,
+        },
+        "sampling": {"docs": sample.docs, "seed": sample.seed, "documents_in_source": None},
+        "documents": len(loaded.documents),
+        "mean_document_chars": round(statistics.fmean(lengths), 1) if lengths else 0.0,
+        "questions": {"raw": counts["questions"], "kept": len(loaded.questions), "dropped": {}},
+        "splits": {"test": len(loaded.questions)},
+        "evidence": {
+            "placed": {
+                "exact": 0,
+                "normalised": 0,
+                "structural": sum(len(q.excerpts) for q in loaded.questions),
+                "repaired": 0,
+                "elided": 0,
+            },
+            "not_placed": {},
+            "first_of_several": 0,
+            "set_aside": {"relations without evidence sentences": counts["without_evidence"]},
+        },
+        "notes": counts,
+        "dropped": [],
+        "repaired": [],
+    }
+
+
+SUITE_SETS.add(EvidenceSet())

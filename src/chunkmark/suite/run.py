@@ -28,6 +28,7 @@ from chunkmark.experiments.config import ExperimentConfig, make_config
 from chunkmark.experiments.runner import ReportWriter, Results, evaluate
 from chunkmark.files import write_bytes_atomic
 from chunkmark.retrieval import RETRIEVAL
+from chunkmark.specs import Catalog
 
 SUITE_FILE = "suite.json"
 COMBINED_FILE = "combined.csv"
@@ -111,13 +112,16 @@ class Grid:
     settings: tuple[Setting, ...] = DEFAULT_SETTINGS
 
 
-GRIDS: dict[str, Grid] = {
-    # The common question: the chunkings people choose between, MiniLM (plain and late
-    # chunking), model2vec, and BM25 / hybrid at equal budgets.
-    "default": Grid("default", DEFAULT_CHUNKERS, (MINILM, MINILM_LATE, MODEL2VEC)),
-    # No transformer at run time: model2vec vectors and BM25 (a laptop's coffee break).
-    "fast": Grid("fast", DEFAULT_CHUNKERS, (MODEL2VEC,)),
-}
+# The grids ``chunkmark suite run --grid`` knows; a plugin adds one with
+# ``GRIDS.add(Grid(...))``.
+GRIDS: Catalog[Grid] = Catalog(
+    "suite grid", error=ConfigError, problem="{name!r} is not a {kind}.", fix="Use one of {known}."
+)
+# The common question: the chunkings people choose between, MiniLM (plain and late chunking),
+# model2vec, and BM25 / hybrid at equal budgets.
+GRIDS.add(Grid("default", DEFAULT_CHUNKERS, (MINILM, MINILM_LATE, MODEL2VEC)))
+# No transformer at run time: model2vec vectors and BM25 (a laptop's coffee break).
+GRIDS.add(Grid("fast", DEFAULT_CHUNKERS, (MODEL2VEC,)))
 
 
 @dataclass(frozen=True)

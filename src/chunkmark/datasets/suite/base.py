@@ -10,17 +10,20 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from chunkmark.datasets.model import Document, Question
-from chunkmark.datasets.suite.manifest import SourceInfo, Tally
+from chunkmark.datasets.suite.manifest import Tally
 from chunkmark.errors import DatasetError
 from chunkmark.spans import Span
+from chunkmark.specs import Catalog
+
+Scope = Literal["corpus", "document"]
 
 # Every question of the five human-evidence sets was written, and its evidence marked, while
 # reading one document: passages of other documents that answer it were never marked. Their
 # questions carry ``metadata["scope"] = "document"`` (search that document's chunks only).
-DOCUMENT_SCOPE = "document"
+DOCUMENT_SCOPE: Scope = "document"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,22 +60,45 @@ class Converted:
 
 
 @dataclass(frozen=True)
-class SetInfo:
-    """A convertible set: its name, what it is, its source and its converter.
+class Preparing:
+    """How a set is made ready: the ``sample`` of it, whether to fetch and convert again
+    (``force``), a local copy of its raw files (``from_dir``), where progress lines go."""
 
-    ``convert(root, files, sample)`` reads the raw files (``files`` are the pinned relative
-    paths under ``root``) and returns the converted set.
-    """
+    sample: Sample
+    force: bool = False
+    from_dir: Path | None = None
+    progress: Callable[[str], None] = lambda line: None
 
-    name: str
-    title: str
-    description: str
-    licence: str
-    homepage: str
-    convert: Callable[[Path, Sequence[str], Sample], Converted]
 
-    def source(self, repository: str, commit: str) -> SourceInfo:
-        return SourceInfo(repository, commit, self.licence, self.homepage)
+class SuiteSetEntry(Protocol):
+    """A set of the suite as :data:`SUITE_SETS` holds it: its name, what it is, the documents
+    ``chunkmark suite run`` draws by default (``docs``; None: the whole set, said so), whether
+    its questions are asked of one document each (``scope``), where a sample of it is kept,
+    and how it is made ready there (``prepare`` returns the line saying so; ChunkmarkError
+    when it cannot be)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def docs(self) -> int | None: ...
+    @property
+    def scope(self) -> Scope: ...
+
+    def folder(self, sample: Sample) -> Path: ...
+
+    def prepare(self, how: Preparing) -> str: ...
+
+
+# The suite's sets, in the suite's order (``chunkmark datasets download suite``), added with
+# ``SUITE_SETS.add(...)`` (a plugin's module too).
+SUITE_SETS: Catalog[SuiteSetEntry] = Catalog(
+    "suite set",
+    error=DatasetError,
+    problem="no downloadable dataset named {name!r}.",
+    fix="Use one of: {known}, or suite for all of them.",
+)
 
 
 def merge_spans(spans: Iterable[Span]) -> tuple[Span, ...]:

@@ -26,13 +26,13 @@ from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
     Sample,
-    SetInfo,
     field_of,
     merge_spans,
     read_json,
 )
 from chunkmark.datasets.suite.locate import Locator
 from chunkmark.datasets.suite.manifest import MISSES
+from chunkmark.datasets.suite.pinned import SetInfo
 from chunkmark.spans import Span
 
 FILE = "data/question-answering/200423_covidQA.json"
@@ -105,4 +105,6 @@ COVID_QA = SetInfo(
     licence="Apache-2.0 (repository); each paper carries its own licence",
     homepage="https://github.com/deepset-ai/COVID-QA",
     convert=convert,
+    docs=10,
+    scope=DOCUMENT_SCOPE,
 )

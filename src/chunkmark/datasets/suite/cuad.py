@@ -37,13 +37,13 @@ from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
     Sample,
-    SetInfo,
     merge_spans,
     read_csv,
     read_text,
 )
 from chunkmark.datasets.suite.locate import Locator
 from chunkmark.datasets.suite.manifest import MISSES, Reason
+from chunkmark.datasets.suite.pinned import SetInfo
 from chunkmark.errors import DatasetError
 from chunkmark.spans import Span
 
@@ -195,4 +195,6 @@ CUAD = SetInfo(
     licence="CC BY 4.0 (The Atticus Project)",
     homepage="https://www.atticusprojectai.org/cuad",
     convert=convert,
+    docs=8,
+    scope=DOCUMENT_SCOPE,
 )

@@ -37,13 +37,13 @@ from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
     Sample,
-    SetInfo,
     merge_spans,
     read_csv,
     read_text,
 )
 from chunkmark.datasets.suite.locate import Locator
 from chunkmark.datasets.suite.manifest import MISSES, Reason
+from chunkmark.datasets.suite.pinned import SetInfo
 from chunkmark.errors import DatasetError
 from chunkmark.spans import Span
 
@@ -187,4 +187,6 @@ EVIDENCE_INFERENCE = SetInfo(
     licence="MIT (repository); each article carries its own PMC open-access licence",
     homepage="https://github.com/jayded/evidence-inference",
     convert=convert,
+    docs=12,
+    scope=DOCUMENT_SCOPE,
 )

@@ -28,12 +28,12 @@ from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
     Sample,
-    SetInfo,
     files_under,
     joined,
     read_csv,
 )
 from chunkmark.datasets.suite.manifest import Reason
+from chunkmark.datasets.suite.pinned import SetInfo
 from chunkmark.errors import DatasetError
 from chunkmark.spans import Span
 
@@ -119,4 +119,6 @@ FAIRYTALEQA = SetInfo(
     licence="Apache-2.0; the stories are in the public domain",
     homepage="https://github.com/uci-soe/FairytaleQAData",
     convert=convert,
+    docs=20,
+    scope=DOCUMENT_SCOPE,
 )

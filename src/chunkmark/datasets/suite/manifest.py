@@ -171,3 +171,20 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     """The manifest of a converted set (``folder/manifest.json``)."""
     value: dict[str, Any] = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
     return value
+
+
+def summary(folder: Path, manifest: dict[str, Any]) -> str:
+    """The line saying a set is ready in ``folder``, from its manifest."""
+    dropped = sum(manifest["questions"]["dropped"].values())
+    return summary_line(
+        manifest["set"], folder, manifest["documents"], manifest["questions"]["kept"], dropped
+    )
+
+
+def summary_line(
+    name: str, folder: Path, documents: int, questions: int, dropped: int | None
+) -> str:
+    """The line saying the set ``name`` is ready in ``folder`` (``dropped``: None when the set
+    drops nothing on conversion)."""
+    tail = "" if dropped is None else f", {dropped} dropped (see {MANIFEST_FILE})"
+    return f"ok: {name} in {folder} ({documents} documents, {questions} questions{tail})"

@@ -24,7 +24,6 @@ from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
     Sample,
-    SetInfo,
     field_of,
     files_under,
     joined,
@@ -32,6 +31,7 @@ from chunkmark.datasets.suite.base import (
     read_json,
 )
 from chunkmark.datasets.suite.manifest import Reason
+from chunkmark.datasets.suite.pinned import SetInfo
 from chunkmark.errors import DatasetError
 from chunkmark.spans import Span
 
@@ -112,4 +112,6 @@ QMSUM = SetInfo(
     licence="MIT (repository); transcripts from AMI, ICSI and public parliamentary records",
     homepage="https://github.com/Yale-LILY/QMSum",
     convert=convert,
+    docs=8,
+    scope=DOCUMENT_SCOPE,
 )
