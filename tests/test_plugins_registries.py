@@ -4,15 +4,19 @@ shows ("A vector store", "A suite set"), installed as one package with two entry
 store audits back to the run's numbers, and the set converts from its pinned file into the
 questions and excerpts its raw file states.
 
-The package is installed as tests/test_plugins.py installs its in-process plugins: a
-``*.dist-info`` folder with ``entry_points.txt`` and the modules, in a folder on ``sys.path``.
+The in-process tests install the package as tests/test_plugins.py installs its in-process
+plugins: a ``*.dist-info`` folder with ``entry_points.txt`` and the modules, in a folder on
+``sys.path``. The last test builds it as a real package with setuptools, installs its wheel with
+pip into a fresh virtual environment and runs the command line there.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
+import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,7 +33,7 @@ from chunkmark.datasets.suite import SUITE_SETS
 from chunkmark.errors import ChunkmarkError, DatasetError
 from chunkmark.suite import sets
 from conftest import ROOT
-from test_plugins import install
+from test_plugins import install, run
 
 CONTRIBUTING = ROOT / "docs" / "contributing.md"
 BUILT_IN_SETS = [
@@ -190,3 +194,77 @@ def test_a_cell_exported_into_the_plugins_store_audits_to_the_runs_numbers(
     # The store's own search is exact too: it loses nothing against the exact top k.
     for summary in audited.section["ann"]:
         assert summary["recall_lost"] == pytest.approx(0.0, abs=1e-9), summary
+
+
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "chunkmark-tea"
+version = "0.1.0"
+dependencies = ["chunkmark"]
+
+[project.entry-points.chunkmark]
+npz = "chunkmark_npz"
+tea = "chunkmark_tea_notes"
+
+[tool.setuptools]
+py-modules = ["chunkmark_npz", "chunkmark_tea_notes"]
+"""
+
+
+@pytest.mark.integration
+def test_the_installed_package_adds_its_store_and_set_to_the_command_line(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("setuptools", reason="the dev environment has setuptools to build with")
+    package = tmp_path / "chunkmark-tea"
+    package.mkdir()
+    (package / "pyproject.toml").write_text(PYPROJECT)
+    for module, marker in (
+        ("chunkmark_npz", "`chunkmark_npz.py`:"),
+        ("chunkmark_tea_notes", "`chunkmark_tea_notes.py`:"),
+    ):
+        (package / f"{module}.py").write_text(block_after(marker, "python"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env |= {
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_INPUT": "1",
+        "CHUNKMARK_CACHE_DIR": str(tmp_path / "cache"),
+        "CHUNKMARK_LOG_DIR": str(tmp_path / "logs"),
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+    }
+    log: list[str] = []
+    pip = [sys.executable, "-m", "pip"]
+    wheels = tmp_path / "wheels"
+    build = ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", wheels]
+    run([*pip, *build, package], env, log)
+    (wheel,) = wheels.glob("chunkmark_tea-0.1.0-*.whl")
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", venv], env, log)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    site = Path(run([python, "-c", where], env, log).stdout.strip())
+    src = Path(sets.__file__).resolve().parents[2]
+    ours = dict.fromkeys([str(src), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    (site / "chunkmark_deps.pth").write_text("\n".join(ours) + "\n")
+    run([*pip, "--python", python, "install", "--no-deps", "--no-index", wheel], env, log)
+
+    chunkmark = [python, "-m", "chunkmark"]
+    help_text = " ".join(run([*chunkmark, "audit", "--help"], env, log).stdout.split())
+    assert "npz:FOLDER?collection=NAME (a NumPy file per collection)" in help_text
+    listed = json.loads(run([*chunkmark, "datasets", "--json"], env, log).stdout)
+    assert [row["name"] for row in listed][-2:] == ["tea_notes", "chroma-general"]
+    raw = tmp_path / "raw" / "tea_notes"
+    raw.mkdir(parents=True)
+    (raw / "notes.json").write_text(block_after("This one converts `notes.json`:", "json"))
+    download = [*chunkmark, "datasets", "download", "tea_notes", "--from", raw.parent]
+    done = run(download, env, log)
+    assert "ok: tea_notes in " in done.stdout and "3 questions" in done.stdout
+    unknown = run([*chunkmark, "datasets", "download", "coffee_notes"], env, log, code=2)
+    (line,) = unknown.stderr.splitlines()
+    assert "no downloadable dataset named 'coffee_notes'" in line and "tea_notes" in line
+    assert "warning" not in "\n".join(log) and "Traceback" not in "\n".join(log)
