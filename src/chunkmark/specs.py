@@ -221,11 +221,8 @@ class Registry(Generic[T]):
     def __init__(self, kind: str, command: str | None = None) -> None:
         self.kind = kind
         self.command = command or f"{kind}s"  # the CLI command that lists the entries
-        self._entries: dict[str, Entry[T]] = {}
-        plugins.track(self._drop)
-
-    def _drop(self, plugin: Plugin) -> None:
-        self._entries = {k: e for k, e in self._entries.items() if e.plugin != plugin}
+        use = "Use one of: {known} (see `chunkmark " + self.command + "`)."
+        self._entries: Catalog[Entry[T]] = Catalog(kind, fix=use, by_name=True)
 
     def register(
         self,
@@ -258,64 +255,39 @@ class Registry(Generic[T]):
         traits = Traits(embeds, calls_llm, deterministic, tuple(needs))
 
         def decorate(factory: Callable[..., T]) -> Callable[..., T]:
-            plugin = plugins.loading()
-            if not self._may_take(name, plugin):
-                return factory
             _check_needs(self.kind, name, factory, traits.needs)
             summary = plain_summary(inspect.getdoc(factory) or "")
-            self._entries[name] = Entry(
-                name,
-                factory,
-                summary,
-                traits,
-                canonical,
-                traits_of,
-                plugin,
-                identity,
-                short_keeps_first,
-                tuple((nested or {}).items()),
+            self._entries.add(
+                Entry(
+                    name,
+                    factory,
+                    summary,
+                    traits,
+                    canonical,
+                    traits_of,
+                    plugins.loading(),
+                    identity,
+                    short_keeps_first,
+                    tuple((nested or {}).items()),
+                )
             )
             return factory
 
         return decorate
 
-    def _may_take(self, name: str, plugin: Plugin | None) -> bool:
-        """Whether a registration of ``name`` by ``plugin`` (None: chunkmark's own code) goes
-        in (see :func:`chunkmark.plugins.may_register`)."""
-        held = self._entries.get(name)
-        return held is None or plugins.may_register(self.kind, name, held.plugin, plugin)
-
     def unregister(self, name: str) -> None:
         """Remove an entry (for tests and plugins that register components temporarily)."""
-        self._entries.pop(name, None)
+        self._entries.unregister(name)
 
     def __contains__(self, name: object) -> bool:
-        if name not in self._entries:
-            plugins.discover()
-        found = name in self._entries
-        if found:
-            plugins.announce()
-        return found
+        return name in self._entries
 
     def __iter__(self) -> Iterator[Entry[T]]:
         """Every entry, plugins' included, by name."""
-        plugins.discover()
-        plugins.announce()
-        return iter(sorted(self._entries.values(), key=lambda e: e.name))
+        return iter(self._entries.values())
 
     def entry(self, name: str) -> Entry[T]:
-        if name not in self._entries:
-            plugins.discover()
-        try:
-            found = self._entries[name]
-        except KeyError:
-            known = ", ".join(sorted(self._entries))
-            use = f"use one of: {known} (see `chunkmark {self.command}`)."
-            broken = plugins.unknown_name_fix()
-            fix = f"{broken} Otherwise {use}" if broken else use[0].upper() + use[1:]
-            raise SpecError(f"Unknown {self.kind} {name!r}.", fix) from None
-        plugins.announce()
-        return found
+        return self._entries[name]
 
     def traits(self, spec: str | Spec) -> Traits:
         """What this spec's component is: its entry's ``traits_of`` of the canonical
@@ -496,9 +468,11 @@ class Catalog(Generic[N]):
         error: type[ChunkmarkError] = SpecError,
         problem: str = "Unknown {kind} {name!r}.",
         fix: str = "Use one of: {known}.",
+        by_name: bool = False,
     ) -> None:
         self.kind = kind
         self._error = (error, problem, fix)
+        self._by_name = by_name  # listed by name, not in the order added
         self._items: dict[str, tuple[N, Plugin | None]] = {}
         plugins.track(self._drop)
 
@@ -522,27 +496,32 @@ class Catalog(Generic[N]):
     def __contains__(self, name: object) -> bool:
         if name not in self._items:
             plugins.discover()
-        plugins.announce()
-        return name in self._items
+        found = name in self._items
+        if found:  # an unknown name's error says what failed to load instead
+            plugins.announce()
+        return found
 
     def __getitem__(self, name: str) -> N:
         if name not in self:
             error, problem, use = self._error
-            use = use.format(known=", ".join(self._items))
+            use = use.format(known=", ".join(self._names()))
             broken = plugins.unknown_name_fix()
             fix = f"{broken} Otherwise {use[0].lower()}{use[1:]}" if broken else use
             raise error(problem.format(kind=self.kind, name=name), fix)
         return self._items[name][0]
 
     def __iter__(self) -> Iterator[str]:
-        """Every name, the plugins' included, in the order they were added."""
+        """Every name, the plugins' included, in the order they were added (or by name)."""
         plugins.discover()
         plugins.announce()
-        return iter(list(self._items))
+        return iter(self._names())
+
+    def _names(self) -> list[str]:
+        return sorted(self._items) if self._by_name else list(self._items)
 
     def values(self) -> list[N]:
         """Every entry, in the order of :meth:`__iter__`."""
-        return [self[name] for name in self]
+        return [self._items[name][0] for name in self]
 
     def origin(self, name: str) -> str | None:
         """The package of the plugin that added ``name`` (None: chunkmark's own)."""

@@ -222,7 +222,7 @@ def test_an_origin_column_appears_when_a_plugin_registered_an_entry() -> None:
     assert [c.header for c in plain.columns] == ["name", "parameters", "summary"]
     entry = registry.entry("ours")
     plugged = Entry("theirs", entry.factory, "Theirs.", plugin=Plugin("p", "p_mod", "pkg-p"))
-    registry._entries["theirs"] = plugged
+    registry._entries.add(plugged)
     found = listing.registry_listing(registry, "Things")
     assert [r["origin"] for r in found.rows] == [None, "pkg-p"]
     table = listing._table(found)

@@ -52,6 +52,8 @@ from chunkmark.datasets.suite import SUITE_SETS, Sample
 from chunkmark.datasets.suite.base import Preparing, Scope
 from chunkmark.datasets.suite.manifest import (
     MANIFEST_FILE,
+    SourceInfo,
+    Tally,
     read_manifest,
     summary,
     write_manifest,
@@ -892,37 +894,23 @@ class EvidenceSet:
 
 
 def _evidence_manifest(loaded: Dataset, sample: Sample, counts: dict[str, int]) -> dict[str, Any]:
+    tally = Tally(raw_questions=counts["questions"], kept=len(loaded.questions))
+    tally.placed["structural"] = sum(len(q.excerpts) for q in loaded.questions)
+    tally.set_aside("relations without evidence sentences", counts["without_evidence"])
+    tally.splits["test"] = len(loaded.questions)
     lengths = [len(d.text) for d in loaded.documents]
-    return {
-        "set": EVIDENCE_SET,
-        "title": "Re-DocRED evidence",
-        "source": {
-            "repository": REDOCRED.homepage,
-            "commit": None,
-            "licence": "MIT (dataset); texts from English Wikipedia (CC BY-SA)",
-            "homepage": REDOCRED.homepage,
-        },
-        "sampling": {"docs": sample.docs, "seed": sample.seed, "documents_in_source": None},
-        "documents": len(loaded.documents),
-        "mean_document_chars": round(statistics.fmean(lengths), 1) if lengths else 0.0,
-        "questions": {"raw": counts["questions"], "kept": len(loaded.questions), "dropped": {}},
-        "splits": {"test": len(loaded.questions)},
-        "evidence": {
-            "placed": {
-                "exact": 0,
-                "normalised": 0,
-                "structural": sum(len(q.excerpts) for q in loaded.questions),
-                "repaired": 0,
-                "elided": 0,
-            },
-            "not_placed": {},
-            "first_of_several": 0,
-            "set_aside": {"relations without evidence sentences": counts["without_evidence"]},
-        },
-        "notes": counts,
-        "dropped": [],
-        "repaired": [],
-    }
+    licence = "MIT (dataset); texts from English Wikipedia (CC BY-SA)"
+    return tally.manifest(
+        name=EVIDENCE_SET,
+        title="Re-DocRED evidence",
+        source=SourceInfo("tonytan48/Re-DocRED", None, licence, REDOCRED.homepage),
+        documents=len(loaded.documents),
+        documents_in_source=None,
+        docs=sample.docs,
+        seed=sample.seed,
+        mean_document_chars=statistics.fmean(lengths) if lengths else 0.0,
+        notes=counts,
+    )
 
 
 SUITE_SETS.add(EvidenceSet())

@@ -25,7 +25,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, overload
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import numpy as np
@@ -274,23 +274,11 @@ def already_exists(address: StoreAddress, what: str = "collection") -> StoreErro
     )
 
 
-@overload
 def pick_column(
     address: StoreAddress, columns: Sequence[str], option: str, found: Sequence[str]
-) -> str: ...
-@overload
-def pick_column(
-    address: StoreAddress, columns: Sequence[str], option: str, found: Sequence[str], required: bool
-) -> str | None: ...
-def pick_column(
-    address: StoreAddress,
-    columns: Sequence[str],
-    option: str,
-    found: Sequence[str],
-    required: bool = True,
-) -> str | None:
+) -> str:
     """The column ``option=`` names (StoreError when the table has none such), else the only
-    one of ``found``; None when there is none and it is not ``required``."""
+    one of ``found``."""
     wanted = address.options.get(option)
     if wanted is not None:
         if wanted not in columns:
@@ -301,8 +289,6 @@ def pick_column(
         return wanted
     if len(found) == 1:
         return found[0]
-    if not required:
-        return None
     raise StoreError(
         f"Cannot tell the {option} column of the {address.label()} "
         f"(columns: {', '.join(columns)}).",

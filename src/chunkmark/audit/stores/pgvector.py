@@ -110,7 +110,8 @@ class PgvectorStore:
         names = list(types)
         self._vector = base.pick_column(address, names, "vector", vectors)
         self._text = base.pick_column(address, names, "text", texts[:1])
-        self._metadata = base.pick_column(address, names, "metadata", metas[:1], required=False)
+        wanted = "metadata" in address.options or metas  # else there is none
+        self._metadata = base.pick_column(address, names, "metadata", metas[:1]) if wanted else None
         self._id = base.pick_column(address, names, "id", ids[:1])
         self._attnum = {name: num for name, _, num in columns}
         self._where, self._params = self._filter()

@@ -57,7 +57,7 @@ class SourceInfo:
     """Where a set's raw files come from."""
 
     repository: str  # owner/name on GitHub
-    commit: str
+    commit: str | None  # None: a branch's head (Re-DocRED's evidence set)
     licence: str
     homepage: str
 
@@ -116,7 +116,7 @@ class Tally:
         title: str,
         source: SourceInfo,
         documents: int,
-        documents_in_source: int,
+        documents_in_source: int | None,
         docs: int | None,
         seed: int,
         mean_document_chars: float,
