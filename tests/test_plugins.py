@@ -284,10 +284,9 @@ version = "0.1.0"
 dependencies = ["chunkmark"]
 
 [project.entry-points.chunkmark]
-{entry_point} = "{module}"
-
+{entry_points}
 [tool.setuptools]
-py-modules = ["{module}"]
+py-modules = [{modules}]
 """
 
 LAZY = """\
@@ -299,13 +298,17 @@ print("origin of halves:", CHUNKERS.entry("halves").origin)
 """
 
 
-def project(root: Path, package: str, entry_point: str, module: str, source: str) -> Path:
-    """A plugin project folder: pyproject.toml and its one module."""
+def project(root: Path, package: str, modules: dict[str, tuple[str, str]]) -> Path:
+    """A plugin project folder: pyproject.toml and its modules (module -> its entry point's
+    name and its source)."""
     folder = root / package
     folder.mkdir()
-    toml = PYPROJECT.format(package=package, entry_point=entry_point, module=module)
+    entry_points = "".join(f'{name} = "{module}"\n' for module, (name, _) in modules.items())
+    names = ", ".join(f'"{module}"' for module in modules)
+    toml = PYPROJECT.format(package=package, entry_points=entry_points, modules=names)
     (folder / "pyproject.toml").write_text(toml)
-    (folder / f"{module}.py").write_text(source)
+    for module, (_, source) in modules.items():
+        (folder / f"{module}.py").write_text(source)
     return folder
 
 
@@ -324,16 +327,13 @@ def run(
     return done
 
 
-@pytest.mark.integration
-def test_an_installed_plugin_package_is_listed_and_chunks_from_the_command_line(
-    tmp_path: Path,
-) -> None:
-    pytest.importorskip("setuptools", reason="the dev environment has setuptools to build with")
-    source = HALVES.format(name="halves") + COUNTED.format(name="counted_chunks")
-    halves = project(tmp_path, "chunkmark-halves", "halves", "chunkmark_halves", source)
-    broken = project(
-        tmp_path, "chunkmark-broken", "broken", "chunkmark_broken", "import not_installed_here\n"
-    )
+def fresh_environment(
+    tmp_path: Path, *projects: Path
+) -> tuple[Path, dict[str, str], list[str], list[str | Path]]:
+    """The wheels of ``projects``, built offline with the setuptools of the environment running
+    the tests, and a fresh virtual environment that sees chunkmark and its dependencies without
+    installing them: its python, the environment variables, the log of commands run, and the
+    pip command that installs one of the wheels by its project name."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env |= {
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
@@ -345,15 +345,9 @@ def test_an_installed_plugin_package_is_listed_and_chunks_from_the_command_line(
     }
     log: list[str] = []
     pip = [sys.executable, "-m", "pip"]
-
-    # The wheels, built offline with the setuptools of the environment running the tests.
     wheels = tmp_path / "wheels"
     build = ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", wheels]
-    run([*pip, *build, halves, broken], env, log)
-    (halves_wheel,) = wheels.glob("chunkmark_halves-0.1.0-*.whl")
-    (broken_wheel,) = wheels.glob("chunkmark_broken-0.1.0-*.whl")
-
-    # A fresh environment that sees chunkmark and its dependencies without installing them.
+    run([*pip, *build, *projects], env, log)
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", venv], env, log)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
@@ -362,8 +356,21 @@ def test_an_installed_plugin_package_is_listed_and_chunks_from_the_command_line(
     src = Path(chunkmark.__file__).resolve().parents[1]
     ours = dict.fromkeys([str(src), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
     (site / "chunkmark_deps.pth").write_text("\n".join(ours) + "\n")
-    install = [*pip, "--python", python, "install", "--no-deps", "--no-index"]
-    run([*install, halves_wheel], env, log)
+    install = [*pip, "--python", python, "install", "--no-deps", "--no-index", "-f", wheels]
+    return python, env, log, install
+
+
+@pytest.mark.integration
+def test_an_installed_plugin_package_is_listed_and_chunks_from_the_command_line(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("setuptools", reason="the dev environment has setuptools to build with")
+    source = HALVES.format(name="halves") + COUNTED.format(name="counted_chunks")
+    halves = project(tmp_path, "chunkmark-halves", {"chunkmark_halves": ("halves", source)})
+    broken_source = "import not_installed_here\n"
+    broken = project(tmp_path, "chunkmark-broken", {"chunkmark_broken": ("broken", broken_source)})
+    python, env, log, install = fresh_environment(tmp_path, halves, broken)
+    run([*install, "chunkmark-halves"], env, log)
 
     lazy = run([python, "-c", LAZY], env, log).stdout
     assert lazy.splitlines() == [
@@ -387,7 +394,7 @@ def test_an_installed_plugin_package_is_listed_and_chunks_from_the_command_line(
 
     # A plugin that cannot be imported: one warning line when listing, one error line when a
     # component nobody registered is asked for; the other plugin works as before.
-    run([*install, broken_wheel], env, log)
+    run([*install, "chunkmark-broken"], env, log)
     failed = (
         "plugin 'broken' (entry point `broken = chunkmark_broken`, package chunkmark-broken "
         "0.1.0) failed to load: ModuleNotFoundError: No module named 'not_installed_here'"

@@ -13,10 +13,8 @@ pip into a fresh virtual environment and runs the command line there.
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
-import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +31,7 @@ from chunkmark.datasets.suite import SUITE_SETS
 from chunkmark.errors import ChunkmarkError, DatasetError
 from chunkmark.suite import sets
 from conftest import ROOT
-from test_plugins import install, run
+from test_plugins import fresh_environment, install, project, run
 
 CONTRIBUTING = ROOT / "docs" / "contributing.md"
 BUILT_IN_SETS = [
@@ -196,62 +194,18 @@ def test_a_cell_exported_into_the_plugins_store_audits_to_the_runs_numbers(
         assert summary["recall_lost"] == pytest.approx(0.0, abs=1e-9), summary
 
 
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "chunkmark-tea"
-version = "0.1.0"
-dependencies = ["chunkmark"]
-
-[project.entry-points.chunkmark]
-npz = "chunkmark_npz"
-tea = "chunkmark_tea_notes"
-
-[tool.setuptools]
-py-modules = ["chunkmark_npz", "chunkmark_tea_notes"]
-"""
-
-
 @pytest.mark.integration
 def test_the_installed_package_adds_its_store_and_set_to_the_command_line(
     tmp_path: Path,
 ) -> None:
     pytest.importorskip("setuptools", reason="the dev environment has setuptools to build with")
-    package = tmp_path / "chunkmark-tea"
-    package.mkdir()
-    (package / "pyproject.toml").write_text(PYPROJECT)
-    for module, marker in (
-        ("chunkmark_npz", "`chunkmark_npz.py`:"),
-        ("chunkmark_tea_notes", "`chunkmark_tea_notes.py`:"),
-    ):
-        (package / f"{module}.py").write_text(block_after(marker, "python"))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env |= {
-        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "PIP_NO_INPUT": "1",
-        "CHUNKMARK_CACHE_DIR": str(tmp_path / "cache"),
-        "CHUNKMARK_LOG_DIR": str(tmp_path / "logs"),
-        "COLUMNS": "200",
-        "NO_COLOR": "1",
+    modules = {
+        "chunkmark_npz": ("npz", block_after("`chunkmark_npz.py`:", "python")),
+        "chunkmark_tea_notes": ("tea", block_after("`chunkmark_tea_notes.py`:", "python")),
     }
-    log: list[str] = []
-    pip = [sys.executable, "-m", "pip"]
-    wheels = tmp_path / "wheels"
-    build = ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", wheels]
-    run([*pip, *build, package], env, log)
-    (wheel,) = wheels.glob("chunkmark_tea-0.1.0-*.whl")
-    venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", "--without-pip", venv], env, log)
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    where = "import sysconfig; print(sysconfig.get_path('purelib'))"
-    site = Path(run([python, "-c", where], env, log).stdout.strip())
-    src = Path(sets.__file__).resolve().parents[2]
-    ours = dict.fromkeys([str(src), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
-    (site / "chunkmark_deps.pth").write_text("\n".join(ours) + "\n")
-    run([*pip, "--python", python, "install", "--no-deps", "--no-index", wheel], env, log)
+    package = project(tmp_path, "chunkmark-tea", modules)
+    python, env, log, install = fresh_environment(tmp_path, package)
+    run([*install, "chunkmark-tea"], env, log)
 
     chunkmark = [python, "-m", "chunkmark"]
     help_text = " ".join(run([*chunkmark, "audit", "--help"], env, log).stdout.split())

@@ -280,20 +280,16 @@ def pick_column(
     """The column ``option=`` names (StoreError when the table has none such), else the only
     one of ``found``."""
     wanted = address.options.get(option)
-    if wanted is not None:
-        if wanted not in columns:
-            raise StoreError(
-                f"The {address.label()} has no column {wanted!r} (columns: {', '.join(columns)}).",
-                f"Name its {option} column with &{option}=COLUMN.",
-            )
+    if wanted is None:
+        if len(found) == 1:
+            return found[0]
+        problem, fix = f"Cannot tell the {option} column of", f"Name it with &{option}=COLUMN."
+    elif wanted in columns:
         return wanted
-    if len(found) == 1:
-        return found[0]
-    raise StoreError(
-        f"Cannot tell the {option} column of the {address.label()} "
-        f"(columns: {', '.join(columns)}).",
-        f"Name it with &{option}=COLUMN.",
-    )
+    else:
+        problem = f"There is no column {wanted!r} in"
+        fix = f"Name its {option} column with &{option}=COLUMN."
+    raise StoreError(f"{problem} the {address.label()} (columns: {', '.join(columns)}).", fix)
 
 
 def float_rows(rows: Any, dim: int | None = None) -> FloatArray:
