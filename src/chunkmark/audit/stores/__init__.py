@@ -24,6 +24,7 @@ from chunkmark.audit.stores.base import (
     StoreKind,
     VectorStore,
     parse_address,
+    require_store,
     uri_forms,
 )
 
@@ -48,16 +49,23 @@ for _module in pkgutil.iter_modules(__path__):
 
 def open_store(address: StoreAddress | str) -> VectorStore:
     """The collection ``address`` names, opened for reading (StoreError when it cannot be)."""
-    if isinstance(address, str):
-        address = parse_address(address)
+    address = _client_for(address)
     return STORES[address.kind].opens[0](address)
 
 
 def create_collection(address: StoreAddress | str, dim: int) -> CollectionWriter:
     """A new collection of ``dim``-dimensional vectors (cosine) at ``address``."""
+    address = _client_for(address)
+    return STORES[address.kind].opens[1](address, dim)
+
+
+def _client_for(address: StoreAddress | str) -> StoreAddress:
+    """``address`` parsed, once its store's client is importable (else the error naming the
+    pip install that provides it)."""
     if isinstance(address, str):
         address = parse_address(address)
-    return STORES[address.kind].opens[1](address, dim)
+    require_store(address.kind)
+    return address
 
 
 def store_help() -> str:
