@@ -22,22 +22,23 @@ from chunkmark.chunkers.diagnostics import diagnose
 from chunkmark.cli.suite_leaderboard import leaderboard_command
 from chunkmark.datasets import load_demo
 from chunkmark.metrics import bootstrap_ci
-from chunkmark.suite.leaderboard import (
-    METRICS_SHOWN,
-    NO_EMBEDDER,
+from chunkmark.suite.analysis import (
     Leaderboard,
-    LeaderboardError,
-    SetCell,
-    build_leaderboard,
-    diagnostic_values,
     kendall_matrix,
     mean_ranks,
-    read_suite,
     spearman,
-    to_markdown,
     variance_split,
-    write_leaderboard,
 )
+from chunkmark.suite.folder import (
+    METRICS_SHOWN,
+    NO_EMBEDDER,
+    LeaderboardError,
+    SetCell,
+    diagnostic_values,
+    read_suite,
+)
+from chunkmark.suite.leaderboard import build_leaderboard, write_leaderboard
+from chunkmark.suite.render import to_markdown
 from conftest import shared_dir
 from suite.leaderboard_suite import SETTINGS, write_suite
 

@@ -55,7 +55,8 @@ def leaderboard_command(
 ) -> None:
     """Build the suite's leaderboard and print its top cells."""
     from chunkmark.report.data import short_name
-    from chunkmark.suite.leaderboard import build_leaderboard, summary, write_leaderboard
+    from chunkmark.suite.leaderboard import build_leaderboard, write_leaderboard
+    from chunkmark.suite.render import summary
 
     console = Console(stderr=True)
 
