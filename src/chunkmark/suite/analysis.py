@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.metrics import bootstrap_ci
+from chunkmark.metrics.agreement import KendallTau, kendall_tau
 from chunkmark.metrics.paired import tied_with_best
 from chunkmark.suite.estimates import CellKey, Estimate, ranks
 from chunkmark.suite.folder import DEFAULT_RESAMPLES, SetBoard, SetCell, Suite, ranker_name
@@ -68,15 +68,6 @@ class RankRow:
     @property
     def setting(self) -> str:
         return self.key[2]
-
-
-@dataclass(frozen=True)
-class Tau:
-    """Kendall's tau-b between two sets' cell means over the ``n`` cells both have."""
-
-    tau: float
-    p: float
-    n: int
 
 
 @dataclass(frozen=True)
@@ -140,7 +131,7 @@ class Leaderboard:
     seed: int
     sets: list[SetBoard]
     ranking: list[RankRow]
-    tau: dict[tuple[str, str], Tau]
+    tau: dict[tuple[str, str], KendallTau]
     variance: list[VarianceSplit]
     rho: list[Rho]
     embedders: list[EmbedderRow] = field(default_factory=list)
@@ -201,25 +192,20 @@ def mean_ranks(
     ]
 
 
-def kendall_matrix(means: Mapping[str, Mapping[Any, float]]) -> dict[tuple[str, str], Tau]:
-    """Kendall's tau-b (scipy) between every ordered pair of sets (the diagonal included) on
-    the means of the cells both have; NaN with fewer than two such cells or a constant side."""
-    from scipy.stats import kendalltau
-
-    out: dict[tuple[str, str], Tau] = {}
+def kendall_matrix(
+    means: Mapping[str, Mapping[Any, float]],
+) -> dict[tuple[str, str], KendallTau]:
+    """Kendall's tau-b (:func:`chunkmark.metrics.agreement.kendall_tau`) between every ordered
+    pair of sets (the diagonal included) on the means of the cells both have; NaN with fewer
+    than two such cells or a constant side."""
+    out: dict[tuple[str, str], KendallTau] = {}
     for a, b in ((a, b) for a in means for b in means):
         keys = sorted(
             k
             for k in set(means[a]) & set(means[b])
             if math.isfinite(means[a][k]) and math.isfinite(means[b][k])
         )
-        if len(keys) < 2:
-            out[(a, b)] = Tau(math.nan, math.nan, len(keys))
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = kendalltau([means[a][k] for k in keys], [means[b][k] for k in keys])
-        out[(a, b)] = Tau(float(result.statistic), float(result.pvalue), len(keys))
+        out[(a, b)] = kendall_tau([means[a][k] for k in keys], [means[b][k] for k in keys])
     return out
 
 
