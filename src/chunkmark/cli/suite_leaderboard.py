@@ -20,7 +20,10 @@ their 95% bootstrap intervals, at equal token budgets, and the chunks, tokens em
 time. Across sets, at --budget tokens: the mean rank with a bootstrap interval, how often each
 cell is tied with the best (Holm-adjusted paired permutation tests), Kendall's tau between the
 sets, the share of the variance the set, embedder, chunker and retrieval setting explain, and
-Spearman's rho of the chunk diagnostics against recall and IoU. See docs/suite.md.
+Spearman's rho of the chunk diagnostics against recall and IoU. Each set's winner beside the
+board's pick; on the page, recall against token budget per set for the top cells and every
+cell's rank in every set as a heatmap (plotly.js inside the page: needs the report extra).
+See docs/suite.md.
 """
 
 

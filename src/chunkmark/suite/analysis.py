@@ -35,7 +35,14 @@ from chunkmark.metrics import bootstrap_ci
 from chunkmark.metrics.agreement import KendallTau, kendall_tau
 from chunkmark.metrics.paired import tied_with_best
 from chunkmark.suite.estimates import CellKey, Estimate, ranks
-from chunkmark.suite.folder import DEFAULT_RESAMPLES, SetBoard, SetCell, Suite, ranker_name
+from chunkmark.suite.folder import (
+    DEFAULT_RESAMPLES,
+    SetBoard,
+    SetCell,
+    Suite,
+    ranker_name,
+    ranker_spec,
+)
 from chunkmark.suite.holdout import HoldOut
 
 RANK_METRICS = ("recall", "iou", "containment_recall")
@@ -387,3 +394,102 @@ def variance_of(cells: Sequence[SetCell], metric: str) -> VarianceSplit:
         "setting": [c.setting for c in kept],
     }
     return variance_split(factors, [c.metrics[metric].value for c in kept], metric)
+
+
+# --- what the pictures and the winners table show ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Winner:
+    """One set's best ranked cell at the budget (ties: the one first in the board's order), its
+    metric, how many of the ``cells`` ranked cells are tied with it, and the board's pick (its
+    first cell by mean rank) on that set: its rank among them and its metric."""
+
+    set: str
+    best: CellKey
+    value: Estimate
+    tied: int
+    cells: int
+    pick: CellKey
+    pick_rank: float
+    pick_value: Estimate
+
+
+def ranks_per_set(board: Leaderboard) -> dict[CellKey, dict[str, float]]:
+    """Every ranked cell's rank within each set by its mean metric at the board's budget (1 is
+    best; ties share their mean rank): the ranks the board's mean rank averages."""
+    if not board.ranking:
+        return {}
+    names = [b.name for b in board.sets]
+    table = ranks([[r.means[s] for s in names] for r in board.ranking])
+    return {
+        r.key: {s: float(table[i, j]) for j, s in enumerate(names)}
+        for i, r in enumerate(board.ranking)
+    }
+
+
+def winners(board: Leaderboard) -> list[Winner]:
+    """Per set: its best ranked cell and where the board's pick stands there."""
+    if not board.ranking:
+        return []
+    per_set = ranks_per_set(board)
+    pick = board.ranking[0].key
+    out = []
+    for set_board in board.sets:
+        best = min(board.ranking, key=lambda r: per_set[r.key][set_board.name]).key
+        out.append(
+            Winner(
+                set=set_board.name,
+                best=best,
+                value=_metric(set_board, best, board.metric),
+                tied=len(set_board.tied),
+                cells=len(board.ranking),
+                pick=pick,
+                pick_rank=per_set[pick][set_board.name],
+                pick_value=_metric(set_board, pick, board.metric),
+            )
+        )
+    return out
+
+
+def budget_curve(set_board: SetBoard, key: CellKey) -> list[SetCell]:
+    """The cell ``key`` on one set at every budget its ranker is read at: the cells of its
+    chunker and embedder whose setting has a budget and the same ranker, by budget."""
+    cell = set_board.cell(key)
+    if cell is None or cell.tokens is None:
+        return []
+    return _curve(set_board, cell, ranker_spec(cell.retrieval))
+
+
+def widest_curve(set_board: SetBoard, key: CellKey) -> list[SetCell]:
+    """For a cell whose ranker is read at fewer budgets than another ranker of its chunker and
+    embedder (hybrid at one budget, dense at three, say): that other ranker's cells, by budget
+    (the one read at the most budgets, the first found on a tie); else empty."""
+    cell = set_board.cell(key)
+    if cell is None or cell.tokens is None:
+        return []
+    own = len(_curve(set_board, cell, ranker_spec(cell.retrieval)))
+    rankers = dict.fromkeys(
+        ranker_spec(c.retrieval)
+        for c in set_board.cells
+        if (c.chunker, c.embedder) == (cell.chunker, cell.embedder) and c.tokens is not None
+    )
+    curves = [_curve(set_board, cell, r) for r in rankers]
+    widest = max(curves, key=len, default=[])
+    return widest if len(widest) > max(own, 1) else []
+
+
+def _curve(set_board: SetBoard, cell: SetCell, ranker: str) -> list[SetCell]:
+    points = [
+        c
+        for c in set_board.cells
+        if (c.chunker, c.embedder) == (cell.chunker, cell.embedder)
+        and c.tokens is not None
+        and ranker_spec(c.retrieval) == ranker
+    ]
+    return sorted(points, key=lambda c: c.tokens or 0)
+
+
+def _metric(set_board: SetBoard, key: CellKey, metric: str) -> Estimate:
+    cell = set_board.cell(key)
+    return cell.metrics[metric] if cell is not None else Estimate(math.nan, math.nan, math.nan)

@@ -347,6 +347,14 @@ def ranker_name(retrieval: str) -> str:
     return str(ranker.name)
 
 
+@functools.lru_cache(maxsize=1024)
+def ranker_spec(retrieval: str) -> str:
+    """The ranker of a retrieval setting with its parameters (``exact(block_rows=1024)``,
+    ``in_document(ranker=...)``): two budgets of one ranker share it."""
+    built, _ = RETRIEVAL.build(retrieval)
+    return str(built.ranker)
+
+
 def reads_vectors(retrieval: str) -> bool:
     """Whether a retrieval setting's ranking reads the chunk vectors (False for BM25, scoped by
     document or not), so that its rows depend on the embedder."""

@@ -1,6 +1,8 @@
-"""The leaderboard's content as sections of tables (:func:`sections`), rendered two ways: markdown
-(:func:`to_markdown`) and one self-contained HTML page (:func:`to_html`), and a small summary
-for ``--json`` (:func:`summary`)."""
+"""The leaderboard's content as sections of tables and figures (:func:`sections`), rendered two
+ways: markdown (:func:`to_markdown`: the tables, a figure's numbers as its text version) and one
+self-contained HTML page (:func:`to_html`: the tables, and the figures drawn by the plotly.js the
+page carries, packed as the report packs it), and a small summary for ``--json``
+(:func:`summary`)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chunkmark.suite.analysis import FACTORS, TOP, Leaderboard, RankRow
+from chunkmark.report.html import embed_json, packed_script, plotly_js
+from chunkmark.suite.analysis import (
+    FACTORS,
+    TOP,
+    Leaderboard,
+    RankRow,
+    budget_curve,
+    ranks_per_set,
+    widest_curve,
+    winners,
+)
 from chunkmark.suite.estimates import CellKey, Estimate, json_float
+from chunkmark.suite.figures import (
+    Figure,
+    budget_figures,
+    budget_legend,
+    rank_heatmap,
+    setting_family,
+)
 from chunkmark.suite.folder import METRICS_SHOWN, SetBoard, SetCell, short
 from chunkmark.suite.holdout import HoldOut
 
@@ -44,6 +63,8 @@ class Section:
     paragraphs: tuple[str, ...] = ()
     tables: tuple[tuple[str, Table], ...] = ()  # (caption, table)
     level: int = 2
+    figures: tuple[Figure, ...] = ()  # drawn on the page; the tables are their text version
+    legend: tuple[tuple[str, str], ...] = ()  # (name, colour) shared by the figures
 
 
 def _num(value: float, digits: int = 3) -> str:
@@ -70,6 +91,8 @@ def sections(board: Leaderboard) -> list[Section]:
     """The leaderboard's content, in page order."""
     pct = f"{board.level:.0%}"
     out = [_overview(board, pct), _top_section(board, pct)]
+    if board.ranking:
+        out += [_winners_section(board, pct), _pictures_section(board, pct)]
     if board.holdout is not None:
         out.append(_holdout_section(board, board.holdout, pct))
     out.append(_tau_section(board))
@@ -167,6 +190,103 @@ def _top_section(board: Leaderboard, pct: str) -> Section:
             "from the set's best.",
         ),
         (("", _rank_table(board, board.top)),),
+    )
+
+
+def _winners_section(board: Leaderboard, pct: str) -> Section:
+    """Per set: its best ranked cell, and where the board's pick stands there."""
+    label = METRIC_LABELS[board.metric]
+    found = winners(board)
+    table = Table(
+        (
+            "set",
+            "best chunker",
+            "best embedder",
+            "best setting",
+            label,
+            "cells tied with the best",
+            "the pick's rank",
+            f"the pick's {label}",
+        ),
+        [
+            (
+                _text(w.set),
+                *_cell_names(w.best),
+                _estimate(w.value),
+                _text(f"{w.tied} of {w.cells}"),
+                _text(f"{w.pick_rank:g} of {w.cells}"),
+                _estimate(w.pick_value),
+            )
+            for w in found
+        ],
+        css="winners",
+    )
+    pick = " x ".join(v.text for v in _cell_names(board.ranking[0].key))
+    first = sum(w.best == w.pick for w in found)
+    return Section(
+        "Per-set winners",
+        (
+            f"Each set's best cell at {board.budget:,} tokens by {label} (of the "
+            f"{len(board.ranking)} cells every set has), with its {pct} interval and how many "
+            f"cells no Holm-adjusted paired test tells from it, beside the board's pick ({pick}): "
+            f"its rank and {label} on that set. The pick is the best cell on {first} of the "
+            f"{len(found)} sets.",
+        ),
+        (("", table),),
+    )
+
+
+def _pictures_section(board: Leaderboard, pct: str) -> Section:
+    """Recall against budget per set for the top cells, and every cell's rank in every set: the
+    figures on the page, their numbers as tables."""
+    label = METRIC_LABELS[board.metric]
+    names = [b.name for b in board.sets]
+    per_set = ranks_per_set(board)
+    ranks_table = Table(
+        ("#", "chunker", "embedder", "setting", *(f"rank in {s}" for s in names)),
+        [
+            (
+                _text(str(i + 1)),
+                *_cell_names(r.key),
+                *(_text(f"{per_set[r.key][s]:g}") for s in names),
+            )
+            for i, r in enumerate(board.top)
+        ],
+    )
+    budgets = board.suite.budgets
+    curve_rows = []
+    for set_board in board.sets:
+        for i, r in enumerate(board.top):
+            for curve in (budget_curve(set_board, r.key), widest_curve(set_board, r.key)):
+                if not curve:
+                    continue
+                points = {c.tokens: c.metrics[board.metric] for c in curve}
+                curve_rows.append(
+                    (
+                        _text(set_board.name),
+                        _text(str(i + 1)),
+                        _text(setting_family(curve[0].setting)),
+                        *(_estimate(points[b]) if b in points else _text("-") for b in budgets),
+                    )
+                )
+    curves_table = Table(("set", "#", "setting", *(f"{b:,} tokens" for b in budgets)), curve_rows)
+    return Section(
+        "Recall against budget, and ranks across sets",
+        (
+            f"Per set, the top {len(board.top)} cells' {label} at every token budget their "
+            f"ranker is read at, with {pct} intervals; where a cell's ranker is read at one "
+            "budget only, its chunker and embedder under the ranker read at the most budgets "
+            "beside it (dotted on the page); then the rank of every one of the "
+            f"{len(board.ranking)} cells within each set at {board.budget:,} tokens (1 is best), "
+            "in the board's order. The page draws both; the tables below are their numbers for "
+            "the top cells.",
+        ),
+        (
+            (f"The top cells' {label} by token budget (# as in the top table)", curves_table),
+            (f"Rank of the top cells within each set at {board.budget:,} tokens", ranks_table),
+        ),
+        figures=(*budget_figures(board, label), rank_heatmap(board, label)),
+        legend=tuple(budget_legend(board)),
     )
 
 
@@ -496,12 +616,48 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: now
 .ci { color: #5b6472; font-size: 0.8em; margin-left: 0.25em; }
 table.matrix td.num { min-width: 4.5rem; }
 code { background: #eef1f5; padding: 0.05rem 0.3rem; border-radius: 3px; }
+.figures { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr));
+  gap: 0.8rem; margin: 0.6rem 0 1rem; }
+.figure { background: #fff; border: 1px solid #dfe3e8; min-height: 300px; }
+.figure.wide { grid-column: 1 / -1; }
+.legend { display: flex; flex-wrap: wrap; gap: 0.3rem 1.2rem; list-style: none; padding: 0;
+  margin: 0.4rem 0; font-size: 0.86rem; }
+.legend .swatch { display: inline-block; width: 1.6rem; height: 0.25rem; margin-right: 0.4rem;
+  vertical-align: middle; }
+#figures-note { color: #a33; }
+details { margin: 0.4rem 0 1rem; }
+summary { cursor: pointer; color: #3a4a66; }
+"""
+
+# plotly.js comes gzip-compressed and base64-encoded in #plotly-js (as the report carries it),
+# inflated with the browser's DecompressionStream; then every figure of #figures is drawn and
+# the body marked ready.
+SCRIPT = """
+(async () => {
+  const note = document.getElementById("figures-note");
+  try {
+    const packed = document.getElementById("plotly-js");
+    const bytes = Uint8Array.from(atob(packed.textContent.trim()), (c) => c.charCodeAt(0));
+    const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    const script = document.createElement("script");
+    script.textContent = await new Response(inflated).text();
+    document.head.append(script);
+    const figures = JSON.parse(document.getElementById("figures").textContent);
+    for (const f of figures) {
+      await Plotly.newPlot(f.id, f.data, f.layout, { displaylogo: false, responsive: true });
+    }
+  } catch (error) {
+    if (note) note.textContent = `The figures could not be drawn: ${error}.`;
+    console.error(error);
+  }
+  document.body.setAttribute("data-ready", "true");
+})();
 """
 
 
 def to_html(board: Leaderboard) -> str:
-    """The leaderboard as one self-contained HTML page: inline CSS, no script, no external
-    resource."""
+    """The leaderboard as one self-contained HTML page: inline CSS, the figures' data and
+    plotly.js inline (packed), no external resource: it opens from disk with no network."""
     title = f"chunkmark suite leaderboard: {board.suite.path.name}"
     parts = [
         "<!doctype html>",
@@ -509,19 +665,66 @@ def to_html(board: Leaderboard) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{html.escape(title)}</title>",
         f"<style>{CSS}</style></head>",
-        '<body data-ready="true"><main>',
+        "<body><main>",
         f"<h1>{html.escape(title)}</h1>",
     ]
+    figures: list[Figure] = []
     for index, section in enumerate(sections(board)):
         tag = f"h{section.level}"
         parts.append(f'<section id="section-{index}">')
         parts.append(f"<{tag}>{html.escape(section.title)}</{tag}>")
         parts += [f"<p>{_inline_code(p)}</p>" for p in section.paragraphs]
-        for caption, table in section.tables:
-            parts.append(_html_table(caption, table))
+        tables = [_html_table(caption, table) for caption, table in section.tables]
+        if section.figures:
+            parts.append(_html_figures(section))
+            tables = ["<details><summary>The figures' numbers</summary>", *tables, "</details>"]
+            figures += section.figures
+        parts += tables
         parts.append("</section>")
-    parts.append("</main></body></html>")
+    parts.append("</main>")
+    parts.append(f'<script type="application/json" id="figures">{_figures_json(figures)}</script>')
+    parts.append(
+        '<script type="application/octet-stream" id="plotly-js" data-encoding="gzip+base64">'
+        f"{packed_script(plotly_js())}</script>"
+    )
+    parts.append(f"<script>{SCRIPT}</script>")
+    parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _figures_json(figures: Sequence[Figure]) -> str:
+    """The figures as JSON safe inside a ``<script>`` element (NaN written as null: a gap)."""
+    return embed_json([_no_nan(f.to_dict()) for f in figures])
+
+
+def _no_nan(value: Any) -> Any:
+    if isinstance(value, float):
+        return json_float(value)
+    if isinstance(value, dict):
+        return {k: _no_nan(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_no_nan(v) for v in value]
+    return value
+
+
+def _html_figures(section: Section) -> str:
+    out = ['<p id="figures-note"></p>']
+    if section.legend:
+        out.append('<ul class="legend">')
+        out += [
+            f'<li><span class="swatch" style="background:{colour}"></span>{html.escape(name)}</li>'
+            for name, colour in section.legend
+        ]
+        out.append("</ul>")
+    out.append('<div class="figures">')
+    for figure in section.figures:
+        wide = " wide" if figure.data and figure.data[0].get("type") == "heatmap" else ""
+        out.append(
+            f'<div class="figure{wide}" id="{figure.id}" role="img" '
+            f'aria-label="{html.escape(figure.title)}"></div>'
+        )
+    out.append("</div>")
+    return "\n".join(out)
 
 
 def _inline_code(paragraph: str) -> str:
