@@ -51,6 +51,17 @@ def leaderboard_command(
     resamples: Annotated[
         int, typer.Option(min=100, help="Bootstrap resamples of every interval.")
     ] = 1000,
+    add: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--add",
+            metavar="FOLDER",
+            help="Another `chunkmark suite run` folder over the board's sets and samples (say, a "
+            'closed model\'s: `suite run -e "openai(...)"`), repeatable: its cells join the '
+            "board, with the model, versions and cost they were run with.",
+            show_default=False,
+        ),
+    ] = None,
     permutations: options.Permutations = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutation draws.")] = 0,
     as_json: options.Json = False,
@@ -75,6 +86,7 @@ def leaderboard_command(
         permutations=permutations,
         seed=seed,
         progress=say,
+        add=add or [],
     )
     files = write_leaderboard(board, out if out is not None else suite_dir)
     if as_json:

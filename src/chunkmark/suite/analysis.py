@@ -42,6 +42,7 @@ from chunkmark.suite.folder import (
     Suite,
     ranker_name,
     ranker_spec,
+    read_manifest,
 )
 from chunkmark.suite.holdout import HoldOut
 
@@ -125,6 +126,25 @@ class EmbedderRow:
     index_seconds: float
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """An embedder whose cells were merged in from another suite folder (``--add``): the model as
+    its runs recorded it (``identity``: name, host, dimensions...), when and with which versions
+    they ran, the sets and chunkers, and what embedding every chunking cost (tokens embedded x
+    the price table's price; None when no price is known)."""
+
+    folder: str
+    embedder: str
+    identity: dict[str, Any]
+    versions: dict[str, str]
+    created: str
+    sets: tuple[str, ...]
+    chunkers: int
+    tokens_embedded: int
+    price_per_million: float | None
+    cost: float | None
+
+
 @dataclass
 class Leaderboard:
     """Everything the page and the table show."""
@@ -144,6 +164,7 @@ class Leaderboard:
     embedders: list[EmbedderRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     holdout: HoldOut | None = None  # each set left out in turn (chunkmark.suite.holdout)
+    added: list[Provenance] = field(default_factory=list)  # cells merged in with --add
 
     @property
     def top(self) -> list[RankRow]:
@@ -151,8 +172,9 @@ class Leaderboard:
 
     @property
     def command(self) -> str:
+        adds = "".join(f" --add {p}" for p in dict.fromkeys(a.folder for a in self.added))
         return (
-            f"chunkmark suite leaderboard {self.suite.path} --budget {self.budget} "
+            f"chunkmark suite leaderboard {self.suite.path}{adds} --budget {self.budget} "
             f"--metric {self.metric} --seed {self.seed}"
         )
 
@@ -493,3 +515,38 @@ def _curve(set_board: SetBoard, cell: SetCell, ranker: str) -> list[SetCell]:
 def _metric(set_board: SetBoard, key: CellKey, metric: str) -> Estimate:
     cell = set_board.cell(key)
     return cell.metrics[metric] if cell is not None else Estimate(math.nan, math.nan, math.nan)
+
+
+def provenance(boards: Sequence[SetBoard], added: Sequence[Suite]) -> list[Provenance]:
+    """Per added suite folder and embedder: where its cells came from and what they cost."""
+    out = []
+    for other in added:
+        runs = {s.name: read_manifest(other.path / s.folder) for s in other.sets}
+        for embedder in dict.fromkeys(e for m in runs.values() for e in m.get("embedders") or []):
+            cells = {
+                (c.set, c.chunker): c
+                for b in boards
+                for c in b.cells
+                if c.source == str(other.path) and c.embedder == embedder
+            }
+            if not cells:
+                continue
+            sets = tuple(dict.fromkeys(s for s, _ in cells))
+            first = runs[sets[0]]
+            recorded = (first.get("embedding") or {}).get(embedder) or {}
+            costs = [c.cost for c in cells.values()]
+            out.append(
+                Provenance(
+                    folder=str(other.path),
+                    embedder=embedder,
+                    identity=dict(recorded.get("identity") or {}),
+                    versions={str(k): str(v) for k, v in (first.get("versions") or {}).items()},
+                    created=str(first.get("created") or ""),
+                    sets=sets,
+                    chunkers=len({chunker for _, chunker in cells}),
+                    tokens_embedded=sum(c.tokens_embedded for c in cells.values()),
+                    price_per_million=next(iter(cells.values())).price_per_million,
+                    cost=None if None in costs else sum(c for c in costs if c is not None),
+                )
+            )
+    return out

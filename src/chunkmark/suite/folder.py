@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -112,14 +112,7 @@ def read_suite(suite_dir: str | Path) -> Suite:
     file = path / SUITE_FILE
     if not file.is_file():
         raise LeaderboardError(f"{path} holds no {SUITE_FILE}.", _SUITE_FIX)
-    try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LeaderboardError(
-            f"Cannot read {file}: {exc}.", "Rerun `chunkmark suite run`."
-        ) from None
-    if not isinstance(raw, dict):
-        raise LeaderboardError(f"{file} is not a JSON object.", _SUITE_FIX)
+    raw = _json_object(file, "Rerun `chunkmark suite run`.")
     if raw.get("format") != SUITE_FORMAT:
         raise LeaderboardError(
             f"{file}: format {raw.get('format')!r}; this chunkmark reads format {SUITE_FORMAT}.",
@@ -232,6 +225,9 @@ class SetCell:
     tokens_embedded: int
     index_seconds: float
     diagnostics: dict[str, float]
+    source: str = ""  # the added suite folder the cell was read from ("": the board's own)
+    cost: float | None = None  # tokens embedded x the embedder's price (None: no price known)
+    price_per_million: float | None = None  # the embedder's price per million tokens
 
     @property
     def key(self) -> CellKey:
@@ -371,6 +367,7 @@ class _Row:
     setting: SuiteSetting
     ids: tuple[str, ...]
     per_question: dict[str, FloatArray]
+    source: str
 
 
 def read_set(
@@ -381,9 +378,12 @@ def read_set(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     notes: list[str] | None = None,
+    added: Sequence[Suite] = (),
 ) -> SetBoard:
     """One set's results folder as a :class:`SetBoard`: its rows at the suite's settings (the
-    default scoring), with bootstrap intervals of the shown metrics."""
+    default scoring), with bootstrap intervals of the shown metrics; with the same set's folders
+    of the ``added`` suites (:func:`read_added`) merged in, each checked to hold the same
+    sample."""
     notes = notes if notes is not None else []
     folder = suite.path / suite_set.folder
     if not folder.is_dir():
@@ -391,19 +391,20 @@ def read_set(
             f"{folder} (set {suite_set.name}) does not exist.",
             f"Rerun `chunkmark suite run` to write it, or remove the set from {suite.path / SUITE_FILE}.",
         )
-    data = load_runs([folder])
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    diagnostics = {
-        (str(c.get("chunker")), str(c.get("embedder"))): diagnostic_values(c.get("diagnostics"))
-        for c in manifest.get("cells") or []
-        if isinstance(c, dict)
-    }
+    folders, sources = [folder], [""]
+    for other in added:
+        for each in other.sets:
+            if each.name == suite_set.name:
+                folders.append(_same_sample(folder, other.path / each.folder, each.name))
+                sources.append(str(other.path))
+    data = load_runs(folders)
+    diagnostics = _diagnostics(folders)
     boundaries = _boundary_scores(suite, suite_set, data, notes)
     cells: list[SetCell] = []
     values: dict[CellKey, dict[str, FloatArray]] = {}
     keyword_rows: dict[tuple[str, str], list[tuple[str, dict[str, FloatArray]]]] = {}
     question_ids: tuple[str, ...] | None = None
-    for read in _set_rows(suite, suite_set, data, notes):
+    for read in _set_rows(suite, suite_set, data, notes, sources):
         if question_ids is None:
             question_ids = read.ids
         elif read.ids != question_ids:
@@ -421,6 +422,15 @@ def read_set(
                 continue  # the same keyword ranking under another embedder: counted once
             embedder = named
         key: CellKey = (read.info.chunker, embedder, read.setting.label)
+        if key in values and read.source:
+            if all(np.array_equal(values[key][m], read.per_question[m]) for m in values[key]):
+                continue  # the same cell in the board's folder and an added one: counted once
+            raise LeaderboardError(
+                f"{read.source}: the cell {read.info.chunker} x {read.info.embedder} at "
+                f"{read.row.retrieval} (set {suite_set.name}) is also in {folder}, with other "
+                "results.",
+                "Add only cells the board does not have (run the added suite without them).",
+            )
         if key in values:
             raise LeaderboardError(
                 f"{folder}: two retrieval specs of the set map to the setting "
@@ -447,7 +457,7 @@ def read_set(
 
 
 def _set_rows(
-    suite: Suite, suite_set: SuiteSet, data: ReportData, notes: list[str]
+    suite: Suite, suite_set: SuiteSet, data: ReportData, notes: list[str], sources: list[str]
 ) -> Iterator[_Row]:
     """The rows of a set's folder (the default scoring) at the suite's settings for the set's
     scope, with their per-question values; a row without them, or at a setting suite.json does
@@ -478,7 +488,7 @@ def _set_rows(
         per_question = {
             m: np.asarray(scores.values[m], dtype=np.float64)[order] for m in METRICS_SHOWN
         }
-        yield _Row(row, info, setting, ids, per_question)
+        yield _Row(row, info, setting, ids, per_question, sources[info.run])
     if unmatched:
         notes.append(
             f"{suite_set.name}: {len(unmatched)} retrieval setting(s) of the folder are not in "
@@ -511,7 +521,89 @@ def _set_cell(
         tokens_embedded=0 if embedder_free else info.tokens_embedded,
         index_seconds=info.index_seconds,
         diagnostics=diagnostics,
+        source=read.source,
+        cost=None if embedder_free else info.cost,
+        price_per_million=None if embedder_free else info.price_per_million,
     )
+
+
+def _diagnostics(folders: Sequence[Path]) -> dict[tuple[str, str], dict[str, float]]:
+    """Per chunker x embedder: the diagnostics the folders' manifests record for its cell."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for folder in folders:
+        for c in read_manifest(folder).get("cells") or []:
+            if isinstance(c, dict):
+                out[(str(c.get("chunker")), str(c.get("embedder")))] = diagnostic_values(
+                    c.get("diagnostics")
+                )
+    return out
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """A results folder's ``manifest.json`` (a LeaderboardError line when it cannot be read)."""
+    return _json_object(folder / "manifest.json", "Rerun the set with `chunkmark suite run`.")
+
+
+def _json_object(file: Path, fix: str) -> dict[str, Any]:
+    """The JSON object in ``file``; one LeaderboardError line with ``fix`` when it cannot be
+    read or is not an object."""
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LeaderboardError(f"Cannot read {file}: {exc}.", fix) from None
+    if not isinstance(raw, dict):
+        raise LeaderboardError(f"{file} is not a JSON object.", fix)
+    return raw
+
+
+def read_added(suite: Suite, paths: Sequence[str | Path]) -> list[Suite]:
+    """Suite folders whose cells join the board's (``--add``): say, a closed model's results
+    from ``chunkmark suite run -e "openai(...)"`` over the board's sets. Each set of an added
+    folder must be a set of the board, searched in the same scope (its sample is checked when
+    the set is read); a set the board has and an added folder lacks leaves the added cells off
+    the ranking across sets, with a note."""
+    added = [read_suite(p) for p in paths]
+    board = {s.name: s for s in suite.sets}
+    for other in added:
+        for each in other.sets:
+            mine = board.get(each.name)
+            if mine is None:
+                raise LeaderboardError(
+                    f"{other.path / SUITE_FILE}: the set {each.name!r} is not on the board "
+                    f"({suite.path / SUITE_FILE} has {', '.join(board)}).",
+                    "Add results of the board's own sets (`chunkmark suite run` with its sets).",
+                )
+            if each.scope != mine.scope:
+                raise LeaderboardError(
+                    f"{other.path / SUITE_FILE}: the set {each.name!r} was searched in scope "
+                    f"{each.scope!r}, on the board in scope {mine.scope!r}.",
+                    "Rerun the added suite with this chunkmark's `chunkmark suite run`.",
+                )
+    return added
+
+
+def _same_sample(board: Path, added: Path, name: str) -> Path:
+    """``added``, when its dataset is the one the board's folder of the set was run on (the
+    same fingerprint: the same documents and questions); else one LeaderboardError line."""
+    if not added.is_dir():
+        raise LeaderboardError(
+            f"{added} (set {name}) does not exist.",
+            "Rerun the added suite with `chunkmark suite run`, or remove the set from its "
+            "suite.json.",
+        )
+    found = []
+    for folder in (board, added):
+        datasets = read_manifest(folder).get("datasets") or [{}]
+        found.append((str(datasets[0].get("fingerprint")), datasets[0].get("questions")))
+    if found[0] != found[1]:
+        raise LeaderboardError(
+            f"{added}: the set {name} was run on another sample than the board's ({found[1][1]} "
+            f"questions, dataset fingerprint {found[1][0]}; the board's {board}: {found[0][1]} "
+            f"questions, fingerprint {found[0][0]}).",
+            "Run the added suite on the board's sample: the same sets and the same --docs and "
+            "--seed (or --full) in `chunkmark suite run`.",
+        )
+    return added
 
 
 def _boundary_scores(

@@ -12,7 +12,7 @@ builds the board from a folder (:func:`build_leaderboard`), writes it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +28,7 @@ from chunkmark.suite.analysis import (
     diagnostic_rho,
     embedder_rows,
     kendall_matrix,
+    provenance,
     rank_cells,
     variance_of,
 )
@@ -36,6 +37,8 @@ from chunkmark.suite.folder import (
     DEFAULT_RESAMPLES,
     SUITE_FILE,
     LeaderboardError,
+    Suite,
+    read_added,
     read_set,
     read_suite,
 )
@@ -60,28 +63,28 @@ def build_leaderboard(
     alpha: float = 0.05,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    add: Sequence[str | Path] = (),
 ) -> Leaderboard:
-    """Read a suite folder and compute the leaderboard (nothing is written)."""
+    """Read a suite folder, with the cells of the suite folders ``add`` merged in
+    (:func:`chunkmark.suite.folder.read_added`), and compute the leaderboard (nothing is
+    written)."""
     say = progress or (lambda _msg: None)
-    if metric not in RANK_METRICS:
-        raise LeaderboardError(
-            f"The leaderboard ranks by one of {', '.join(RANK_METRICS)}, not {metric!r}.",
-            f"Pass --metric {DEFAULT_METRIC}.",
-        )
-    suite = read_suite(suite_dir)
-    if budget not in suite.budgets:
-        have = ", ".join(str(b) for b in suite.budgets) or "none"
-        raise LeaderboardError(
-            f"{suite.path / SUITE_FILE} has no setting with a budget of {budget} tokens "
-            f"(budgets: {have}).",
-            "Pass --budget with one of its budgets.",
-        )
+    suite = _checked_suite(suite_dir, budget, metric)
+    added = read_added(suite, add)
     notes: list[str] = []
     boards = []
     for suite_set in suite.sets:
         say(f"reading {suite_set.name}")
         boards.append(
-            read_set(suite, suite_set, level=level, resamples=resamples, seed=seed, notes=notes)
+            read_set(
+                suite,
+                suite_set,
+                level=level,
+                resamples=resamples,
+                seed=seed,
+                notes=notes,
+                added=added,
+            )
         )
     labels = [s.label for s in suite.settings if s.tokens == budget]
     at_budget = [[c for c in b.cells if c.setting in labels] for b in boards]
@@ -135,7 +138,27 @@ def build_leaderboard(
         embedders=embedders,
         notes=notes,
         holdout=holdout,
+        added=provenance(boards, added),
     )
+
+
+def _checked_suite(suite_dir: str | Path, budget: int, metric: str) -> Suite:
+    """The suite folder's suite.json, with ``budget`` among its budgets and ``metric`` one the
+    board ranks by (else one LeaderboardError line)."""
+    if metric not in RANK_METRICS:
+        raise LeaderboardError(
+            f"The leaderboard ranks by one of {', '.join(RANK_METRICS)}, not {metric!r}.",
+            f"Pass --metric {DEFAULT_METRIC}.",
+        )
+    suite = read_suite(suite_dir)
+    if budget not in suite.budgets:
+        have = ", ".join(str(b) for b in suite.budgets) or "none"
+        raise LeaderboardError(
+            f"{suite.path / SUITE_FILE} has no setting with a budget of {budget} tokens "
+            f"(budgets: {have}).",
+            "Pass --budget with one of its budgets.",
+        )
+    return suite
 
 
 def write_leaderboard(board: Leaderboard, out: str | Path) -> dict[str, Path]:

@@ -90,7 +90,10 @@ def _cell_names(key: CellKey) -> tuple[Value, Value, Value]:
 def sections(board: Leaderboard) -> list[Section]:
     """The leaderboard's content, in page order."""
     pct = f"{board.level:.0%}"
-    out = [_overview(board, pct), _top_section(board, pct)]
+    out = [_overview(board, pct)]
+    if board.added:
+        out.append(_added_section(board))
+    out.append(_top_section(board, pct))
     if board.ranking:
         out += [_winners_section(board, pct), _pictures_section(board, pct)]
     if board.holdout is not None:
@@ -144,6 +147,62 @@ def _overview(board: Leaderboard, pct: str) -> Section:
             "question's own document (scope 'document'); the others over the whole corpus.",
         ),
         (("Sets", sets), ("Retrieval settings", settings)),
+    )
+
+
+def _added_section(board: Leaderboard) -> Section:
+    """Where the cells merged in with --add came from, and what embedding them cost."""
+    rows: list[tuple[Value, ...]] = []
+    for a in board.added:
+        kind = a.embedder.split("(", 1)[0]
+        client = a.versions.get(kind) or a.versions.get(kind.replace("_", "-"))
+        cost = "no price known" if a.cost is None else f"{a.cost:.4f}"
+        price = "-" if a.price_per_million is None else f"{a.price_per_million:g}"
+        rows.append(
+            (
+                _text(short("embedder", a.embedder)),
+                _text(str(a.identity.get("name") or "-")),
+                _text(str(a.identity.get("base_url") or "-")),
+                _text(a.folder),
+                _text(", ".join(a.sets)),
+                _count(a.chunkers),
+                _text(a.created or "-"),
+                _text(
+                    f"chunkmark {a.versions.get('chunkmark', '?')}"
+                    + (f", {kind} {client}" if client else "")
+                ),
+                _count(a.tokens_embedded),
+                _text(price),
+                Value(cost, number=a.cost),
+            )
+        )
+    table = Table(
+        (
+            "embedder",
+            "model",
+            "host",
+            "results folder",
+            "sets",
+            "chunkers",
+            "run on",
+            "versions",
+            "tokens embedded",
+            "price per 1M tokens (USD)",
+            "cost (USD)",
+        ),
+        rows,
+        css="added",
+    )
+    return Section(
+        "Added results",
+        (
+            "Cells merged in from other suite folders (`chunkmark suite leaderboard --add`), "
+            "each run on the board's own samples of its sets (checked by the datasets' "
+            "fingerprints): the model as the run recorded it, when and with which versions it "
+            "ran, and what embedding every chunking of every set cost (tokens embedded x the "
+            "price table's price per million tokens; queries not counted).",
+        ),
+        (("", table),),
     )
 
 
