@@ -58,6 +58,10 @@ def suites(sets: list[Path], tmp_path_factory: pytest.TempPathFactory) -> dict[s
     return {"root": root, "board": root / "board", "closed": root / "closed", "server": server}
 
 
+def server_url(suites: dict[str, Any]) -> str:
+    return str(suites["server"].url)
+
+
 @pytest.mark.integration
 def test_a_closed_models_cells_join_the_board_with_model_versions_and_cost(
     suites: dict[str, Any],
@@ -127,6 +131,22 @@ def test_the_command_merges_and_another_sample_is_refused_in_one_line(
         "--out", str(root / "page"), *FAST, "--json",
     )  # fmt: skip
     assert made.exit_code == 0, made.output
+    (added,) = json.loads(made.stdout)["added"]
+    assert (added["model"], added["sets"]) == (MODEL, ["demo", "stitched"])
+    assert added["cost"] == pytest.approx(
+        added["tokens_embedded"] * added["price_per_million"] / 1e6
+    )
+    said = invoke(
+        "suite", "leaderboard", str(suites["board"]), "--add", str(suites["closed"]),
+        "--out", str(root / "page"), *FAST, "--quiet",
+    )  # fmt: skip
+    assert said.exit_code == 0, said.output
+    line = next(x for x in said.stdout.splitlines() if x.startswith("added: "))
+    assert line.startswith(f"added: openai(model='{MODEL}', base_url='{server_url(suites)}'")
+    assert line.endswith(
+        f") from {suites['closed']} on 2 sets, "
+        f"{added['tokens_embedded']:,} tokens embedded, ${added['cost']:.4f}"
+    )
     page = (root / "page" / "leaderboard.html").read_text(encoding="utf-8")
     assert "Added results" in page and MODEL in page
     # the demo with five questions fewer: another sample, under the same set name

@@ -102,6 +102,12 @@ def leaderboard_command(
             f"{row.setting}: mean rank {rank.value:.2f} "
             f"[{rank.low:.2f}, {rank.high:.2f}], tied with the best in {row.tied_sets} of {row.sets} sets"
         )
+    for a in board.added:
+        cost = "no price known" if a.cost is None else f"${a.cost:.4f}"
+        typer.echo(
+            f"added: {short_name('embedder', a.embedder)} from {a.folder} on "
+            f"{len(a.sets)} sets, {a.tokens_embedded:,} tokens embedded, {cost}"
+        )
     for note in board.notes:
         typer.echo(f"note: {note}", err=True)
     typer.echo(f"wrote {files['markdown']} and {files['html']}")

@@ -824,7 +824,8 @@ def _html_table(caption: str, table: Table) -> str:
 
 def summary(board: Leaderboard, files: Mapping[str, Path] | None = None) -> dict[str, Any]:
     """A small machine-readable summary: the sets, the top cells with their intervals, the
-    variance split, and the files written."""
+    variance split, the cells added from other folders with their cost, and the files
+    written."""
     return {
         "suite": str(board.suite.path),
         "budget": board.budget,
@@ -857,6 +858,18 @@ def summary(board: Leaderboard, files: Mapping[str, Path] | None = None) -> dict
             }
             for v in board.variance
         },
+        "added": [
+            {
+                "folder": a.folder,
+                "embedder": a.embedder,
+                "model": a.identity.get("name"),
+                "sets": list(a.sets),
+                "tokens_embedded": a.tokens_embedded,
+                "price_per_million": a.price_per_million,
+                "cost": a.cost,
+            }
+            for a in board.added
+        ],
         "notes": list(board.notes),
         "files": {name: str(path) for name, path in (files or {}).items()},
     }
