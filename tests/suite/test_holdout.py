@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from chunkmark.report.data import short_name
+from chunkmark.suite.folder import LeaderboardError
 from chunkmark.suite.holdout import leave_one_set_out, mean_rank_pick, minimax_regret_pick
-from chunkmark.suite.leaderboard import LeaderboardError, leave_one_set_out_suite
+from chunkmark.suite.leaderboard import leave_one_set_out_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "leaderboard" / "default-suite"
@@ -213,7 +214,7 @@ def test_a_keyword_cell_is_one_per_chunking_not_one_per_embedder() -> None:
     # cluster_semantic chunks with the cell's embedder, so its BM25 ranking differs by embedder
     # (evidence_inference: 0.642 chunked with MiniLM, 0.585 with model2vec in summary.csv);
     # fixed_tokens chunks alike under every embedder and is one keyword cell.
-    from chunkmark.suite.leaderboard import NO_EMBEDDER, read_set, read_suite
+    from chunkmark.suite.folder import NO_EMBEDDER, read_set, read_suite
 
     suite = read_suite(SUITE)
     board = read_set(suite, next(s for s in suite.sets if s.name == "evidence_inference"))

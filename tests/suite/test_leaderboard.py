@@ -15,30 +15,38 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import typer
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import spearmanr
 from typer.testing import CliRunner
 
 from chunkmark.chunkers.diagnostics import diagnose
 from chunkmark.cli.suite_leaderboard import leaderboard_command
 from chunkmark.datasets import load_demo
 from chunkmark.metrics import bootstrap_ci
-from chunkmark.suite.leaderboard import (
-    METRICS_SHOWN,
-    NO_EMBEDDER,
+from chunkmark.suite.analysis import (
     Leaderboard,
-    LeaderboardError,
-    SetCell,
-    build_leaderboard,
-    diagnostic_values,
+    budget_curve,
     kendall_matrix,
     mean_ranks,
-    read_suite,
+    ranks_per_set,
     spearman,
-    to_markdown,
     variance_split,
-    write_leaderboard,
+    widest_curve,
+    winners,
 )
+from chunkmark.suite.estimates import Estimate
+from chunkmark.suite.folder import (
+    METRICS_SHOWN,
+    NO_EMBEDDER,
+    LeaderboardError,
+    SetBoard,
+    SetCell,
+    diagnostic_values,
+    read_suite,
+)
+from chunkmark.suite.leaderboard import build_leaderboard, write_leaderboard
+from chunkmark.suite.render import to_markdown
 from conftest import shared_dir
+from metrics.test_agreement import tau_b_by_pairs
 from suite.leaderboard_suite import SETTINGS, write_suite
 
 RESAMPLES = 200
@@ -233,8 +241,9 @@ def test_every_cell_has_an_interval(board: Leaderboard) -> None:
                 assert interval.match(row[i]), (header[i], row[i])
                 checked += 1
     # the per-set tables (3 sets x 21 cells x 3 metrics), the top 5 and the ranking (14 rows x
-    # a mean rank and a metric per set), the embedders (3 sets x 2 embedders x mean and best)
-    assert checked == 3 * 21 * 3 + (5 + 9) * 4 + 3 * 2 * 2
+    # a mean rank and a metric per set), the embedders (3 sets x 2 embedders x mean and best),
+    # the winners (3 sets x the best's and the pick's)
+    assert checked == 3 * 21 * 3 + (5 + 9) * 4 + 3 * 2 * 2 + 3 * 2
 
 
 METRIC_COLUMNS = ("recall", "IoU", "containment recall")
@@ -292,12 +301,14 @@ def summary_means(folder: Path, retrieval: str) -> dict[tuple[str, str], float]:
         }
 
 
-@pytest.mark.integration
-def test_tau_and_ranks_agree_with_the_summaries(board: Leaderboard, suite_dir: Path) -> None:
+def set_means(
+    board: Leaderboard, suite_dir: Path, labels: tuple[str, ...] = ("dense @256", "bm25 @256")
+) -> dict[str, dict[tuple[str, str, str], float]]:
+    """Each set's cell means at ``labels``, read from its summary.csv (not from the board)."""
     means: dict[str, dict[tuple[str, str, str], float]] = {}
     for set_board in board.sets:
         means[set_board.name] = {}
-        for label in ("dense @256", "bm25 @256"):
+        for label in labels:
             spec = next(c.retrieval for c in set_board.cells if c.setting == label)
             for (chunker, embedder), mean in summary_means(
                 suite_dir / set_board.name, spec
@@ -308,11 +319,25 @@ def test_tau_and_ranks_agree_with_the_summaries(board: Leaderboard, suite_dir: P
                     means[set_board.name][key] = mean
                 else:
                     means[set_board.name][(chunker, embedder, label)] = mean
+    return means
+
+
+def hand_ranks(means: dict[tuple[str, str, str], float]) -> dict[tuple[str, str, str], float]:
+    """1 for the highest mean; cells with equal means share the mean of their ranks."""
+    return {
+        k: 1 + sum(v > m for v in means.values()) + (sum(v == m for v in means.values()) - 1) / 2
+        for k, m in means.items()
+    }
+
+
+@pytest.mark.integration
+def test_tau_and_ranks_agree_with_the_summaries(board: Leaderboard, suite_dir: Path) -> None:
+    means = set_means(board, suite_dir)
     keys = sorted(means["demo"])
     for a in means:
         for b in means:
-            expected = kendalltau([means[a][k] for k in keys], [means[b][k] for k in keys])
-            assert board.tau[(a, b)].tau == pytest.approx(expected.statistic)
+            expected = tau_b_by_pairs([means[a][k] for k in keys], [means[b][k] for k in keys])
+            assert board.tau[(a, b)].tau == pytest.approx(expected, abs=1e-12)
             assert board.tau[(a, b)].n == 9
     for row in board.ranking:
         assert row.means == pytest.approx({s: means[s][row.key] for s in means})
@@ -321,6 +346,75 @@ def test_tau_and_ranks_agree_with_the_summaries(board: Leaderboard, suite_dir: P
         best = max(means[set_board.name], key=lambda k: means[set_board.name][k])
         assert any(means[set_board.name][k] == means[set_board.name][best] for k in set_board.tied)
     assert sum(r.tied_sets for r in board.ranking) == sum(len(b.tied) for b in board.sets)
+
+
+@pytest.mark.integration
+def test_winners_and_ranks_per_set_are_the_summaries(board: Leaderboard, suite_dir: Path) -> None:
+    means = set_means(board, suite_dir)
+    per_set = ranks_per_set(board)
+    pick = board.ranking[0].key
+    found = winners(board)
+    assert [w.set for w in found] == ["demo", "fairytaleqa", "stitched"]
+    for w, set_board in zip(found, board.sets, strict=True):
+        ranks = hand_ranks(means[w.set])
+        assert {k: per_set[k][w.set] for k in ranks} == ranks
+        assert means[w.set][w.best] == max(means[w.set].values())
+        assert w.value.value == pytest.approx(max(means[w.set].values()))
+        assert w.value.low <= w.value.value <= w.value.high
+        assert w.pick == pick and w.pick_rank == ranks[pick]
+        assert w.pick_value.value == pytest.approx(means[w.set][pick])
+        assert (w.tied, w.cells) == (len(set_board.tied), 9)
+    # the markdown's winners table: one row per set, the best cell's recall with its interval
+    (header, rows), *_ = [
+        t for t in markdown_tables(to_markdown(board)) if "the pick's rank" in t[0]
+    ]
+    assert [r[0] for r in rows] == ["demo", "fairytaleqa", "stitched"]
+    for row, w in zip(rows, found, strict=True):
+        assert row[header.index("recall")].startswith(f"{max(means[w.set].values()):.3f} [")
+        assert row[header.index("the pick's rank")] == f"{hand_ranks(means[w.set])[pick]:g} of 9"
+
+
+@pytest.mark.integration
+def test_the_budget_curves_read_each_budget_of_the_cells_ranker(
+    board: Leaderboard, suite_dir: Path
+) -> None:
+    both = set_means(board, suite_dir, ("dense @256", "dense @512", "bm25 @256"))
+    for set_board in board.sets:
+        for row in board.top:
+            curve = budget_curve(set_board, row.key)
+            chunker, embedder, label = row.key
+            if label == "bm25 @256":  # read at one budget; a keyword cell has no dense curve
+                assert [c.tokens for c in curve] == [256]
+                assert widest_curve(set_board, row.key) == []
+                continue
+            assert [c.tokens for c in curve] == [256, 512]
+            for cell, setting in zip(curve, ("dense @256", "dense @512"), strict=True):
+                expected = both[set_board.name][(chunker, embedder, setting)]
+                assert cell.metrics["recall"].value == pytest.approx(expected)
+
+
+def test_a_ranker_read_at_one_budget_is_drawn_beside_the_widest_one() -> None:
+    from chunkmark.suite.folder import SuiteSet
+
+    def cell(setting: str, tokens: int, retrieval: str, value: float) -> SetCell:
+        e = Estimate(value, value, value)
+        return SetCell(
+            "s", "c", "e", setting, tokens, retrieval, 1, dict.fromkeys(METRICS_SHOWN, e),
+            0.0, 1, 1, 0.0, {},
+        )  # fmt: skip
+
+    dense = [
+        cell("dense @256", 256, "token_budget(tokens=256)", 0.4),
+        cell("dense @1024", 1024, "token_budget(tokens=1024)", 0.6),
+        cell("dense @512", 512, "token_budget(tokens=512)", 0.5),
+    ]
+    hybrid = cell("hybrid @512", 512, "token_budget(tokens=512, ranker='hybrid()')", 0.7)
+    board = SetBoard(SuiteSet("s", "s", "corpus", "", 1, 1), [*dense, hybrid], ("q",), {})
+    assert budget_curve(board, hybrid.key) == [hybrid]
+    assert widest_curve(board, hybrid.key) == [dense[0], dense[2], dense[1]]  # by budget
+    assert budget_curve(board, dense[1].key) == [dense[0], dense[2], dense[1]]
+    assert widest_curve(board, dense[1].key) == []  # its own ranker is the widest
+    assert budget_curve(board, ("c", "e", "no such setting")) == []
 
 
 @pytest.mark.integration
@@ -415,6 +509,8 @@ def test_the_command_writes_both_files_and_prints_json(
         "Kendall's tau",
         "What explains the variance",
         "Do chunk diagnostics predict retrieval?",
+        "## Per-set winners",
+        "## Recall against budget, and ranks across sets",
         "### Set: fairytaleqa",
     ):
         assert heading in markdown
@@ -429,7 +525,7 @@ browser = browser_test.browser  # the report's fixture: headless Chromium throug
 @pytest.mark.integration
 @pytest.mark.skipif(not browser_test.CHROMIUM.exists(), reason="no Chromium")
 def test_the_page_renders_offline_with_an_interval_in_every_metric_cell(
-    browser: Any, board: Leaderboard, tmp_path: Path
+    browser: Any, board: Leaderboard, suite_dir: Path, tmp_path: Path
 ) -> None:
     files = write_leaderboard(board, tmp_path)
     opened = browser_test.open_report(browser, files["html"])
@@ -437,7 +533,8 @@ def test_the_page_renders_offline_with_an_interval_in_every_metric_cell(
     try:
         assert opened.errors == []
         assert opened.requests == [files["html"].resolve().as_uri()]
-        assert page.locator("link, script, img, iframe").count() == 0
+        # plotly.js and the figures' data are in the page: no link, image, frame or script src
+        assert page.locator("link, img, iframe, script[src]").count() == 0
         rank_rows = page.locator("table.rank tbody tr")
         assert rank_rows.count() == 5 + 9  # the top 5, then every ranked cell
         # mean rank and one metric per set: each with its interval
@@ -450,10 +547,49 @@ def test_the_page_renders_offline_with_an_interval_in_every_metric_cell(
         # each set left out: one row, the two picks' regrets with their intervals
         assert page.locator("table.holdout tbody tr").count() == 3
         assert page.locator("table.holdout tbody td.num:has(.ci)").count() == 3 * 2
-        # every cell of every set: its three metrics; the ranking tables; the held-out table
-        assert metric_cells.count() == 3 * 21 * 3 + (5 + 9) * 4 + 3 * 2 * 2 + 3 * 2
+        assert page.locator("table.winners tbody tr").count() == 3
+        # the budget curves' numbers: a dense top cell at 256 and 512 tokens, a BM25 one at 256
+        dense = sum(r.setting == "dense @256" for r in board.top)
+        curves = 3 * (2 * dense + (len(board.top) - dense))
+        # every cell of every set: its three metrics; the ranking tables; the held-out table;
+        # the winners (the best's and the pick's); the curves' numbers
+        assert metric_cells.count() == (
+            3 * 21 * 3 + (5 + 9) * 4 + 3 * 2 * 2 + 3 * 2 + 3 * 2 + curves
+        )
         shown = page.locator("main").inner_text()
         assert not re.search(r"\b(nan|None|null|undefined)\b", shown)
+        _check_figures(page, board, suite_dir)
         browser_test.save_screenshot(page, tmp_path / "leaderboard.png")
     finally:
         page.close()
+
+
+def _check_figures(page: Any, board: Leaderboard, suite_dir: Path) -> None:
+    """Every figure is drawn by plotly.js, and what it draws is the summaries' numbers."""
+    figures = page.locator(".figure")
+    assert figures.count() == 3 + 1  # recall against budget per set, the rank heatmap
+    for i in range(figures.count()):
+        figure = figures.nth(i)
+        assert "js-plotly-plot" in (figure.get_attribute("class") or "")
+        assert figure.locator(".main-svg").count() >= 1
+    means = set_means(board, suite_dir)
+    heat = page.evaluate("() => document.getElementById('figure-ranks').data[0]")
+    assert heat["x"] == ["demo", "fairytaleqa", "stitched"]
+    assert len(heat["y"]) == 9 and len(heat["z"]) == 9
+    for row, z in zip(board.ranking, heat["z"], strict=True):
+        assert z == [hand_ranks(means[s])[row.key] for s in heat["x"]]
+    assert page.locator("#figure-ranks .hm, #figure-ranks .heatmaplayer image").count() >= 1
+    both = set_means(board, suite_dir, ("dense @256", "dense @512"))
+    for index, set_board in enumerate(board.sets):
+        traces = page.evaluate(f"() => document.getElementById('figure-budget-{index}').data")
+        assert len(traces) == len(board.top)  # no top cell here has a wider ranker
+        for trace, row in zip(traces, board.top, strict=True):
+            chunker, embedder, label = row.key
+            if label == "bm25 @256":
+                assert trace["x"] == [256]
+                continue
+            assert trace["x"] == [256, 512]
+            expected = [
+                both[set_board.name][(chunker, embedder, f"dense @{t}")] for t in (256, 512)
+            ]
+            assert trace["y"] == pytest.approx(expected)

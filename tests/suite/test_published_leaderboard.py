@@ -1,6 +1,7 @@
 """The committed leaderboard (leaderboard/): the page and table are what `chunkmark suite
 leaderboard` makes from the committed results alone, the results are a complete run of the
-default grid, and the page renders offline in Chromium with an interval in every metric cell."""
+default grid, and the page renders offline in Chromium with an interval in every metric cell and
+its figures drawn."""
 
 from __future__ import annotations
 
@@ -75,8 +76,17 @@ def test_the_committed_page_renders_offline_with_intervals(browser: Any, tmp_pat
     try:
         assert opened.errors == []
         assert opened.requests == [page_file.resolve().as_uri()]
-        assert page.locator("link, script, img, iframe").count() == 0
+        # plotly.js and the figures' data are in the page: no link, image, frame or script src
+        assert page.locator("link, img, iframe, script[src]").count() == 0
         assert page.locator("section h3").count() == 7  # one section per set
+        # recall against budget for each set and the rank heatmap, drawn by plotly.js
+        figures = page.locator(".figure.js-plotly-plot:has(.main-svg)")
+        assert figures.count() == 7 + 1
+        # the heatmap: a row per cell of the ranking table (the last table.rank), a column per set
+        ranked = page.locator("table.rank").last.locator("tbody tr").count()
+        heat = page.evaluate("() => document.getElementById('figure-ranks').data[0]")
+        assert len(heat["z"]) == ranked and {len(row) for row in heat["z"]} == {7}
+        assert page.locator("table.winners tbody tr").count() == 7
         with_interval = page.locator("table:not(.matrix) td.num:has(.ci)")
         assert with_interval.count() > 1000
         # a number without an interval is a count, a measured time, a share or a correlation

@@ -20,7 +20,10 @@ their 95% bootstrap intervals, at equal token budgets, and the chunks, tokens em
 time. Across sets, at --budget tokens: the mean rank with a bootstrap interval, how often each
 cell is tied with the best (Holm-adjusted paired permutation tests), Kendall's tau between the
 sets, the share of the variance the set, embedder, chunker and retrieval setting explain, and
-Spearman's rho of the chunk diagnostics against recall and IoU. See docs/suite.md.
+Spearman's rho of the chunk diagnostics against recall and IoU. Each set's winner beside the
+board's pick; on the page, recall against token budget per set for the top cells and every
+cell's rank in every set as a heatmap (plotly.js inside the page: needs the report extra).
+See docs/suite.md.
 """
 
 
@@ -48,6 +51,17 @@ def leaderboard_command(
     resamples: Annotated[
         int, typer.Option(min=100, help="Bootstrap resamples of every interval.")
     ] = 1000,
+    add: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--add",
+            metavar="FOLDER",
+            help="Another `chunkmark suite run` folder over the board's sets and samples (say, a "
+            'closed model\'s: `suite run -e "openai(...)"`), repeatable: its cells join the '
+            "board, with the model, versions and cost they were run with.",
+            show_default=False,
+        ),
+    ] = None,
     permutations: options.Permutations = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutation draws.")] = 0,
     as_json: options.Json = False,
@@ -55,7 +69,8 @@ def leaderboard_command(
 ) -> None:
     """Build the suite's leaderboard and print its top cells."""
     from chunkmark.report.data import short_name
-    from chunkmark.suite.leaderboard import build_leaderboard, summary, write_leaderboard
+    from chunkmark.suite.leaderboard import build_leaderboard, write_leaderboard
+    from chunkmark.suite.render import summary
 
     console = Console(stderr=True)
 
@@ -71,6 +86,7 @@ def leaderboard_command(
         permutations=permutations,
         seed=seed,
         progress=say,
+        add=add or [],
     )
     files = write_leaderboard(board, out if out is not None else suite_dir)
     if as_json:
@@ -85,6 +101,12 @@ def leaderboard_command(
             f"{i}. {short_name('chunker', row.chunker)} x {short_name('embedder', row.embedder)} x "
             f"{row.setting}: mean rank {rank.value:.2f} "
             f"[{rank.low:.2f}, {rank.high:.2f}], tied with the best in {row.tied_sets} of {row.sets} sets"
+        )
+    for a in board.added:
+        cost = "no price known" if a.cost is None else f"${a.cost:.4f}"
+        typer.echo(
+            f"added: {short_name('embedder', a.embedder)} from {a.folder} on "
+            f"{len(a.sets)} sets, {a.tokens_embedded:,} tokens embedded, {cost}"
         )
     for note in board.notes:
         typer.echo(f"note: {note}", err=True)

@@ -9,12 +9,16 @@ stay paired), recomputes both sets' cell means and their tau. The interval is th
 interval of the resampled taus; a resample in which either side's means are all equal has no tau
 and is left out (``resamples`` counts those kept).
 
+Kendall's tau itself is computed here only (:func:`kendall_tau`, scipy's tau-b and p-value), for
+every caller: this bootstrap, the answers' agreement and the suite's leaderboard.
+
 Same inputs and seed, same numbers.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,33 +31,48 @@ LEVEL = 0.95
 _BLOCK = 256  # resamples drawn at once
 
 
-def kendall_tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
-    """Kendall's tau-b of two paired sequences; NaN with fewer than two values or when either
-    side is constant."""
+@dataclass(frozen=True)
+class KendallTau:
+    """Kendall's tau-b of ``n`` pairs and its two-sided p-value."""
+
+    tau: float
+    p: float
+    n: int
+
+
+def kendall_tau(x: npt.ArrayLike, y: npt.ArrayLike) -> KendallTau:
+    """Kendall's tau-b of two paired sequences and its two-sided p-value: the one computation
+    of Kendall's tau in chunkmark, by ``scipy.stats.kendalltau`` (the p-value exact for small
+    samples without ties, else the normal approximation with the ties' variance). NaN with
+    fewer than two values or when either side is constant."""
+    from scipy.stats import kendalltau
+
     a = np.asarray(x, dtype=np.float64)
     b = np.asarray(y, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(
             f"the sequences differ in length or are not flat: shapes {a.shape} and {b.shape}"
         )
-    return float(kendall_taus(a[None, :], b[None, :])[0])
+    n = len(a)
+    if n < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return KendallTau(math.nan, math.nan, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = kendalltau(a, b)
+    return KendallTau(float(result.statistic), float(result.pvalue), n)
+
+
+def kendall_tau_b(x: npt.ArrayLike, y: npt.ArrayLike) -> float:
+    """Kendall's tau-b of two paired sequences (:func:`kendall_tau`)."""
+    return kendall_tau(x, y).tau
 
 
 def kendall_taus(x: FloatArray, y: FloatArray) -> FloatArray:
-    """Kendall's tau-b of each row of ``x`` with the same row of ``y`` (both ``(rows, n)``):
-    the sum over pairs ``i < j`` of ``sign(x_i - x_j) * sign(y_i - y_j)`` over the square root
-    of the pairs untied in ``x`` times the pairs untied in ``y``; NaN for a row where either
-    is constant (no untied pair). Computed for every row at once (a bootstrap's resamples)."""
-    n = x.shape[1]
-    if n < 2:
-        return np.full(x.shape[0], math.nan)
-    i, j = np.triu_indices(n, k=1)
-    sx = np.sign(x[:, i] - x[:, j])
-    sy = np.sign(y[:, i] - y[:, j])
-    denominator = np.sqrt(np.abs(sx).sum(axis=1) * np.abs(sy).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        taus: FloatArray = np.where(denominator > 0, (sx * sy).sum(axis=1) / denominator, math.nan)
-    return taus
+    """Kendall's tau-b (:func:`kendall_tau`) of each row of ``x`` with the same row of ``y``
+    (both ``(rows, n)``): a bootstrap's resamples; NaN for a row where either is constant."""
+    if x.shape != y.shape or x.ndim != 2:
+        raise ValueError(f"x and y must be (rows, n) of one shape: {x.shape} and {y.shape}")
+    return np.array([kendall_tau(a, b).tau for a, b in zip(x, y, strict=True)], dtype=np.float64)
 
 
 def percentile_interval(values: npt.ArrayLike, level: float) -> tuple[float, float]:

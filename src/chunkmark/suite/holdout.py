@@ -4,7 +4,7 @@ For each set of a suite in turn, the cells are ranked on the *other* sets only a
 made there; the pick is then scored on the held-out set:
 
 - **mean-rank pick**: the cell with the best mean rank over the other sets (the board's own
-  rule, :func:`chunkmark.suite.leaderboard.ranks`; ties broken by the higher mean metric over
+  rule, :func:`chunkmark.suite.estimates.ranks`; ties broken by the higher mean metric over
   the other sets, then by name);
 - **minimax-regret pick**: the cell whose worst regret over the other sets is smallest (the cell
   that loses least anywhere);
