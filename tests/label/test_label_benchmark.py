@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from benchmark_scripts import load_benchmark
-from chunkmark.datasets import load_demo
+from chunkmark.datasets import Dataset, Document, Question, load_demo
 from chunkmark.label.pool import Pool
+from chunkmark.spans import Span
 
 CHUNKERS = ("sentences(n=2)", "recursive(size=128)")
 
@@ -113,7 +114,7 @@ def test_the_tuning_table_scores_each_configuration_as_a_pool_with_its_settings(
     # --tune fuses every configuration from one deeper pool's rankings; a pool built with one
     # configuration's settings must find the same share and show the same text at 10
     bench = load_benchmark("label_pool")
-    demo = load_demo()
+    demo = _titled()
     tuned = bench.tune([demo], ["cuad"], None, "opening")  # "cuad": only its target is read
     assert tuned["choice"] in tuned["table"]
     picked = [c for c in tuned["configs"] if c["opening"] and c["join"] is not None][:1]
@@ -135,3 +136,42 @@ def test_the_tuning_table_scores_each_configuration_as_a_pool_with_its_settings(
         found = bench.quality(pool, demo)["pool@10"]
         row = tuned["table"][config["label"]]["cuad"]
         assert (row["share"], row["chars"]) == (found["share"], found["chars"])
+    # the set is one where the opening matters: only it shows the title
+    shares = {c["label"]: tuned["table"][c["label"]]["cuad"]["share"] for c in picked}
+    assert shares[picked[0]["label"]] == 1.0 and shares[picked[1]["label"]] == 0.5
+
+
+def _titled() -> Dataset:
+    """Two long documents whose title only the opening shows: one question asks for it (its
+    words are in a dozen clauses far from the title), one for a clause that BM25 finds."""
+    words = ["valve", "hinge", "spring", "door", "pump", "gear", "belt", "seal", "oil", "fan"]
+    documents, questions = [], []
+    for n, title in enumerate(("ZEPHYR SUPPLY AGREEMENT", "QUORUM LICENCE DEED")):
+        clauses = [
+            f"Clause {i}: the {words[i % 10]} shall move the {words[(i * 3 + n) % 10]} "
+            f"within {i} days."
+            + (" The osprey crank is named here." if i >= 300 and i % 100 == 0 else "")
+            for i in range(1500)
+        ]
+        body = " ".join(clauses)
+        text = f"{title}\n\n{body} The kestrel lever is oiled monthly."
+        doc_id = f"doc{n}"
+        documents.append(Document(doc_id, text))
+        clause = text.index("The kestrel lever")
+        questions.append(
+            Question(
+                f"{doc_id}#title",
+                "Where is the osprey crank named?",
+                doc_id,
+                (Span(0, len(title)),),
+            )
+        )
+        questions.append(
+            Question(
+                f"{doc_id}#kestrel",
+                "When is the kestrel lever oiled?",
+                doc_id,
+                (Span(clause, clause + 32),),
+            )
+        )
+    return Dataset("titled", tuple(documents), tuple(questions))
