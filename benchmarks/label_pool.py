@@ -85,11 +85,11 @@ def prepared(
     docs: int,
     from_dir: Path | None,
     seed: int | list[int] = 0,
-    exclude_seed: int | None = None,
+    exclude_seed: int | list[int] | None = None,
 ) -> Dataset:
     """The ``seed`` sample of ``name``, converted once into chunkmark's cache (several seeds:
     their samples joined, each document once); with ``exclude_seed``, less the documents (and
-    their questions) of that seed's sample."""
+    their questions) of that seed's sample (several seeds: of each)."""
     from chunkmark.cli.suite_download import download_one, prepared_folder
 
     def load(seed: int) -> Dataset:
@@ -101,9 +101,16 @@ def prepared(
 
     seeds = [seed] if isinstance(seed, int) else list(seed)
     dataset = joined([load(s) for s in seeds])
-    if exclude_seed is None:
-        return dataset
-    return disjoint(dataset, load(exclude_seed))
+    excluded = (
+        []
+        if exclude_seed is None
+        else [exclude_seed]
+        if isinstance(exclude_seed, int)
+        else exclude_seed
+    )
+    for other in excluded:
+        dataset = disjoint(dataset, load(other))
+    return dataset
 
 
 def joined(samples: list[Dataset]) -> Dataset:
@@ -585,8 +592,9 @@ def main() -> None:
     parser.add_argument(
         "--exclude-seed",
         type=int,
+        nargs="+",
         default=None,
-        help="Leave out the documents of this seed's samples (disjoint tuning samples).",
+        help="Leave out the documents of these seeds' samples (disjoint tuning samples).",
     )
     parser.add_argument(
         "--tune",
