@@ -16,6 +16,10 @@ choice for them). The mean characters shown per question say what each reads.
 combination of the ``TUNE_*`` settings (chunkings, rankers and their weights, passage length,
 rank offset, depth) by pool@10 and the characters shown; :func:`choose` picks one by a rule
 fixed before the run. The pool's defaults are that choice, measured once on the seed-0 samples.
+Later grids (``--tune passages``, ``weights``, ``opening``; run with ``--seed 1 2``, the two
+samples joined) start from the first grid's choice and vary the passage length, the gap across
+which chunks join, the depth, the weight of the longest chunking's lists and the document's
+opening as a suggestion, under the same rule with ``MORE_TEXT_PASSAGES``.
 
 **Latency.** A corpus of about ``--latency-chars`` characters (whole documents of the five
 samples, in set order) is pooled across the corpus with the default chunkings and embedder;
@@ -35,7 +39,8 @@ tau between two seeded random halves of its questions, with its interval.
 
     nice .venv/bin/python benchmarks/label_pool.py --from ../shared/datasets/suite \\
         [--embedder "model2vec()"] [--sets cuad qmsum ...] [--out results/label_pool.json] \\
-        [--bias /tmp/label-bias --grid fast] [--seed 1 --exclude-seed 0 --tune]
+        [--bias /tmp/label-bias --grid fast] [--seed 1 2 --exclude-seed 0 --tune opening] \\
+        [--max-chars 3000 --opening 0]
 """
 
 from __future__ import annotations
@@ -51,7 +56,17 @@ from typing import Any
 
 from chunkmark.datasets import Dataset, load_dataset
 from chunkmark.datasets.suite import Sample
-from chunkmark.label.pool import DEFAULT_CHUNKERS, Hit, Pool, coverage, fuse
+from chunkmark.label.pool import (
+    DEFAULT_CHUNKERS,
+    DEFAULT_WEIGHTS,
+    RANKERS,
+    RRF_K,
+    Hit,
+    Pool,
+    coverage,
+    fuse,
+    place_opening,
+)
 from chunkmark.label.session import build_embedder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,10 +81,15 @@ HALF = 0.5
 
 
 def prepared(
-    name: str, docs: int, from_dir: Path | None, seed: int = 0, exclude_seed: int | None = None
+    name: str,
+    docs: int,
+    from_dir: Path | None,
+    seed: int | list[int] = 0,
+    exclude_seed: int | list[int] | None = None,
 ) -> Dataset:
-    """The ``seed`` sample of ``name``, converted once into chunkmark's cache; with
-    ``exclude_seed``, less the documents (and their questions) of that seed's sample."""
+    """The ``seed`` sample of ``name``, converted once into chunkmark's cache (several seeds:
+    their samples joined, each document once); with ``exclude_seed``, less the documents (and
+    their questions) of that seed's sample (several seeds: of each)."""
     from chunkmark.suite.sets import download_one, prepared_folder
 
     def load(seed: int) -> Dataset:
@@ -79,10 +99,28 @@ def prepared(
             print(download_one(name, force=False, from_dir=from_dir, sample=sample, progress=print))
         return load_dataset(folder)
 
-    dataset = load(seed)
-    if exclude_seed is None:
-        return dataset
-    return disjoint(dataset, load(exclude_seed))
+    seeds = [seed] if isinstance(seed, int) else list(seed)
+    dataset = joined([load(s) for s in seeds])
+    excluded = (
+        []
+        if exclude_seed is None
+        else [exclude_seed]
+        if isinstance(exclude_seed, int)
+        else exclude_seed
+    )
+    for other in excluded:
+        dataset = disjoint(dataset, load(other))
+    return dataset
+
+
+def joined(samples: list[Dataset]) -> Dataset:
+    """The samples of one set as one: each document and each question once, in sample order."""
+    first = samples[0]
+    if len(samples) == 1:
+        return first
+    documents = {d.id: d for s in samples for d in s.documents}
+    questions = {q.id: q for s in samples for q in s.questions}
+    return Dataset(first.name, tuple(documents.values()), tuple(questions.values()))
 
 
 def disjoint(dataset: Dataset, other: Dataset) -> Dataset:
@@ -110,7 +148,7 @@ def quality(pool: Pool, dataset: Dataset) -> dict[str, Any]:
     for q in dataset.questions:
         evidence = [(s.start, s.end) for s in q.excerpts]
         rankings = pool.rankings(q.text, q.doc_id)
-        passages = pool.fuse(rankings)
+        passages = pool.fuse(rankings, q.doc_id)
         for n in (5, 10):
             top = [(p.start, p.end) for p in passages[:n]]
             record(f"pool@{n}", coverage(evidence, top), _chars(top))
@@ -151,7 +189,9 @@ def _chars(spans: list[tuple[int, int]]) -> int:
     return len(marks)
 
 
-def latency(datasets: list[Dataset], chars: int, embedder_spec: str) -> dict[str, Any]:
+def latency(
+    datasets: list[Dataset], chars: int, embedder_spec: str, **settings: Any
+) -> dict[str, Any]:
     """Median and slowest of 20 warm suggestions on a corpus of about ``chars`` characters."""
     import tempfile
 
@@ -170,7 +210,7 @@ def latency(datasets: list[Dataset], chars: int, embedder_spec: str) -> dict[str
             total += len(doc.text)
     questions = [q.text for d in datasets for q in d.questions[:5]][:23]
     started = time.perf_counter()
-    pool = Pool(documents, build_embedder(embedder_spec))
+    pool = Pool(documents, build_embedder(embedder_spec), **settings)
     built = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as folder:
         session = LabelSession(Path(folder), pool, QuestionStore(Path(folder), documents))
@@ -289,8 +329,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "depth": 20,
         "rrf_k": 10,
         "weights": {},
+        "max_chars": 3000,
+        "opening": 0,
     },
-    "passages up to 4,000 characters": {"max_chars": 4000},
+    "defaults before (3,000 characters, no opening)": {"max_chars": 3000, "opening": 0},
+    "no opening": {"opening": 0},
+    "passages up to 3,000 characters": {"max_chars": 3000},
     "BM25 and hybrid (no dense list)": {"rankers": ("bm25", "hybrid")},
 }
 
@@ -352,9 +396,93 @@ TUNE_QUESTIONS = 300  # at most, per set (a seeded subset): bounds the run on a 
 MORE_TEXT = 1.3  # a choice may show at most 30% more characters than the defaults of issue 37
 
 
-def tune_configs() -> list[dict[str, Any]]:
-    """Every combination of the grid above, as ``label`` plus the pool's settings."""
+# A second grid (``--tune passages``), run after the first grid's choice became the defaults:
+# longer passages, chunks joined across small gaps, and a deeper read, around those defaults
+# (the first configuration is the defaults; the base of the rule, with ``MORE_TEXT_PASSAGES``).
+PASSAGES_MAX_CHARS = (3000, 4000, 5000)
+PASSAGES_JOIN: tuple[int | None, ...] = (None, 0, 500)
+PASSAGES_DEPTH = (10, 20)
+MORE_TEXT_PASSAGES = 1.25  # at most 25% more characters than today's defaults show
+
+
+# A third grid (``--tune weights``), after the second: the lists of the longest chunking weigh
+# more (the best single list at 10 was a ``recursive(size=1024)`` one on four of five sets),
+# crossed with the second grid's passage lengths and joins at depth 10; same base and rule.
+WEIGHTS_LONGEST = "recursive(size=1024)"
+WEIGHTS_LONGEST_W = (1.0, 2.0, 3.0)
+WEIGHTS_MAX_CHARS = (3000, 4000, 5000)
+WEIGHTS_JOIN: tuple[int | None, ...] = (None, 500)
+
+
+# A fourth grid (``--tune opening``), after the third: the document's opening suggested at a
+# fixed place (characters, place from 1; (0, 0): none), crossed with the second grid's passage
+# lengths and joins at depth 10; same base and rule. On the tuning samples, 15 of the 34
+# CUAD questions the second grid's choice missed had half their evidence in a contract's first
+# 5,000 characters (its name, parties and dates).
+OPENING_GRID: tuple[tuple[int, int], ...] = ((0, 0), (1000, 10), (2000, 10), (1000, 5), (2000, 5))
+
+
+def tune_configs(grid: str = "first") -> list[dict[str, Any]]:
+    """Every combination of a grid above, as ``label`` plus the pool's settings."""
     out = []
+    if grid == "opening":
+        for chars, join, (opening, at) in itertools.product(
+            WEIGHTS_MAX_CHARS, WEIGHTS_JOIN, OPENING_GRID
+        ):
+            joins = "overlap only" if join is None else f"join {join}"
+            opens = f"opening {opening} at {at}" if opening else "no opening"
+            out.append(
+                {
+                    "label": f"{chars} chars; {joins}; {opens}",
+                    "chunkers": DEFAULT_CHUNKERS,
+                    "rankers": RANKERS,
+                    "weights": DEFAULT_WEIGHTS,
+                    "max_chars": chars,
+                    "rrf_k": RRF_K,
+                    "depth": 10,
+                    "join": join,
+                    "opening": opening,
+                    "opening_at": at,
+                }
+            )
+        return out
+    if grid == "weights":
+        for chars, join, w in itertools.product(WEIGHTS_MAX_CHARS, WEIGHTS_JOIN, WEIGHTS_LONGEST_W):
+            joins = "overlap only" if join is None else f"join {join}"
+            weights = dict(DEFAULT_WEIGHTS)
+            if w != 1.0:
+                weights[WEIGHTS_LONGEST] = w
+            out.append(
+                {
+                    "label": f"{chars} chars; {joins}; {WEIGHTS_LONGEST} x{w:g}",
+                    "chunkers": DEFAULT_CHUNKERS,
+                    "rankers": RANKERS,
+                    "weights": weights,
+                    "max_chars": chars,
+                    "rrf_k": RRF_K,
+                    "depth": 10,
+                    "join": join,
+                }
+            )
+        return out
+    if grid == "passages":
+        for chars, join, depth in itertools.product(
+            PASSAGES_MAX_CHARS, PASSAGES_JOIN, PASSAGES_DEPTH
+        ):
+            joins = "overlap only" if join is None else f"join {join}"
+            out.append(
+                {
+                    "label": f"{chars} chars; {joins}; depth {depth}",
+                    "chunkers": DEFAULT_CHUNKERS,
+                    "rankers": RANKERS,
+                    "weights": DEFAULT_WEIGHTS,
+                    "max_chars": chars,
+                    "rrf_k": RRF_K,
+                    "depth": depth,
+                    "join": join,
+                }
+            )
+        return out
     for (cl, chunkers), (rl, (rankers, weights)), chars, k, depth in itertools.product(
         TUNE_CHUNKINGS.items(), TUNE_RANKERS.items(), TUNE_MAX_CHARS, TUNE_RRF_K, TUNE_DEPTH
     ):
@@ -368,18 +496,21 @@ def tune_configs() -> list[dict[str, Any]]:
                 "max_chars": chars,
                 "rrf_k": k,
                 "depth": depth,
+                "join": None,
             }
         )
     return out
 
 
-def tune(datasets: list[Dataset], names: list[str], embedder: Any) -> dict[str, Any]:
-    """pool@10 and characters shown at 10 of every configuration on every set."""
+def tune(
+    datasets: list[Dataset], names: list[str], embedder: Any, grid: str = "first"
+) -> dict[str, Any]:
+    """pool@10 and characters shown at 10 of every configuration of ``grid`` on every set."""
     import random
 
-    configs = tune_configs()
+    configs = tune_configs(grid)
     every = sorted({c for config in configs for c in config["chunkers"]})
-    depth = max(TUNE_DEPTH)
+    depth = max(config["depth"] for config in configs)
     table: dict[str, dict[str, dict[str, float]]] = {c["label"]: {} for c in configs}
     for name, dataset in zip(names, datasets, strict=True):
         questions = list(dataset.questions)
@@ -398,7 +529,12 @@ def tune(datasets: list[Dataset], names: list[str], embedder: Any) -> dict[str, 
                     if list_name.rpartition("/")[0] in config["chunkers"]
                     and list_name.rpartition("/")[2] in config["rankers"]
                 }
-                passages = fuse(chosen, config["max_chars"], config["rrf_k"], config["weights"])
+                passages = fuse(
+                    chosen, config["max_chars"], config["rrf_k"], config["weights"], config["join"]
+                )
+                if config.get("opening") and passages:
+                    length = min(config["opening"], len(pool.documents[q.doc_id]))
+                    passages = place_opening(passages, q.doc_id, length, config["opening_at"])
                 top = [(p.start, p.end) for p in passages[:10]]
                 found[config["label"]].append(coverage(evidence, top))
                 shown[config["label"]].append(_chars(top))
@@ -410,11 +546,18 @@ def tune(datasets: list[Dataset], names: list[str], embedder: Any) -> dict[str, 
                 "questions": len(questions),
             }
         print(f"tuned on {name}: {len(questions)} questions", flush=True)
-    return {"configs": configs, "table": table, "choice": choose(table, names, configs[0]["label"])}
+    more = MORE_TEXT if grid == "first" else MORE_TEXT_PASSAGES
+    choice = choose(table, names, configs[0]["label"], more)
+    return {"configs": configs, "table": table, "choice": choice}
 
 
-def choose(table: dict[str, dict[str, dict[str, float]]], names: list[str], base: str) -> str:
-    """The rule, fixed before the run: among configurations that show at most ``MORE_TEXT``
+def choose(
+    table: dict[str, dict[str, dict[str, float]]],
+    names: list[str],
+    base: str,
+    more_text: float = MORE_TEXT,
+) -> str:
+    """The rule, fixed before the run: among configurations that show at most ``more_text``
     times the characters of ``base`` (mean over the sets ``names``), the one whose smallest
     margin over its set's target (pool@10 minus ``TARGETS``) is largest; ties by fewer
     characters shown, then by label."""
@@ -425,7 +568,7 @@ def choose(table: dict[str, dict[str, dict[str, float]]], names: list[str], base
     def margin(label: str) -> float:
         return min(table[label][n]["share"] - TARGETS[n] for n in names)
 
-    limit = mean_chars(base) * MORE_TEXT
+    limit = mean_chars(base) * more_text
     eligible = sorted(label for label in table if mean_chars(label) <= limit)
     return max(eligible, key=lambda label: (round(margin(label), 9), -mean_chars(label)))
 
@@ -443,17 +586,43 @@ def main() -> None:
     parser.add_argument("--grid", default="fast", choices=["fast", "default"])
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--variants", action="store_true", help="Also measure VARIANTS.")
-    parser.add_argument("--seed", type=int, default=0, help="The samples' seed.")
+    parser.add_argument(
+        "--seed", type=int, nargs="+", default=[0], help="The samples' seed (several: joined)."
+    )
     parser.add_argument(
         "--exclude-seed",
         type=int,
+        nargs="+",
         default=None,
-        help="Leave out the documents of this seed's samples (disjoint tuning samples).",
+        help="Leave out the documents of these seeds' samples (disjoint tuning samples).",
     )
     parser.add_argument(
-        "--tune", action="store_true", help="Measure the TUNE_* grid and print the choice."
+        "--tune",
+        nargs="?",
+        const="first",
+        default=None,
+        choices=["first", "passages", "weights", "opening"],
+        help="Measure a grid (first: TUNE_*; passages: PASSAGES_*; weights: WEIGHTS_*; "
+        "opening: OPENING_GRID) and print the choice.",
+    )
+    parser.add_argument(
+        "--max-chars",
+        type=int,
+        default=None,
+        help="The pool's passage length for the tables, bias and latency (default: the pool's).",
+    )
+    parser.add_argument(
+        "--opening",
+        type=int,
+        default=None,
+        help="Characters of the document's opening suggested (0: none; default: the pool's).",
     )
     args = parser.parse_args()
+    settings = {
+        key: value
+        for key, value in (("max_chars", args.max_chars), ("opening", args.opening))
+        if value is not None
+    }
     embedder = build_embedder(args.embedder)
     print(
         f"embedder: {embedder.name if embedder else 'none'}; chunkings: {', '.join(DEFAULT_CHUNKERS)}"
@@ -472,7 +641,7 @@ def main() -> None:
         flush=True,
     )
     if args.tune:
-        tuned = tune(datasets, args.sets, embedder)
+        tuned = tune(datasets, args.sets, embedder, args.tune)
         print("| pool | " + " | ".join(f"{n} pool@10 / chars" for n in args.sets) + " |")
         print("|---|" + "---|" * len(args.sets))
         for config in tuned["configs"]:
@@ -491,7 +660,7 @@ def main() -> None:
     rows = []
     biased = []
     for name, dataset in zip(args.sets, datasets, strict=True):
-        pool = Pool(dataset.documents, embedder)
+        pool = Pool(dataset.documents, embedder, **settings)
         if args.bias is not None:
             b = results.setdefault("bias", {})[name] = bias(pool, dataset, args.bias, args.grid)
             biased.append(
@@ -531,7 +700,9 @@ def main() -> None:
         print("|---|---|---|---|---|")
         print("\n".join(rows))
     if not args.skip_latency:
-        results["latency"] = timed = latency(datasets, args.latency_chars, args.embedder)
+        results["latency"] = timed = latency(
+            datasets, args.latency_chars, args.embedder, **settings
+        )
         print(json.dumps({"latency": timed}, indent=1))
         print(
             f"latency on {timed['characters']:,} characters ({timed['documents']} documents, "

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkmark.datasets import Document
-from chunkmark.label.pool import RRF_K, Hit, Pool, coverage, fuse
+from chunkmark.label.pool import OPENING, RRF_K, Hit, Passage, Pool, coverage, fuse, place_opening
 
 
 def test_overlapping_chunks_of_two_lists_become_one_passage() -> None:
@@ -157,3 +159,106 @@ def test_a_shallower_pool_reads_the_first_lists_of_a_deeper_one() -> None:
     for question in ("grease the valve", "door seal pump", "belt gear oil spring"):
         deeper = deep.rankings(question, "d")
         assert shallow.rankings(question, "d") == {k: v[:10] for k, v in deeper.items()}
+
+
+def test_join_merges_chunks_within_its_gap_and_never_hides_one() -> None:
+    rankings = {"a": [Hit("d", 0, 10)], "b": [Hit("d", 10, 20)], "c": [Hit("d", 25, 30)]}
+
+    def spans(**settings: Any) -> list[tuple[int, int]]:
+        return [(p.start, p.end) for p in fuse(rankings, **settings)]
+
+    assert spans() == [(0, 10), (10, 20), (25, 30)]  # touching is not overlapping
+    assert spans(join=0) == [(0, 20), (25, 30)]  # touching chunks join, a gap of 5 does not
+    assert spans(join=5) == [(0, 30)]
+    # a chunk the union would stretch past max_chars starts its own passage, shown
+    assert spans(join=5, max_chars=25) == [(0, 20), (25, 30)]
+    (joined,) = fuse(rankings, join=5)
+    assert joined.score == 3 / (RRF_K + 1) and joined.sources == ("a", "b", "c")
+
+
+def test_a_chunker_or_list_weight_multiplies_with_the_ranker_weight() -> None:
+    rankings = {
+        "long/bm25": [Hit("d", 0, 10)],
+        "long/dense": [Hit("d", 20, 30)],
+        "short/dense": [Hit("d", 40, 50)],
+    }
+    weights = {"dense": 0.5, "long": 3.0, "short/dense": 4.0}
+    score = {p.start: p.score for p in fuse(rankings, weights=weights)}
+    assert score == {
+        0: 3.0 / (RRF_K + 1),  # chunker 3 x ranker 1
+        20: 1.5 / (RRF_K + 1),  # chunker 3 x ranker 0.5
+        40: 2.0 / (RRF_K + 1),  # ranker 0.5 x list 4
+    }
+
+
+def _passage(start: int, end: int, score: float, doc_id: str = "d") -> Passage:
+    return Passage(doc_id, start, end, score, ("x/bm25",))
+
+
+def test_the_opening_takes_its_place_and_the_later_passages_lose_what_it_shows() -> None:
+    passages = [_passage(2000, 3000, 0.9), _passage(500, 1500, 0.8), _passage(4000, 4500, 0.7)]
+    placed = place_opening(passages, "d", 1000, at=2)
+    assert [(p.start, p.end) for p in placed] == [
+        (2000, 3000),
+        (0, 1000),
+        (1000, 1500),
+        (4000, 4500),
+    ]
+    assert placed[1].sources == (OPENING,)
+    assert [p.score for p in placed] == [0.9, 0.8, 0.8, 0.7]  # best first still
+    # past the end of the list it comes last; another document's passages keep their text
+    last = place_opening([_passage(0, 50, 0.5, "e")], "d", 1000, at=10)
+    assert [(p.doc_id, p.start, p.end, p.score) for p in last] == [
+        ("e", 0, 50, 0.5),
+        ("d", 0, 1000, 0.5),
+    ]
+
+
+def test_an_opening_better_suggestions_already_show_is_not_suggested_again() -> None:
+    passages = [_passage(0, 900, 0.9), _passage(3000, 4000, 0.8)]
+    assert place_opening(passages, "d", 1000, at=2) == passages  # 100 of 1000 left: below 1/5
+    part = place_opening([_passage(0, 700, 0.9)], "d", 1000, at=2)
+    assert [(p.start, p.end) for p in part] == [(0, 700), (700, 1000)]
+    assert place_opening(passages, "d", 0, at=2) == passages
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from("abcd"), st.lists(spans, max_size=12), max_size=4),
+    st.integers(1, 200),
+    st.integers(1, 12),
+)
+def test_no_character_is_suggested_twice_with_the_opening(
+    raw: dict[str, list[tuple[str, int, int]]], length: int, at: int
+) -> None:
+    rankings = {k: [Hit(d, s, s + n) for d, s, n in v] for k, v in raw.items()}
+    passages = place_opening(fuse(rankings, max_chars=150, join=3), "x", length, at)
+    for i, p in enumerate(passages):
+        assert p.start < p.end
+        for q in passages[i + 1 :]:
+            assert q.score <= p.score
+            assert p.doc_id != q.doc_id or p.end <= q.start or q.end <= p.start
+    opening = [p for p in passages if p.sources == (OPENING,)]
+    assert len(opening) <= 1
+    for p in opening:
+        assert p.doc_id == "x" and 0 <= p.start < p.end <= length
+        assert passages.index(p) <= at - 1
+
+
+def test_the_pool_suggests_the_opening_of_the_question_s_document() -> None:
+    docs = _corpus()
+    pool = Pool(docs, None, chunkers=("sentences(n=1)",), opening=60, opening_at=2)
+    within = pool.suggest("zanzibarite valve", "alpha")
+    assert within[0].sources != (OPENING,)
+    assert (within[1].doc_id, within[1].start, within[1].end) == ("alpha", 0, 60)
+    across = pool.suggest("hinges and doors")  # across the corpus: the first one's document
+    assert across[0].doc_id == "beta" and (across[1].doc_id, across[1].start) == ("beta", 0)
+    assert OPENING not in {
+        s
+        for p in Pool(docs, None, ("sentences(n=1)",), opening=0).suggest(
+            "zanzibarite valve", "alpha"
+        )
+        for s in p.sources
+    }
+    short = Pool([Document("s", "Tiny text here.")], None, ("sentences(n=1)",), opening=1000)
+    assert all(p.end <= len("Tiny text here.") for p in short.suggest("tiny", "s"))

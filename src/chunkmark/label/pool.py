@@ -9,6 +9,9 @@ Chunks whose spans overlap in one document are merged into one passage (at most 
 long), which scores each list's best contribution, so a passage several chunkings and rankers
 agree on rises to the top; no character is suggested twice (see :func:`fuse`). Passages are
 returned best first, with the lists that found them (``sources``), so the labeler can see why.
+The document's opening (its first ``opening`` characters: a title, the parties, dates, an
+abstract) is suggested at place ``opening_at`` unless better suggestions already show it
+(:func:`place_opening`): questions about a whole document need it, and rankers seldom rank it.
 
 The same object answers literal search (:meth:`Pool.search`) within one document or across the
 corpus: what a labeler uses when no suggestion holds the evidence.
@@ -31,7 +34,8 @@ from chunkmark.label.store import LabelError
 from chunkmark.retrieval.bm25 import BM25Retriever
 
 # The defaults were chosen out of sample: on other documents of the suite's sets than those
-# docs/label.md reports (benchmarks/label_pool.py --tune --seed 1 --exclude-seed 0).
+# docs/label.md reports (benchmarks/label_pool.py --tune --seed 1 --exclude-seed 0, then the
+# passage length and the opening with --tune passages|weights|opening --seed 1 2).
 DEFAULT_CHUNKERS = (
     "sentences(n=3)",
     "recursive(size=256)",
@@ -41,9 +45,13 @@ DEFAULT_CHUNKERS = (
 )
 RANKERS = ("bm25", "dense", "hybrid")
 DEFAULT_DEPTH = 10
-DEFAULT_MAX_CHARS = 3000
+DEFAULT_MAX_CHARS = 5000
 RRF_K = 60
 DEFAULT_WEIGHTS: dict[str, float] = {"dense": 0.5}
+DEFAULT_JOIN: int | None = None  # only overlapping chunks merge
+DEFAULT_OPENING = 1000  # characters of the document's opening suggested (0: none)
+DEFAULT_OPENING_AT = 10  # its place among the suggestions, from 1
+OPENING = "opening"  # the source named by the opening's suggestion
 HYBRID_RRF_K = 60  # the hybrid list fuses as the ``hybrid`` retriever does by default
 HYBRID_READ = 40  # it fuses the first 40 (or 2 x depth) of BM25's and the dense ranking
 
@@ -94,8 +102,14 @@ class Pool:
         depth: how deep each ranked list is read.
         max_chars: the longest passage a merge may make.
         rrf_k: the fusion's rank offset, ``1 / (rrf_k + rank)``.
-        weights: a multiplier on each ranker's lists in the fusion (``{"dense": 0.5}``);
-            rankers not named weigh 1 (:data:`DEFAULT_WEIGHTS` by default).
+        weights: multipliers on lists in the fusion, keyed by ranker (``{"dense": 0.5}``),
+            chunker spec or list name (``chunker/ranker``); a list weighs the product of the
+            ones that name it, 1 when none does (:data:`DEFAULT_WEIGHTS` by default).
+        join: a chunk at most this many characters from a passage of its document joins it
+            (when the union stays within ``max_chars``); None joins only overlapping chunks.
+        opening: the first ``opening`` characters of the question's document (or, across the
+            corpus, of the first suggestion's) are suggested at place ``opening_at`` unless
+            better suggestions already show them (see :func:`place_opening`); 0 leaves it out.
     """
 
     def __init__(
@@ -109,6 +123,9 @@ class Pool:
         max_chars: int = DEFAULT_MAX_CHARS,
         rrf_k: int = RRF_K,
         weights: Mapping[str, float] | None = None,
+        join: int | None = DEFAULT_JOIN,
+        opening: int = DEFAULT_OPENING,
+        opening_at: int = DEFAULT_OPENING_AT,
         progress: Callable[[str], None] | None = None,
     ) -> None:
         unknown = sorted(set(rankers) - set(RANKERS))
@@ -116,8 +133,10 @@ class Pool:
             raise LabelError(
                 f"unknown ranker(s) {', '.join(unknown)}.", f"Use {', '.join(RANKERS)}."
             )
-        if depth < 1 or max_chars < 1 or rrf_k < 0:
-            raise ValueError("depth and max_chars must be at least 1, rrf_k at least 0")
+        if depth < 1 or max_chars < 1 or opening_at < 1:
+            raise ValueError("depth, max_chars and opening_at must be at least 1")
+        if rrf_k < 0 or opening < 0 or (join is not None and join < 0):
+            raise ValueError("rrf_k, join and opening must be at least 0")
         self.documents = {d.id: d.text for d in documents}
         self.embedder = embedder
         self.rankers = tuple(r for r in RANKERS if r in rankers and (r == "bm25" or embedder))
@@ -125,6 +144,9 @@ class Pool:
         self.max_chars = max_chars
         self.rrf_k = rrf_k
         self.weights = dict(DEFAULT_WEIGHTS if weights is None else weights)
+        self.join = join
+        self.opening = opening
+        self.opening_at = opening_at
         say = progress or (lambda line: None)
         self._chunkings: list[_Chunking] = []
         pairs = [(d.id, d.text) for d in documents]
@@ -208,11 +230,18 @@ class Pool:
         """The ``n`` best passages for ``question`` (within ``doc_id`` when given), best first."""
         if not question.strip():
             return []
-        return self.fuse(self.rankings(question, doc_id))[:n]
+        return self.fuse(self.rankings(question, doc_id), doc_id)[:n]
 
-    def fuse(self, rankings: dict[str, list[Hit]]) -> list[Passage]:
-        """:func:`fuse` with this pool's passage length, rank offset and ranker weights."""
-        return fuse(rankings, self.max_chars, self.rrf_k, self.weights)
+    def fuse(self, rankings: dict[str, list[Hit]], doc_id: str | None = None) -> list[Passage]:
+        """:func:`fuse` with this pool's passage length, rank offset, ranker weights and join,
+        then the opening of ``doc_id`` (else of the first passage's document) placed by
+        :func:`place_opening`."""
+        passages = fuse(rankings, self.max_chars, self.rrf_k, self.weights, self.join)
+        if self.opening == 0 or not passages:
+            return passages
+        doc = doc_id if doc_id is not None else passages[0].doc_id
+        length = min(self.opening, len(self.documents.get(doc, "")))
+        return place_opening(passages, doc, length, self.opening_at)
 
     def search(
         self, text: str, doc_id: str | None = None, *, limit: int = 50, words: bool = False
@@ -251,14 +280,18 @@ def fuse(
     max_chars: int = DEFAULT_MAX_CHARS,
     rrf_k: int = RRF_K,
     weights: Mapping[str, float] | None = None,
+    join: int | None = None,
 ) -> list[Passage]:
     """Reciprocal-rank fusion of ranked chunk lists into merged, de-duplicated passages.
 
     A chunk earns ``w / (rrf_k + rank)`` from each list that ranks it (rank from 1), ``w`` the
-    weight of the list's ranker (the part of its name after the last ``/``; 1 unless
-    ``weights`` names it). Chunks are
+    list's weight: the product of the ``weights`` of its ranker (the part of its name after
+    the last ``/``), its chunker (the part before) and its whole name, each 1 unless named. Chunks are
     taken best first: one overlapping a passage of its document joins it (the passage grows to
-    the union when that stays within ``max_chars``), any other starts a passage. A passage
+    the union when that stays within ``max_chars``), any other starts a passage. With ``join``
+    (characters), a chunk that does not overlap but lies within ``join`` characters of a
+    passage (0: touching it) joins it too, when the union stays within ``max_chars``; else it
+    starts its own passage, so that nothing it ranked goes unshown. A passage
     scores, for each list, the best its chunks earned there (so a list counts once, however
     many neighbouring chunks it ranked). Then, best first, each passage loses what better ones
     already show, and one left with less than a fifth of its text is dropped: no character is
@@ -267,7 +300,8 @@ def fuse(
     weigh = weights or {}
     earned: dict[tuple[str, int, int], dict[str, float]] = {}
     for name, hits in rankings.items():
-        weight = weigh.get(name.rpartition("/")[2], 1.0)
+        chunker, _, ranker = name.rpartition("/")
+        weight = weigh.get(ranker, 1.0) * weigh.get(chunker, 1.0) * weigh.get(name, 1.0)
         for rank, hit in enumerate(hits, start=1):
             lists = earned.setdefault((hit.doc_id, hit.start, hit.end), {})
             lists[name] = max(lists.get(name, 0.0), weight / (rrf_k + rank))
@@ -277,6 +311,14 @@ def fuse(
         doc_id, start, end = key
         mine = by_doc.setdefault(doc_id, [])
         overlapping = [p for p in mine if p.start < end and start < p.end]
+        if not overlapping and join is not None:
+            overlapping = [
+                p
+                for p in mine
+                if p.start <= end + join
+                and start <= p.end + join
+                and max(p.end, end) - min(p.start, start) <= max_chars
+            ]
         if not overlapping:
             mine.append(_Open(doc_id, start, end, dict(earned[key])))
             continue
@@ -299,6 +341,40 @@ def fuse(
             continue
         taken.append(piece)
         out.append(Passage(p.doc_id, piece[0], piece[1], p.score, tuple(sorted(p.lists))))
+    return out
+
+
+def place_opening(passages: list[Passage], doc_id: str, length: int, at: int) -> list[Passage]:
+    """``passages`` with ``[0, length)`` of ``doc_id`` (a document's opening: its title,
+    parties, dates or abstract, which questions about the whole document need and rankers
+    seldom rank) suggested at place ``at`` (from 1; last when fewer passages come before).
+
+    Only the part of the opening that the passages before ``at`` do not show is suggested, and
+    nothing when that is less than a fifth of it; the passages after it lose what it shows (one
+    left with less than a fifth of its text is dropped), so no character is suggested twice.
+    The opening takes the score of the passage it displaces (the order stays best first) and
+    names :data:`OPENING` as its source.
+    """
+    if length <= 0:
+        return passages
+    before = passages[: at - 1]
+    taken = [(p.start, p.end) for p in before if p.doc_id == doc_id]
+    piece = _largest_free_piece(0, length, taken)
+    if piece is None or (piece[1] - piece[0]) * 5 < length:
+        return passages
+    after = passages[at - 1 :]
+    score = after[0].score if after else (before[-1].score if before else 0.0)
+    out = [*before, Passage(doc_id, piece[0], piece[1], score, (OPENING,))]
+    taken.append(piece)
+    for p in after:
+        if p.doc_id == doc_id:
+            free = _largest_free_piece(p.start, p.end, taken)
+            if free is None or (free[1] - free[0]) * 5 < p.end - p.start:
+                continue
+            if free != (p.start, p.end):
+                p = Passage(p.doc_id, free[0], free[1], p.score, p.sources)
+            taken.append(free)
+        out.append(p)
     return out
 
 
