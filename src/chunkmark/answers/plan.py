@@ -1,7 +1,7 @@
 """What answer scoring would ask and cost, found without asking (``chunkmark plan``,
 ``--max-cost``).
 
-Per dataset: the questions answered (:func:`~chunkmark.answers.analysis.select_questions`), one
+Per dataset: the questions answered (:func:`~chunkmark.answers.scoring.select_questions`), one
 request per question and cell (datasets x chunkers x embedders), plus the whole-document
 baseline's for each question whose prompt fits the context window; the judge, when set, one
 request per answer. A cell's request is counted at the prompt with the question plus the
@@ -16,9 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from chunkmark.answers.analysis import dataset_labels, select_questions
 from chunkmark.answers.prompt import answer_request, judge_request
-from chunkmark.answers.scoring import allowed_labels, label_of, references_of
+from chunkmark.answers.scoring import (
+    allowed_labels,
+    dataset_labels,
+    label_of,
+    references_of,
+    select_questions,
+)
 from chunkmark.chunkers.estimate import Replay, framed_tokens
 from chunkmark.costs.llm_prices import LLMPrices, price_of
 from chunkmark.experiments.config import AnswerOptions

@@ -607,3 +607,13 @@ def make_config(
             f"Invalid experiment setting {where!r} in {at}: {msg}.",
             f"Valid keys: {', '.join(KEYS)}.",
         ) from None
+
+
+def run_config(config: ExperimentConfig | None, options: dict[str, Any]) -> ExperimentConfig:
+    """The config a run of ``evaluate(config, **options)`` uses: ``config`` with ``options`` on
+    top, or ``options`` alone when there is no config."""
+    if config is None:
+        return make_config(options)
+    if options:
+        return make_config({**config.model_dump(exclude_unset=True), **options})
+    return config

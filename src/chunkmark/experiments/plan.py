@@ -61,7 +61,8 @@ How it counts
   (part of ``input_tokens``) are priced at the table's cached-input and cache-write prices in
   ``usd``; ``usd_max`` assumes no cache read at all and every request writing
   (``cache_write_tokens_max``).
-- **Answers** (``answers:``, :mod:`chunkmark.answers.plan`): one request per question with a
+- **Answers** (``answers:``, :mod:`chunkmark.answers.plan`; the answers analysis handed to
+  :func:`plan_grid` says it, as it is handed to the runner): one request per question with a
   reference and cell, plus the whole-document baseline's where it fits (cached ones replayed),
   and the judge's one per answer; input tokens at the setting's token budget of context
   (unknown for a setting without one), output at each request's ``max_tokens``.
@@ -92,6 +93,7 @@ from chunkmark.costs.overrides import PlanPrices, load_plan_prices
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.errors import ConfigError
+from chunkmark.experiments.analysis import Analysis, PlansRequests, check_handed
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
 from chunkmark.experiments.plan_chunks import CALLS_LLM, ChunkEstimate, estimate_chunks
@@ -146,6 +148,7 @@ class _Planner:
     config: ExperimentConfig
     prices: PlanPrices
     cache_dir: Path | None
+    analyses: Sequence[Analysis] = ()
     buckets: dict[str, Bucket] = field(default_factory=dict)
     identities: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     cells: list[CellPlan] = field(default_factory=list)
@@ -197,19 +200,12 @@ class _Planner:
                 for b in embedders:
                     b.add("document", texts)
                     self._cell(dataset, c_spec, b, len(texts), found.source, note)
-        if self.config.answers is not None:
-            self._answers(dataset, len(self.config.chunkers) * len(embedders))
-
-    def _answers(self, dataset: Dataset, cells: int) -> None:
-        """What answering the dataset's questions would ask (:mod:`chunkmark.answers.plan`)."""
-        from chunkmark.answers.plan import plan_answers
-
-        assert self.config.answers is not None
-        plans, unknown = plan_answers(
-            dataset, self.config.answers, cells, self.prices.llm, self._llm_cache, self.config.seed
-        )
-        self.answer_plans.extend(plans)
-        self.unknown.extend(unknown)
+        cells = len(self.config.chunkers) * len(embedders)
+        for analysis in self.analyses:
+            if isinstance(analysis, PlansRequests):
+                plans, unknown = analysis.plan(dataset, cells, self.prices.llm, self._llm_cache)
+                self.answer_plans.extend(plans)
+                self.unknown.extend(unknown)
 
     def _cell(
         self,
@@ -315,17 +311,19 @@ def _load(name: str) -> Dataset:
     return load_dataset(name)
 
 
-def plan_grid(config: ExperimentConfig) -> Plan:
-    """What running ``config`` would do and cost, found without any request or model load.
+def plan_grid(config: ExperimentConfig, analyses: Sequence[Analysis] = ()) -> Plan:
+    """What running ``config`` with ``analyses`` would do and cost, found without any request
+    or model load (an analysis that asks an LLM says what it would ask: the answers).
 
     Reads the chunk store, the embedding cache and the LLM cache under the config's cache
     folder when their files exist (never with ``no_cache``), and writes nothing.
     """
     from chunkmark.paths import resolve_cache_dir
 
+    check_handed(config, analyses)
     prices = load_plan_prices(config.prices, config.price_file)
     cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
-    planner = _Planner(config, prices, cache_dir)
+    planner = _Planner(config, prices, cache_dir, analyses)
     datasets = []
     for name in config.datasets:
         dataset = _load(name)
