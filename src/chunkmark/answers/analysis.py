@@ -323,7 +323,7 @@ class _Asker:
     def baseline_jobs(
         self, dataset: Dataset, questions: Sequence[Question], labels: Sequence[str]
     ) -> list[_Job]:
-        from chunkmark.chunkers.estimate import framed_tokens
+        from chunkmark.llm.estimate import framed_tokens
 
         docs = dataset.by_id
         jobs = []

@@ -24,10 +24,10 @@ from chunkmark.answers.scoring import (
     references_of,
     select_questions,
 )
-from chunkmark.chunkers.estimate import Replay, framed_tokens
 from chunkmark.costs.llm_prices import LLMPrices, price_of
 from chunkmark.experiments.config import AnswerOptions
 from chunkmark.experiments.plan_model import AnswerPlan
+from chunkmark.llm.estimate import Replay, framed_tokens
 
 if TYPE_CHECKING:
     from chunkmark.datasets.model import Dataset, Question

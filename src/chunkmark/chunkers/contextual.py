@@ -30,7 +30,7 @@ A chunk with no context keeps what the wrapped chunker gave it. ``stats()`` coun
 added: ``context_chars`` and ``context_tokens`` (the embed texts' growth, in characters and
 ``encoding`` tokens: the extra embedding cost), ``llm_calls``, and the prompt prefix tokens
 that provider prompt caching can serve. With ``method='llm'`` the chunker is a
-:class:`~chunkmark.chunkers.estimate.RequestEstimator`: its requests (one per chunk of the
+:class:`~chunkmark.chunkers.base.RequestEstimator`: its requests (one per chunk of the
 wrapped chunker) are known before asking.
 """
 
@@ -46,10 +46,10 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
-from chunkmark.chunkers.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.chunkers.markdown import Block, parse_blocks, sections
 from chunkmark.chunkers.sentences import sentence_spans, word_bounds
 from chunkmark.errors import SpecError
+from chunkmark.llm.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.spans import Span
 from chunkmark.specs import Traits
 from chunkmark.stats import ChunkerStats
@@ -451,7 +451,7 @@ class ContextualChunker:
 
     def estimate_llm(self) -> LLM | None:
         """The LLM that writes the contexts; None for headings and neighbours (see
-        :mod:`chunkmark.chunkers.estimate`)."""
+        :mod:`chunkmark.llm.estimate`)."""
         return self.situate.llm if isinstance(self.situate, LLMContexts) else None
 
     def estimate_wraps(self) -> str | None:

@@ -27,7 +27,7 @@ Every placement (kept or dropped) is kept in :attr:`PropositionsChunker.placemen
 ``stats()`` counts propositions, aligned, dropped, ambiguous, the score distribution in bins of
 ten (``score_60_70`` holds scores from 60 up to 70; 100 is in ``score_90_100``), LLM calls and
 corrections. rapidfuzz is an optional dependency: ``pip install 'chunkmark[propositions]'``.
-The chunker is a :class:`~chunkmark.chunkers.estimate.RequestEstimator`: its first requests (one
+The chunker is a :class:`~chunkmark.chunkers.base.RequestEstimator`: its first requests (one
 per chunk of the wrapped chunker) are known before asking, a correction at most one more each.
 """
 
@@ -55,7 +55,8 @@ from chunkmark.chunkers.contextual import (
     merged_counters,
     prompt_text,
 )
-from chunkmark.chunkers.estimate import (
+from chunkmark.errors import MissingDependencyError
+from chunkmark.llm.estimate import (
     REASON_TOKENS,
     SHOWN_ANSWER_TOKENS,
     Asking,
@@ -63,7 +64,6 @@ from chunkmark.chunkers.estimate import (
     Request,
     framed_tokens,
 )
-from chunkmark.errors import MissingDependencyError
 from chunkmark.specs import Traits
 from chunkmark.stats import ChunkerStats
 
@@ -351,7 +351,7 @@ class PropositionsChunker:
         ]
 
     def estimate_llm(self) -> LLM:
-        """The LLM it asks (see :mod:`chunkmark.chunkers.estimate`)."""
+        """The LLM it asks (see :mod:`chunkmark.llm.estimate`)."""
         return self.llm
 
     def estimate_wraps(self) -> str | None:

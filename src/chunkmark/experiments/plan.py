@@ -39,7 +39,7 @@ How it counts
   only shares a model input (after truncation) with a cached one is not recognised, so the
   count is an upper bound there.
 - **LLM chunkers**: the planner names none. A chunker registered with ``calls_llm=True`` that
-  is a :class:`~chunkmark.chunkers.estimate.RequestEstimator` says, document by document and
+  is a :class:`~chunkmark.chunkers.base.RequestEstimator` says, document by document and
   without asking, the calls and tokens chunking would take (each knows its own prompts):
   ``llm_semantic`` and ``documentation(llm=...)`` their windows at the fewest and the most,
   ``contextual(method='llm')`` and ``propositions`` one request per chunk of the wrapped
@@ -87,7 +87,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkmark.chunkers import CHUNKERS
-from chunkmark.chunkers.estimate import ENCODING
 from chunkmark.costs.budget import CostLimitError, usd
 from chunkmark.costs.overrides import PlanPrices, load_plan_prices
 from chunkmark.datasets.model import Dataset
@@ -118,6 +117,7 @@ from chunkmark.experiments.plan_model import (
     SetupStep,
     Source,
 )
+from chunkmark.llm.estimate import ENCODING
 from chunkmark.specs import Spec
 from chunkmark.tokenizers import count_tokens
 
