@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "leaves",
         frozenset(
             {
+                "counters",
                 "errors",
                 "files",
                 "paths",
@@ -45,7 +46,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "spans",
                 "specs",
                 "sqlite_db",
-                "stats",
                 "timing",
                 "version",
             }

@@ -48,11 +48,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
 from chunkmark.chunkers.markdown import Block, parse_blocks, sections
 from chunkmark.chunkers.sentences import sentence_spans, word_bounds
+from chunkmark.counters import ChunkerStats
 from chunkmark.errors import SpecError
 from chunkmark.llm.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.spans import Span
 from chunkmark.specs import Traits
-from chunkmark.stats import ChunkerStats
 from chunkmark.tokenizers import count_tokens, token_counter
 
 if TYPE_CHECKING:

@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Literal
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
 from chunkmark.chunkers.llm_semantic import LLMSplitter, estimate_splits
 from chunkmark.chunkers.recursive import recursive
+from chunkmark.counters import ChunkerStats
 from chunkmark.errors import LLMError
 from chunkmark.llm.estimate import Asking, LLMUsage
 from chunkmark.spans import Span
-from chunkmark.stats import ChunkerStats
 
 if TYPE_CHECKING:
     from chunkmark.llm import LLM

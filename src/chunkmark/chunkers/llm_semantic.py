@@ -43,6 +43,7 @@ import numpy as np
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
 from chunkmark.chunkers.recursive import recursive
 from chunkmark.costs.meter import MESSAGE_TOKENS
+from chunkmark.counters import ChunkerStats
 from chunkmark.llm.estimate import (
     ENCODING,
     REASON_TOKENS,
@@ -52,7 +53,6 @@ from chunkmark.llm.estimate import (
     Replay,
 )
 from chunkmark.spans import Span
-from chunkmark.stats import ChunkerStats
 from chunkmark.tokenizers import count_tokens
 
 if TYPE_CHECKING:

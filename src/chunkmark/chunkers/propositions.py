@@ -55,6 +55,7 @@ from chunkmark.chunkers.contextual import (
     merged_counters,
     prompt_text,
 )
+from chunkmark.counters import ChunkerStats
 from chunkmark.errors import MissingDependencyError
 from chunkmark.llm.estimate import (
     REASON_TOKENS,
@@ -65,7 +66,6 @@ from chunkmark.llm.estimate import (
     framed_tokens,
 )
 from chunkmark.specs import Traits
-from chunkmark.stats import ChunkerStats
 
 if TYPE_CHECKING:
     from chunkmark.llm import LLM

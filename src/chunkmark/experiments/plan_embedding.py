@@ -13,6 +13,7 @@ import numpy as np
 
 from chunkmark.chunkers import CHUNKERS, ChunkerContext
 from chunkmark.costs.overrides import PlanPrices
+from chunkmark.counters import EmbedderStats
 from chunkmark.embedders.base import Embedder, FloatArray, Kind, l2_normalise
 from chunkmark.embedders.cache import DB_NAME as EMBEDDING_DB
 from chunkmark.embedders.cache import EmbeddingCache
@@ -20,7 +21,6 @@ from chunkmark.errors import ChunkmarkError, ConfigError
 from chunkmark.experiments.plan_model import EmbedderPlan
 from chunkmark.llm.estimate import ENCODING
 from chunkmark.specs import Spec
-from chunkmark.stats import EmbedderStats
 from chunkmark.tokenizers import count_tokens
 
 if TYPE_CHECKING:

@@ -36,10 +36,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
+from chunkmark.counters import LLMStats
 from chunkmark.errors import LLMError
 from chunkmark.llm.cache import LLMCache, cache_key
 from chunkmark.specs import Registry
-from chunkmark.stats import LLMStats
 
 
 @runtime_checkable
@@ -108,7 +108,7 @@ class Answer(NamedTuple):
 
 
 class _Tally:
-    """Counters of :class:`~chunkmark.stats.LLMStats` (its integer fields), added to as
+    """Counters of :class:`~chunkmark.counters.LLMStats` (its integer fields), added to as
     requests go."""
 
     def __init__(self) -> None:

@@ -1,4 +1,5 @@
-"""Typed records of the work components do: embedders, their cache, LLM clients, chunkers.
+"""Work counters: typed records of the work components do (embedders, their cache, LLM
+clients, chunkers).
 
 Every embedder reports the same :class:`EmbedderStats` fields (inputs, tokens, truncation
 against its window, requests, model seconds), plus its own extras; the caching wrapper adds a
