@@ -1,49 +1,26 @@
-"""The regression gate: a run against a baseline on the same questions, failing only on a drop
-that is both larger than a margin and significant after Holm's correction (docs/gate.md).
-
-A *side* is what the gate compares: per-question values of one metric at one retrieval setting
-and scoring, for some (chunker, embedder) cells of one dataset, in one question order. A side is
-read from a results folder (:func:`read_run`) or from a baseline file (:func:`read_baseline`,
-written by :func:`write_baseline`: small JSON a repository commits).
-
-For each gated cell, ``d = run - baseline`` per question (signed so that negative is worse for
-the metric's direction). The cell is a **regression** when
-
-- its drop, ``-mean(d)`` in points, exceeds ``max_drop``, and
-- the two-sided sign-flip randomisation test of mean(d) = 0 is significant at ``alpha`` after
-  Holm's correction across the gated cells.
-
-Two-sided by default: a drop is significant where the usual test at ``alpha`` finds the run
-differs from the baseline, and the run is worse. That is the one-sided test at ``alpha / 2``, so
-on pure noise a check fails at most ``alpha / 2`` of the time (2.5%), while a paired regression
-of a few points is still caught (docs/gate.md measures both). ``one_sided=True`` tests mean(d) <
-0 at the full ``alpha``: more power, twice the false alarms. Every cell is also reported with the
-95% paired-bootstrap interval of its change, whatever its verdict.
-
-Bad input raises :class:`GateError` with an exit status of its own (:data:`EXIT_CODES`).
-"""
+"""The gate's records and its test: the exit statuses, a side (:class:`Side`), each cell's
+check and the result (:func:`check_cells`, :func:`gate`), the sides' compatibility
+(:func:`check_sides`), the question hash and pairing a swap (:func:`paired_run`); see
+:mod:`chunkmark.report.gate`."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from chunkmark.errors import ChunkmarkError
-from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import DECIMALS, holm, paired_bootstrap_ci, permutation_test
 from chunkmark.metrics.selection import POWER, min_detectable_difference, questions_for
-from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring, retrieval_of
-from chunkmark.specs import canonical_spec
+from chunkmark.report.settings import Scoring
+from chunkmark.specs import canonical_spec  # the form the runs' cells hold
 
 FloatArray = npt.NDArray[np.float64]
 Cell = tuple[str, str]  # chunker, embedder (canonical specs)
@@ -489,10 +466,11 @@ def with_hash(side: Side) -> Side:
             "Gate a run of the baseline's dataset, or rebuild the baseline with --update-baseline.",
             exit_code=INCOMPATIBLE,
         )
-    return _replace(side, question_hash=question_hash(side.source))
+    return side_with(side, question_hash=question_hash(side.source))
 
 
-def _replace(side: Side, **changes: Any) -> Side:
+def side_with(side: Side, **changes: Any) -> Side:
+    """``side`` with ``changes`` (a copy)."""
     from dataclasses import replace
 
     return replace(side, **changes)
@@ -500,194 +478,7 @@ def _replace(side: Side, **changes: Any) -> Side:
 
 def replace_cells(side: Side, cells: dict[Cell, FloatArray]) -> Side:
     """``side`` with other cells."""
-    return _replace(side, cells=cells)
-
-
-# --- reading a results folder -----------------------------------------------------------------
-
-_COLUMNS = ("dataset", "chunker", "embedder", "retrieval", "k", "excerpts", "unit", "denominator")
-
-
-@dataclass(frozen=True)
-class Picks:
-    """Which rows of a run the gate reads (the ``--pick-...`` options); None: the default."""
-
-    retrieval: str | None = None
-    k: str | None = None
-    dataset: str | None = None
-    chunkers: tuple[str, ...] = ()
-    embedders: tuple[str, ...] = ()
-
-
-def read_run(
-    path: Path,
-    metric: str,
-    picks: Picks,
-    *,
-    retrieval: str | None = None,
-    exit_code: int = USAGE,
-    role: str = "run",
-) -> Side:
-    """A results folder's values of ``metric`` at the picked (else ``retrieval``, else the
-    run's primary) setting and scoring, for the picked cells (all by default)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from chunkmark.report.data import manifest_datasets
-
-    fix = "Pass the folder a `chunkmark run` wrote (its --out)."
-    manifest_file, results_file = path / "manifest.json", path / "results.parquet"
-    if not manifest_file.is_file() or not results_file.is_file():
-        raise GateError(
-            f"The {role} {path} holds no manifest.json and results.parquet.",
-            fix,
-            exit_code=exit_code,
-        )
-    try:
-        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-        schema = pq.read_schema(results_file)
-        if metric not in schema.names:
-            raise GateError(
-                f"The {role} {path} has no {metric!r} values.",
-                "Use a metric it holds, or rerun it with this chunkmark version.",
-                exit_code=INCOMPATIBLE if role == "baseline" else USAGE,
-            )
-        wanted = [c for c in (*_COLUMNS, "question_id", metric) if c in schema.names]
-        table = pq.read_table(results_file, columns=wanted).to_pydict()
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, pa.ArrowInvalid) as exc:
-        raise GateError(
-            f"Cannot read the {role} {path}: {exc}.", fix, exit_code=exit_code
-        ) from None
-    datasets = manifest_datasets(manifest) if isinstance(manifest, dict) else []
-    if not datasets:
-        raise GateError(f"{manifest_file} names no dataset.", fix, exit_code=exit_code)
-    names = [str(d.get("name")) for d in datasets]
-    if picks.dataset is not None:
-        if picks.dataset not in names:
-            raise GateError(
-                f"The {role} {path} holds no dataset {picks.dataset!r}.",
-                f"Use --pick-dataset with one of: {', '.join(names)}.",
-                exit_code=INCOMPATIBLE if role == "baseline" else USAGE,
-            )
-        info = datasets[names.index(picks.dataset)]
-    elif len(datasets) > 1:
-        raise GateError(
-            f"The {role} {path} holds several datasets: {', '.join(names)}.",
-            "Pick one with --pick-dataset.",
-        )
-    else:
-        info = datasets[0]
-    name = str(info.get("name"))
-    n = len(table["question_id"])
-    column = {c: table.get(c, [None] * n) for c in _COLUMNS}
-    rows = [i for i in range(n) if (column["dataset"][i] or name) == name]
-    settings = list(dict.fromkeys(_retrieval(column, i) for i in rows))
-    asked = picks.retrieval
-    if asked is None and picks.k is None and retrieval is not None and retrieval in settings:
-        asked = retrieval
-    try:
-        setting = choose_retrieval(settings, asked, picks.k, GateError)
-    except GateError as exc:
-        raise GateError(exc.problem, exc.fix, exit_code=exit_code) from None
-    scorings = {_scoring(column, i) for i in rows}
-    scoring = choose_scoring(scorings)
-    chunker_picks = {_canonical("chunker", s) for s in picks.chunkers}
-    embedder_picks = {_canonical("embedder", s) for s in picks.embedders}
-    values: dict[Cell, dict[str, float]] = {}
-    present: set[Cell] = set()
-    for i in rows:
-        if _retrieval(column, i) != setting or _scoring(column, i) != scoring:
-            continue
-        cell = (str(column["chunker"][i]), str(column["embedder"][i]))
-        present.add(cell)
-        if chunker_picks and cell[0] not in chunker_picks:
-            continue
-        if embedder_picks and cell[1] not in embedder_picks:
-            continue
-        value = table[metric][i]
-        values.setdefault(cell, {})[str(table["question_id"][i])] = (
-            math.nan if value is None else float(value)
-        )
-    if present and not values:
-        # The folder is fine: the picks name none of its cells (a usage error, not a corrupt
-        # baseline). Gating a deliberate swap of embedder or chunker is --pair's job.
-        listing = "; ".join(f"{c} x {e}" for c, e in sorted(present)[:4])
-        more = f" and {len(present) - 4} more" if len(present) > 4 else ""
-        raise GateError(
-            f"The {role} {path} has no cell of the picked chunker/embedder; its cells: "
-            f"{listing}{more}.",
-            "Pick cells it holds; to gate a swap of embedder or chunker, pair the baseline's "
-            "with the run's: --pair 'BASELINE_SPEC=RUN_SPEC' (docs/gate.md).",
-        )
-    ids = _question_ids(values, path, role, exit_code)
-    return Side(
-        dataset=name,
-        fingerprint=str(info.get("fingerprint")),
-        metric=metric,
-        retrieval=setting,
-        scoring=scoring,
-        question_ids=ids,
-        cells={
-            cell: np.asarray([v.get(q, math.nan) for q in ids], dtype=np.float64)
-            for cell, v in sorted(values.items())
-        },
-        source=str(info.get("source") or "") or None,
-        origin=str(path),
-    )
-
-
-def _retrieval(column: Mapping[str, list[Any]], i: int) -> str:
-    return retrieval_of({"retrieval": column["retrieval"][i], "k": column["k"][i]})
-
-
-def _scoring(column: Mapping[str, list[Any]], i: int) -> Scoring:
-    return Scoring.from_row({c: column[c][i] for c in ("excerpts", "unit", "denominator")})
-
-
-def _question_ids(
-    values: Mapping[Cell, Mapping[str, float]], path: Path, role: str, exit_code: int
-) -> tuple[str, ...]:
-    """The questions every cell has, in the first cell's order; cells that disagree are an
-    error (a run's cells are scored on the same questions)."""
-    if not values:
-        raise GateError(
-            f"The {role} {path} holds no rows for the picked cells.",
-            "Check --pick-chunker/--pick-embedder against the cells it holds.",
-            exit_code=exit_code,
-        )
-    first = next(iter(values.values()))
-    for cell, v in values.items():
-        if set(v) != set(first):
-            raise GateError(
-                f"The {role} {path}: cell {cell[0]} x {cell[1]} was scored on other questions "
-                "than its other cells.",
-                "Rerun it with `chunkmark run`.",
-                exit_code=exit_code,
-            )
-    return tuple(first)
-
-
-def _canonical(kind: str, spec: str) -> str:
-    return canonical_spec(kind, spec)  # the form the runs' cells hold
-
-
-def pick_cells(side: Side, picks: Picks) -> Side:
-    """``side`` with only the cells the picks name (every cell without picks)."""
-    chunkers = {_canonical("chunker", s) for s in picks.chunkers}
-    embedders = {_canonical("embedder", s) for s in picks.embedders}
-    kept = {
-        cell: v
-        for cell, v in side.cells.items()
-        if (not chunkers or cell[0] in chunkers) and (not embedders or cell[1] in embedders)
-    }
-    if not kept:
-        listing = "; ".join(f"{c} x {e}" for c, e in list(side.cells)[:4])
-        raise GateError(
-            f"The picks name none of the baseline's cells ({listing}).",
-            "Check --pick-chunker/--pick-embedder; to gate a swap of embedder or chunker, pair "
-            "the baseline's with the run's: --pair 'BASELINE_SPEC=RUN_SPEC' (docs/gate.md).",
-        )
-    return _replace(side, cells=kept)
+    return side_with(side, cells=cells)
 
 
 # --- pairing a swap: --pair BASELINE_SPEC=RUN_SPEC --------------------------------------------
@@ -734,11 +525,11 @@ def parse_pair(text: str) -> Pair:
     old, new = split_pair(text)
     for part, kind in enumerate(("chunker", "embedder")):
         try:
-            old_spec = _canonical(kind, old)
+            old_spec = canonical_spec(kind, old)
         except SpecError:
             continue
         try:
-            return Pair(part, old_spec, _canonical(kind, new))
+            return Pair(part, old_spec, canonical_spec(kind, new))
         except SpecError as exc:
             raise GateError(
                 f"--pair {text!r}: {old!r} is a {kind}, and {new!r} is not one: {exc.problem}",
@@ -776,7 +567,7 @@ def paired_run(baseline: Side, run: Side, pairs: Sequence[Pair]) -> tuple[Side, 
             exit_code=MISSING_CELL,
         )
     cells = {old: run.cells[new] for old, new in mapped.items()}
-    return _replace(run, cells=cells), mapped
+    return side_with(run, cells=cells), mapped
 
 
 def with_swaps(result: GateResult, mapped: Mapping[Cell, Cell]) -> GateResult:
@@ -790,256 +581,3 @@ def with_swaps(result: GateResult, mapped: Mapping[Cell, Cell]) -> GateResult:
         for c in result.cells
     ]
     return replace(result, cells=checks)
-
-
-# --- the baseline file ------------------------------------------------------------------------
-
-
-def write_baseline(path: Path, side: Side, *, run: str = "") -> None:
-    """Write ``side`` (with its question hash) as a baseline file, atomically."""
-    from chunkmark.version import __version__
-
-    side = with_hash(side)
-    data = {
-        "format": BASELINE_FORMAT,
-        "version": BASELINE_VERSION,
-        "chunkmark": __version__,
-        "created": datetime.now().astimezone().isoformat(timespec="seconds"),
-        "run": run,
-        "dataset": {"name": side.dataset, "fingerprint": side.fingerprint},
-        "metric": side.metric,
-        "retrieval": side.retrieval,
-        "scoring": side.scoring.columns(),
-        "questions": {"count": len(side.question_ids), "hash": side.question_hash},
-        "question_ids": list(side.question_ids),
-        "cells": [
-            {
-                "chunker": c,
-                "embedder": e,
-                "mean": float(np.mean(v)),
-                "values": [float(x) for x in v],
-            }
-            for (c, e), v in side.cells.items()
-        ],
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=1, ensure_ascii=False)
-    write_bytes_atomic(path, (text + "\n").encode("utf-8"))  # a file to commit: umask's mode
-
-
-def read_baseline(path: Path) -> Side:
-    """A baseline file; anything wrong in it is one :class:`GateError` line (exit
-    :data:`BAD_BASELINE`) naming the key."""
-    fix = f"Rebuild it: chunkmark gate RUN --baseline {path} --update-baseline."
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GateError(
-            f"The baseline file {path} does not exist.",
-            f"Write it first: chunkmark gate RUN --baseline {path} --update-baseline.",
-            exit_code=BAD_BASELINE,
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GateError(f"Cannot read {path}: {exc}.", fix, exit_code=BAD_BASELINE) from None
-    except json.JSONDecodeError as exc:
-        raise GateError(
-            f"{path} is not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).",
-            fix,
-            exit_code=BAD_BASELINE,
-        ) from None
-
-    def bad(key: str, what: str) -> GateError:
-        return GateError(f"{path}: {key} {what}.", fix, exit_code=BAD_BASELINE)
-
-    if not isinstance(data, dict) or data.get("format") != BASELINE_FORMAT:
-        raise bad("format", f"is not {BASELINE_FORMAT!r}: not a chunkmark gate baseline")
-    if data.get("version") != BASELINE_VERSION:
-        raise bad("version", f"is {data.get('version')!r}, this chunkmark reads {BASELINE_VERSION}")
-    dataset = _field(data, "dataset", dict, bad)
-    name = _field(dataset, "name", str, bad, "dataset.name")
-    fingerprint = _field(dataset, "fingerprint", str, bad, "dataset.fingerprint")
-    metric = _field(data, "metric", str, bad)
-    if metric not in METRICS:
-        raise bad("metric", f"{metric!r} is not a chunkmark metric")
-    retrieval = _field(data, "retrieval", str, bad)
-    scoring_data = _field(data, "scoring", dict, bad)
-    try:
-        scoring = Scoring.from_row(scoring_data)
-    except ValueError as exc:
-        raise bad("scoring", str(exc).rstrip(".")) from None
-    questions = _field(data, "questions", dict, bad)
-    digest = _field(questions, "hash", str, bad, "questions.hash")
-    ids = _field(data, "question_ids", list, bad)
-    if not ids or not all(isinstance(q, str) for q in ids) or len(set(ids)) != len(ids):
-        raise bad("question_ids", "must be a non-empty list of distinct strings")
-    cells: dict[Cell, FloatArray] = {}
-    for i, entry in enumerate(_field(data, "cells", list, bad)):
-        where = f"cells[{i}]"
-        if not isinstance(entry, dict):
-            raise bad(where, "is not an object")
-        chunker = _field(entry, "chunker", str, bad, f"{where}.chunker")
-        embedder = _field(entry, "embedder", str, bad, f"{where}.embedder")
-        values = _field(entry, "values", list, bad, f"{where}.values")
-        if len(values) != len(ids) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
-        ):
-            raise bad(f"{where}.values", f"must be {len(ids)} numbers, one per question id")
-        cells[(chunker, embedder)] = np.asarray(values, dtype=np.float64)
-    if not cells:
-        raise bad("cells", "is empty")
-    return Side(
-        dataset=name,
-        fingerprint=fingerprint,
-        metric=metric,
-        retrieval=retrieval,
-        scoring=scoring,
-        question_ids=tuple(ids),
-        cells=cells,
-        question_hash=digest,
-        origin=str(path),
-    )
-
-
-def _field(data: Mapping[str, Any], key: str, kind: type, bad: Any, name: str | None = None) -> Any:
-    value = data.get(key)
-    if not isinstance(value, kind):
-        raise bad(name or key, "is missing" if value is None else f"is not a {kind.__name__}")
-    return value
-
-
-# --- output -----------------------------------------------------------------------------------
-
-
-def markdown(result: GateResult, labels: Mapping[Cell, str] | None = None) -> str:
-    """The result as a pull-request comment: a headline, what was tested, what these questions
-    can detect, one row per cell."""
-    label = METRICS[result.metric].label
-    failed = [c for c in result.cells if c.regression]
-    unsure = result.inconclusive
-    if failed:
-        head = f"### chunkmark gate: regression in {len(failed)} of {len(result.cells)} cell(s)"
-    elif unsure:
-        head = (
-            f"### chunkmark gate: inconclusive in {len(unsure)} of {len(result.cells)} cell(s) "
-            "(no significant regression; too few questions to rule one out)"
-        )
-    else:
-        head = f"### chunkmark gate: passed ({len(result.cells)} cell(s))"
-    lines = [
-        head,
-        "",
-        f"{label} with {result.retrieval} on {result.dataset}, {result.n_questions} paired "
-        f"questions. A cell fails when it drops by more than {result.max_drop:g} "
-        f"point{'' if result.max_drop == 1 else 's'} and the "
-        f"drop is significant ({result.test}, Holm across {_cells(len(result.cells))}, "
-        f"alpha {result.alpha:g}).",
-        "",
-        power_line(result),
-        "",
-        f"| cell | baseline | run | change (points) | {100 * LEVEL:.0f}% interval | p | "
-        "p (Holm) | detectable drop | verdict |",
-        "|---|---:|---:|---:|---|---:|---:|---:|---|",
-    ]
-    for c in result.cells:
-        name = (labels or {}).get((c.chunker, c.embedder), f"{c.chunker} × {c.embedder}")
-        if (c.run_chunker, c.run_embedder) != (None, None):
-            name = _swap_label(c)
-        verdict = f"**{c.status}**" if c.regression or c.inconclusive else c.status
-        if c.inconclusive and c.needed is not None:
-            verdict += f" (about {c.needed:,} questions needed)"
-        lines.append(
-            f"| {name} | {100 * c.baseline:.2f} | {100 * c.run:.2f} | {100 * c.change:+.2f} | "
-            f"[{100 * c.ci_low:+.2f}, {100 * c.ci_high:+.2f}] | {_p(c.p_value)} | "
-            f"{_p(c.p_holm)} | {_points(c.detectable)} | {verdict} |"
-        )
-    lines += [""] + [f"- {note}" for note in result.notes]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def power_line(result: GateResult) -> str:
-    """What the gate's questions can detect: the smallest drop (80% power) over the cells whose
-    values moved, and the questions a drop of --max-drop would need in that cell."""
-    n = result.n_questions
-    test = (
-        f"{100 * POWER:.0f}% power, paired t-test at alpha {result.power_alpha:.3g} "
-        f"(alpha / {_cells(len(result.cells))}{', one-sided' if result.one_sided else ''})"
-    )
-    moved = [c for c in result.cells if c.detectable is not None]
-    if not moved:
-        return (
-            f"What {n} questions can detect: not measurable here, since no gated cell's value "
-            "changed on any question (the noise of a change is measured from the change)."
-        )
-    best = min(moved, key=lambda c: c.detectable or math.inf)
-    assert best.detectable is not None
-    widest = max(c.detectable or 0.0 for c in moved)
-    spread = (
-        f"{best.detectable:.2f} points"
-        if len(moved) == 1 or math.isclose(widest, best.detectable, rel_tol=0.005)
-        else f"{best.detectable:.2f} to {widest:.2f} points across the {len(moved)} cells that moved"
-    )
-    line = f"Smallest drop these {n} questions can detect ({test}, from each cell's paired sd): {spread}."
-    if best.detectable > result.max_drop:
-        sd = _sd_of_detectable(best.detectable / 100.0, n, result.power_alpha)
-        need = questions_for(-result.max_drop / 100.0, sd, alpha=min(result.power_alpha, 0.5)).n
-        line += (
-            f" A drop of --max-drop ({result.max_drop:g} point"
-            f"{'' if result.max_drop == 1 else 's'}) cannot be shown with {n} questions"
-            + (
-                f": it would take about {need:,}."
-                if need is not None
-                else ": no realistic number of questions would show it."
-            )
-        )
-    return line
-
-
-def _sd_of_detectable(detectable: float, n: int, alpha: float) -> float:
-    """The paired sd behind a detectable difference (it is proportional to the sd)."""
-    unit = min_detectable_difference(n, 1.0, alpha=min(alpha, 0.5))
-    assert unit is not None
-    return detectable / unit
-
-
-def _cells(n: int) -> str:
-    return f"{n} cell{'' if n == 1 else 's'}"
-
-
-def _points(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
-
-
-def _swap_label(c: CellCheck) -> str:
-    """A paired cell: each swapped part as ``baseline's → run's``."""
-    from chunkmark.report.data import short_name
-
-    parts = []
-    for kind, old, new in (
-        ("chunker", c.chunker, c.run_chunker or c.chunker),
-        ("embedder", c.embedder, c.run_embedder or c.embedder),
-    ):
-        label = short_name(kind, old)
-        parts.append(label if new == old else f"{label} → {short_name(kind, new)}")
-    return " × ".join(parts)
-
-
-def _p(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}"
-
-
-def short_labels(cells: Iterable[Cell]) -> dict[Cell, str]:
-    """Each cell's short name (``Registry.short``), the embedder left out when all share it."""
-    from chunkmark.report.data import short_name
-
-    cells = list(cells)
-    one_embedder = len({e for _, e in cells}) == 1
-    return {
-        (c, e): short_name("chunker", c)
-        + ("" if one_embedder else f" × {short_name('embedder', e)}")
-        for c, e in cells
-    }
-
-
-def describe(codes: Sequence[int] = tuple(EXIT_CODES)) -> str:
-    """The exit statuses as one line each (``--help`` and docs/gate.md)."""
-    return "\n".join(f"{code}: {EXIT_CODES[code]}" for code in codes)
