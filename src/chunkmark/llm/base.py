@@ -306,11 +306,14 @@ class BaseLLM(ABC):
         *,
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
+        cache: LLMCache | None = None,
     ) -> str | None:
-        """The answer this client's cache holds for this exact request (read only), or None."""
-        if self.cache is None:
+        """The answer ``cache`` (else this client's own cache) holds for this exact request
+        (read only), or None."""
+        cache = self.cache if cache is None else cache
+        if cache is None:
             return None
-        return self.cache.get(
+        return cache.get(
             self.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
         )
 

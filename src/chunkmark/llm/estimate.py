@@ -100,8 +100,9 @@ class Replay:
         answer cache of its own: nothing would be replayed at run time either)."""
         if self.cache is None or not isinstance(self.llm, BaseLLM):
             return None
-        key = self.llm.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
-        return self.cache.get(key)
+        return self.llm.cached_answer(
+            system, user, max_tokens=max_tokens, json_schema=json_schema, cache=self.cache
+        )
 
 
 @dataclass(frozen=True)
