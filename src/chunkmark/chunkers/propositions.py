@@ -45,10 +45,10 @@ from chunkmark.chunkers.contextual import (
     DEFAULT_LLM,
     AnswerFallbackWarning,
     PromptVersion,
+    Wrapper,
     build_inner,
     check_llm_spec,
     fill,
-    inner_chunks,
     inner_chunks_many,
     inner_spec,
     inner_stats,
@@ -264,7 +264,7 @@ class _Counts:
     bins: list[int] = field(default_factory=lambda: [0] * BINS)
 
 
-class PropositionsChunker:
+class PropositionsChunker(Wrapper):
     """Propositions of the wrapped chunker's chunks, placed by fuzzy alignment (module docs)."""
 
     def __init__(
@@ -287,9 +287,6 @@ class PropositionsChunker:
         self.placements: list[Placement] = []
         self._counts = _Counts()
         self._error: str | None = None
-
-    def __call__(self, text: str) -> list[Chunk]:
-        return self.chunk_texts([text])[0]
 
     def chunk_texts(self, texts: Sequence[str]) -> list[list[Chunk]]:
         """The chunks of each text, as calling the chunker on each in turn gives them. The
@@ -343,20 +340,14 @@ class PropositionsChunker:
         """The first request for each of ``text``'s chunks (corrections cannot be known);
         ``chunks`` are the wrapped chunker's, found by running it when not given."""
         system = prompt_text(f"propositions_{self.prompt}_system")
-        if chunks is None:
-            chunks = inner_chunks(self.inner, text)
         return [
             Request(system, self._request(text[c.start : c.end]), self.max_answer_tokens, SCHEMA)
-            for c in chunks
+            for c in self.wrapped(text, chunks)
         ]
 
     def estimate_llm(self) -> LLM:
         """The LLM it asks (see :mod:`chunkmark.llm.estimate`)."""
         return self.llm
-
-    def estimate_wraps(self) -> str | None:
-        """The wrapped chunker's spec: its chunks are what the LLM rewrites."""
-        return self.inner_spec
 
     def estimate_requests(
         self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
