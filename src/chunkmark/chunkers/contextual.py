@@ -52,7 +52,7 @@ from chunkmark.counters import ChunkerStats
 from chunkmark.errors import SpecError
 from chunkmark.llm.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.spans import Span
-from chunkmark.specs import Traits
+from chunkmark.specs import Canonicalise, Traits
 from chunkmark.tokenizers import count_tokens, token_counter
 
 if TYPE_CHECKING:
@@ -524,22 +524,30 @@ def _canonical(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _traits(values: dict[str, Any]) -> Traits:
-    """The wrapped chunker's traits, plus an LLM for ``method='llm'``: the headings and
-    neighbours contexts are as reusable as the chunker they wrap."""
-    inner = CHUNKERS.traits(values["chunker"])
-    calls_llm = values["method"] == "llm" or inner.calls_llm
-    return Traits(inner.embeds, calls_llm, inner.deterministic)
+def register_wrapper(
+    name: str, canonical: Canonicalise, asks: Callable[[dict[str, Any]], bool]
+) -> Callable[[Callable[..., ChunkerFn]], Callable[..., ChunkerFn]]:
+    """Register a chunker that wraps another (``chunker=``) and may call an LLM: built with the
+    run's context, named by its LLM's identity, and as reusable as the chunker it wraps, plus
+    an LLM when ``asks(values)``."""
+
+    def traits(values: dict[str, Any]) -> Traits:
+        inner = CHUNKERS.traits(values["chunker"])
+        return Traits(inner.embeds, asks(values) or inner.calls_llm, inner.deterministic)
+
+    return CHUNKERS.register(
+        name,
+        calls_llm=True,
+        needs=("context",),
+        canonical=canonical,
+        traits_of=traits,
+        identity=llm_identity,
+    )
 
 
-@CHUNKERS.register(
-    "contextual",
-    calls_llm=True,
-    needs=("context",),
-    canonical=_canonical,
-    traits_of=_traits,
-    identity=llm_identity,
-)
+# Only method='llm' asks an LLM: the headings and neighbours contexts are as reusable as the
+# chunker they wrap.
+@register_wrapper("contextual", _canonical, lambda values: values["method"] == "llm")
 def contextual(
     chunker: str = DEFAULT_CHUNKER,
     method: Method = "llm",

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
+from chunkmark.chunkers.base import Chunk, ChunkerContext, ChunkerFn
 from chunkmark.chunkers.contextual import (
     DEFAULT_LLM,
     AnswerFallbackWarning,
@@ -54,6 +54,7 @@ from chunkmark.chunkers.contextual import (
     inner_stats,
     merged_counters,
     prompt_text,
+    register_wrapper,
 )
 from chunkmark.counters import ChunkerStats
 from chunkmark.errors import MissingDependencyError
@@ -65,7 +66,6 @@ from chunkmark.llm.estimate import (
     Request,
     framed_tokens,
 )
-from chunkmark.specs import Traits
 
 if TYPE_CHECKING:
     from chunkmark.llm import LLM
@@ -472,20 +472,8 @@ def _canonical(values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "chunker": inner_spec(values["chunker"])}
 
 
-def _traits(values: dict[str, Any]) -> Traits:
-    """An LLM rewrites every chunk; the wrapped chunker may embed too."""
-    inner = CHUNKERS.traits(values["chunker"])
-    return Traits(inner.embeds, True, inner.deterministic)
-
-
-@CHUNKERS.register(
-    "propositions",
-    calls_llm=True,
-    needs=("context",),
-    canonical=_canonical,
-    traits_of=_traits,
-    identity=llm_identity,
-)
+# An LLM rewrites every chunk; the wrapped chunker may embed too.
+@register_wrapper("propositions", _canonical, lambda _values: True)
 def propositions(
     llm: str = DEFAULT_LLM,
     chunker: str = DEFAULT_CHUNKER,
