@@ -55,7 +55,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from chunkmark.errors import ChunkmarkError, ConfigError, MissingDependencyError, SpecError
-from chunkmark.experiments.config import make_config, read_experiment
+from chunkmark.experiments.config import MaxCost, make_config, read_experiment
 from chunkmark.experiments.grid import GridSpec, Range, parse_grid
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class TuneSettings(BaseModel):
     retrieval: str = DEFAULT_RETRIEVAL
     recall_floor: float = DEFAULT_RECALL_FLOOR
     seed: int = 0
-    max_cost: float | None = None
+    max_cost: MaxCost = None
 
     @field_validator("trials")
     @classmethod
@@ -121,13 +121,6 @@ class TuneSettings(BaseModel):
     def _floor(cls, value: float) -> float:
         if not 0 <= value <= 1:
             raise ValueError("the recall floor is a fraction between 0 and 1")
-        return value
-
-    @field_validator("max_cost")
-    @classmethod
-    def _max_cost(cls, value: float | None) -> float | None:
-        if value is not None and value < 0:
-            raise ValueError("must be zero or more US dollars")
         return value
 
 

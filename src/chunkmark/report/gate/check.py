@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.errors import ChunkmarkError
+from chunkmark.experiments.config import Nesting
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import DECIMALS, holm, paired_bootstrap_ci, permutation_test
 from chunkmark.metrics.selection import POWER, min_detectable_difference, questions_for
@@ -497,18 +498,8 @@ class Pair:
 def split_pair(text: str) -> tuple[str, str]:
     """``OLD=NEW`` split at its one ``=`` outside parentheses, brackets and quotes (specs hold
     ``=`` inside their parentheses: ``fixed_tokens(size=200)=recursive(size=200)``)."""
-    depth, quote, cuts = 0, "", []
-    for i, ch in enumerate(text):
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif ch == "=" and depth == 0:
-            cuts.append(i)
+    nesting = Nesting()
+    cuts = [i for i, ch in enumerate(text) if nesting.read(ch) and ch == "="]
     if len(cuts) != 1 or not text[: cuts[0]].strip() or not text[cuts[0] + 1 :].strip():
         raise GateError(
             f"--pair {text!r} is not BASELINE_SPEC=RUN_SPEC.",
