@@ -110,10 +110,6 @@ FAILURES_BEFORE_STOP = 3  # requests failing in a row, before any succeeded, sto
 TIE_RESAMPLES = 2000
 
 
-def _nan() -> float:
-    return math.nan
-
-
 @dataclass(frozen=True, eq=False)
 class _CellView:
     """What answering needs of one finished cell."""

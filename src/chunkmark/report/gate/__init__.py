@@ -24,32 +24,24 @@ Bad input raises :class:`GateError` with an exit status of its own (:data:`EXIT_
 
 The parts: ``check`` (the records, the exit statuses and the test), ``sides`` (reading a side
 from a results folder or a baseline file, and writing the baseline) and ``output`` (the
-markdown table and the lines ``chunkmark gate`` prints); everything is importable from here.
+markdown table and the lines ``chunkmark gate`` prints); what ``chunkmark gate`` uses is
+importable from here.
 """
 
 from __future__ import annotations
 
 from chunkmark.report.gate.check import (
     BAD_BASELINE,
-    BASELINE_FORMAT,
-    BASELINE_VERSION,
-    DEFAULT_MAX_DROP,
     EXIT_CODES,
     INCOMPATIBLE,
-    INCONCLUSIVE,
     INCONCLUSIVE_EXIT,
-    LEVEL,
     MISSING_CELL,
-    PASSED,
     QUESTIONS_DIFFER,
     REGRESSION,
     USAGE,
     Cell,
-    CellCheck,
-    FloatArray,
     GateError,
     GateResult,
-    Pair,
     Side,
     check_cells,
     check_sides,
@@ -58,15 +50,10 @@ from chunkmark.report.gate.check import (
     parse_pair,
     question_hash,
     replace_cells,
-    side_with,
-    split_pair,
-    with_hash,
     with_swaps,
 )
 from chunkmark.report.gate.output import (
-    describe,
     markdown,
-    power_line,
     short_labels,
 )
 from chunkmark.report.gate.sides import (
@@ -79,44 +66,30 @@ from chunkmark.report.gate.sides import (
 
 __all__ = [
     "BAD_BASELINE",
-    "BASELINE_FORMAT",
-    "BASELINE_VERSION",
-    "DEFAULT_MAX_DROP",
     "EXIT_CODES",
     "INCOMPATIBLE",
-    "INCONCLUSIVE",
     "INCONCLUSIVE_EXIT",
-    "LEVEL",
     "MISSING_CELL",
-    "PASSED",
     "QUESTIONS_DIFFER",
     "REGRESSION",
     "USAGE",
     "Cell",
-    "CellCheck",
-    "FloatArray",
     "GateError",
     "GateResult",
-    "Pair",
     "Picks",
     "Side",
     "check_cells",
     "check_sides",
-    "describe",
     "gate",
     "markdown",
     "paired_run",
     "parse_pair",
     "pick_cells",
-    "power_line",
     "question_hash",
     "read_baseline",
     "read_run",
     "replace_cells",
     "short_labels",
-    "side_with",
-    "split_pair",
-    "with_hash",
     "with_swaps",
     "write_baseline",
 ]

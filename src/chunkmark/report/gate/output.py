@@ -4,12 +4,11 @@ statuses described; see :mod:`chunkmark.report.gate`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.selection import POWER, min_detectable_difference, questions_for
 from chunkmark.report.gate.check import (
-    EXIT_CODES,
     LEVEL,
     Cell,
     CellCheck,
@@ -147,8 +146,3 @@ def short_labels(cells: Iterable[Cell]) -> dict[Cell, str]:
         + ("" if one_embedder else f" × {short_name('embedder', e)}")
         for c, e in cells
     }
-
-
-def describe(codes: Sequence[int] = tuple(EXIT_CODES)) -> str:
-    """The exit statuses as one line each (``--help`` and docs/gate.md)."""
-    return "\n".join(f"{code}: {EXIT_CODES[code]}" for code in codes)
