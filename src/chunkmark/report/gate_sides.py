@@ -1,9 +1,11 @@
-"""Reading a side: from a results folder (:func:`read_run`, :func:`pick_cells`) or from a
-baseline file (:func:`read_baseline`, written by :func:`write_baseline`); see
-:mod:`chunkmark.report.gate`."""
+"""A side of the regression gate and how it is read: the exit statuses and their error
+(:class:`GateError`), the :class:`Side` record and its question hash, a results folder read as
+a side (:func:`read_run`, :func:`pick_cells`) and the baseline file (:func:`write_baseline`,
+:func:`read_baseline`); see :mod:`chunkmark.report.gate`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -13,24 +15,120 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from chunkmark.errors import ChunkmarkError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics import METRICS
-from chunkmark.report.gate.check import (
-    BAD_BASELINE,
-    BASELINE_FORMAT,
-    BASELINE_VERSION,
-    INCOMPATIBLE,
-    USAGE,
-    Cell,
-    FloatArray,
-    GateError,
-    Side,
-    side_with,
-    with_hash,
-)
 from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring, retrieval_of
-from chunkmark.specs import canonical_spec
+from chunkmark.specs import canonical_spec  # the form the runs' cells hold
+
+FloatArray = npt.NDArray[np.float64]
+Cell = tuple[str, str]  # chunker, embedder (canonical specs)
+
+PASSED = 0
+REGRESSION = 3
+QUESTIONS_DIFFER = 4
+INCOMPATIBLE = 5
+MISSING_CELL = 6
+BAD_BASELINE = 7
+INCONCLUSIVE_EXIT = 8
+USAGE = 2
+# Exit status -> what it means (docs/gate.md lists the same table; tests check they agree).
+EXIT_CODES: dict[int, str] = {
+    PASSED: "passed: no gated cell dropped by more than --max-drop with a significant drop",
+    1: "unexpected error (a bug): one line naming a log file with the traceback",
+    USAGE: "usage error: an unknown option or metric, a run folder that cannot be read",
+    REGRESSION: "regression found: a gated cell dropped by more than --max-drop, significantly",
+    QUESTIONS_DIFFER: "the run and the baseline hold different questions (ids or excerpts)",
+    INCOMPATIBLE: "the baseline is of another dataset, metric, retrieval setting or scoring",
+    MISSING_CELL: "a gated cell is missing from the run",
+    BAD_BASELINE: "the baseline file or folder cannot be read (corrupt, not a baseline)",
+    INCONCLUSIVE_EXIT: "inconclusive, with --fail-inconclusive only: no cell regressed, but a "
+    "cell dropped by more than --max-drop with too few questions to tell",
+}
+
+
+BASELINE_FORMAT = "chunkmark-gate-baseline"
+BASELINE_VERSION = 1
+
+
+class GateError(ChunkmarkError):
+    """Bad input to the gate; ``exit_code`` is its status in :data:`EXIT_CODES`."""
+
+    def __init__(self, problem: str, fix: str | None = None, *, exit_code: int = USAGE) -> None:
+        super().__init__(problem, fix)
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True)
+class Side:
+    """Per-question values of one metric for some cells of one dataset, in one question order."""
+
+    dataset: str
+    fingerprint: str
+    metric: str
+    retrieval: str
+    scoring: Scoring
+    question_ids: tuple[str, ...]
+    cells: dict[Cell, FloatArray]
+    question_hash: str | None = None  # None: not computed yet (see :func:`question_hash`)
+    source: str | None = None  # where the dataset was loaded from, to compute the hash
+    origin: str = ""  # the folder or file it was read from
+
+
+# --- the question hash ------------------------------------------------------------------------
+
+
+def question_hash(source: str) -> str:
+    """SHA-256 of every question's id, document and excerpts (spans and text), sorted by id.
+
+    Documents may change around the excerpts without changing it; any question added, removed
+    or re-anchored changes it."""
+    from chunkmark.datasets import load_dataset
+
+    try:
+        dataset = load_dataset(source)
+    except (ChunkmarkError, OSError) as exc:
+        raise GateError(
+            f"Cannot read the dataset {source} to hash its questions: {exc}",
+            "Run the gate where the run's dataset can be read.",
+            exit_code=USAGE,
+        ) from None
+    texts = {d.id: d.text for d in dataset.documents}
+    h = hashlib.sha256()
+    for q in sorted(dataset.questions, key=lambda q: q.id):
+        text = texts.get(q.doc_id, "")
+        excerpts = [[s.start, s.end, text[s.start : s.end]] for s in q.excerpts]
+        h.update(json.dumps([q.id, q.doc_id, excerpts], ensure_ascii=False).encode())
+    return h.hexdigest()
+
+
+def with_hash(side: Side) -> Side:
+    """``side`` with its question hash, computed from its dataset when missing."""
+    if side.question_hash is not None:
+        return side
+    if not side.source:
+        raise GateError(
+            f"{side.origin} is of a dataset with another fingerprint and names no source to "
+            "compare its questions with.",
+            "Gate a run of the baseline's dataset, or rebuild the baseline with --update-baseline.",
+            exit_code=INCOMPATIBLE,
+        )
+    return side_with(side, question_hash=question_hash(side.source))
+
+
+def side_with(side: Side, **changes: Any) -> Side:
+    """``side`` with ``changes`` (a copy)."""
+    from dataclasses import replace
+
+    return replace(side, **changes)
+
+
+def replace_cells(side: Side, cells: dict[Cell, FloatArray]) -> Side:
+    """``side`` with other cells."""
+    return side_with(side, cells=cells)
+
 
 # --- reading a results folder -----------------------------------------------------------------
 

@@ -1,83 +1,76 @@
-"""The gate's records and its test: the exit statuses, a side (:class:`Side`), each cell's
-check and the result (:func:`check_cells`, :func:`gate`), the sides' compatibility
-(:func:`check_sides`), the question hash and pairing a swap (:func:`paired_run`); see
-:mod:`chunkmark.report.gate`."""
+"""The regression gate: a run against a baseline on the same questions, failing only on a drop
+that is both larger than a margin and significant after Holm's correction (docs/gate.md).
+
+A *side* is what the gate compares: per-question values of one metric at one retrieval setting
+and scoring, for some (chunker, embedder) cells of one dataset, in one question order. A side is
+read from a results folder (:func:`read_run`) or from a baseline file (:func:`read_baseline`,
+written by :func:`write_baseline`: small JSON a repository commits).
+
+For each gated cell, ``d = run - baseline`` per question (signed so that negative is worse for
+the metric's direction). The cell is a **regression** when
+
+- its drop, ``-mean(d)`` in points, exceeds ``max_drop``, and
+- the two-sided sign-flip randomisation test of mean(d) = 0 is significant at ``alpha`` after
+  Holm's correction across the gated cells.
+
+Two-sided by default: a drop is significant where the usual test at ``alpha`` finds the run
+differs from the baseline, and the run is worse. That is the one-sided test at ``alpha / 2``, so
+on pure noise a check fails at most ``alpha / 2`` of the time (2.5%), while a paired regression
+of a few points is still caught (docs/gate.md measures both). ``one_sided=True`` tests mean(d) <
+0 at the full ``alpha``: more power, twice the false alarms. Every cell is also reported with the
+95% paired-bootstrap interval of its change, whatever its verdict.
+
+Bad input raises :class:`GateError` with an exit status of its own (:data:`EXIT_CODES`).
+
+Reading a side (a results folder, a baseline file) and its records live in
+:mod:`chunkmark.report.gate_sides`; what ``chunkmark gate`` uses is importable from here.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.errors import ChunkmarkError
 from chunkmark.experiments.config import Nesting
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import DECIMALS, holm, paired_bootstrap_ci, permutation_test
 from chunkmark.metrics.selection import POWER, min_detectable_difference, questions_for
+from chunkmark.report.gate_sides import (
+    BAD_BASELINE,
+    EXIT_CODES,
+    INCOMPATIBLE,
+    INCONCLUSIVE_EXIT,
+    MISSING_CELL,
+    PASSED,
+    QUESTIONS_DIFFER,
+    REGRESSION,
+    USAGE,
+    Cell,
+    FloatArray,
+    GateError,
+    Picks,
+    Side,
+    pick_cells,
+    question_hash,
+    read_baseline,
+    read_run,
+    replace_cells,
+    side_with,
+    with_hash,
+    write_baseline,
+)
 from chunkmark.report.settings import Scoring
 from chunkmark.specs import canonical_spec  # the form the runs' cells hold
 
-FloatArray = npt.NDArray[np.float64]
-Cell = tuple[str, str]  # chunker, embedder (canonical specs)
-
-PASSED = 0
-REGRESSION = 3
-QUESTIONS_DIFFER = 4
-INCOMPATIBLE = 5
-MISSING_CELL = 6
-BAD_BASELINE = 7
-INCONCLUSIVE_EXIT = 8
-USAGE = 2
-# Exit status -> what it means (docs/gate.md lists the same table; tests check they agree).
-EXIT_CODES: dict[int, str] = {
-    PASSED: "passed: no gated cell dropped by more than --max-drop with a significant drop",
-    1: "unexpected error (a bug): one line naming a log file with the traceback",
-    USAGE: "usage error: an unknown option or metric, a run folder that cannot be read",
-    REGRESSION: "regression found: a gated cell dropped by more than --max-drop, significantly",
-    QUESTIONS_DIFFER: "the run and the baseline hold different questions (ids or excerpts)",
-    INCOMPATIBLE: "the baseline is of another dataset, metric, retrieval setting or scoring",
-    MISSING_CELL: "a gated cell is missing from the run",
-    BAD_BASELINE: "the baseline file or folder cannot be read (corrupt, not a baseline)",
-    INCONCLUSIVE_EXIT: "inconclusive, with --fail-inconclusive only: no cell regressed, but a "
-    "cell dropped by more than --max-drop with too few questions to tell",
-}
-
 INCONCLUSIVE = "inconclusive"
 
-BASELINE_FORMAT = "chunkmark-gate-baseline"
-BASELINE_VERSION = 1
 DEFAULT_MAX_DROP = 1.0  # points
 LEVEL = 0.95
-
-
-class GateError(ChunkmarkError):
-    """Bad input to the gate; ``exit_code`` is its status in :data:`EXIT_CODES`."""
-
-    def __init__(self, problem: str, fix: str | None = None, *, exit_code: int = USAGE) -> None:
-        super().__init__(problem, fix)
-        self.exit_code = exit_code
-
-
-@dataclass(frozen=True)
-class Side:
-    """Per-question values of one metric for some cells of one dataset, in one question order."""
-
-    dataset: str
-    fingerprint: str
-    metric: str
-    retrieval: str
-    scoring: Scoring
-    question_ids: tuple[str, ...]
-    cells: dict[Cell, FloatArray]
-    question_hash: str | None = None  # None: not computed yet (see :func:`question_hash`)
-    source: str | None = None  # where the dataset was loaded from, to compute the hash
-    origin: str = ""  # the folder or file it was read from
 
 
 @dataclass(frozen=True)
@@ -429,59 +422,6 @@ def check_sides(baseline: Side, run: Side) -> None:
     )
 
 
-# --- the question hash ------------------------------------------------------------------------
-
-
-def question_hash(source: str) -> str:
-    """SHA-256 of every question's id, document and excerpts (spans and text), sorted by id.
-
-    Documents may change around the excerpts without changing it; any question added, removed
-    or re-anchored changes it."""
-    from chunkmark.datasets import load_dataset
-
-    try:
-        dataset = load_dataset(source)
-    except (ChunkmarkError, OSError) as exc:
-        raise GateError(
-            f"Cannot read the dataset {source} to hash its questions: {exc}",
-            "Run the gate where the run's dataset can be read.",
-            exit_code=USAGE,
-        ) from None
-    texts = {d.id: d.text for d in dataset.documents}
-    h = hashlib.sha256()
-    for q in sorted(dataset.questions, key=lambda q: q.id):
-        text = texts.get(q.doc_id, "")
-        excerpts = [[s.start, s.end, text[s.start : s.end]] for s in q.excerpts]
-        h.update(json.dumps([q.id, q.doc_id, excerpts], ensure_ascii=False).encode())
-    return h.hexdigest()
-
-
-def with_hash(side: Side) -> Side:
-    """``side`` with its question hash, computed from its dataset when missing."""
-    if side.question_hash is not None:
-        return side
-    if not side.source:
-        raise GateError(
-            f"{side.origin} is of a dataset with another fingerprint and names no source to "
-            "compare its questions with.",
-            "Gate a run of the baseline's dataset, or rebuild the baseline with --update-baseline.",
-            exit_code=INCOMPATIBLE,
-        )
-    return side_with(side, question_hash=question_hash(side.source))
-
-
-def side_with(side: Side, **changes: Any) -> Side:
-    """``side`` with ``changes`` (a copy)."""
-    from dataclasses import replace
-
-    return replace(side, **changes)
-
-
-def replace_cells(side: Side, cells: dict[Cell, FloatArray]) -> Side:
-    """``side`` with other cells."""
-    return side_with(side, cells=cells)
-
-
 # --- pairing a swap: --pair BASELINE_SPEC=RUN_SPEC --------------------------------------------
 
 
@@ -572,3 +512,158 @@ def with_swaps(result: GateResult, mapped: Mapping[Cell, Cell]) -> GateResult:
         for c in result.cells
     ]
     return replace(result, cells=checks)
+
+
+# --- output -----------------------------------------------------------------------------------
+
+
+def markdown(result: GateResult, labels: Mapping[Cell, str] | None = None) -> str:
+    """The result as a pull-request comment: a headline, what was tested, what these questions
+    can detect, one row per cell."""
+    label = METRICS[result.metric].label
+    failed = [c for c in result.cells if c.regression]
+    unsure = result.inconclusive
+    if failed:
+        head = f"### chunkmark gate: regression in {len(failed)} of {len(result.cells)} cell(s)"
+    elif unsure:
+        head = (
+            f"### chunkmark gate: inconclusive in {len(unsure)} of {len(result.cells)} cell(s) "
+            "(no significant regression; too few questions to rule one out)"
+        )
+    else:
+        head = f"### chunkmark gate: passed ({len(result.cells)} cell(s))"
+    lines = [
+        head,
+        "",
+        f"{label} with {result.retrieval} on {result.dataset}, {result.n_questions} paired "
+        f"questions. A cell fails when it drops by more than {result.max_drop:g} "
+        f"point{'' if result.max_drop == 1 else 's'} and the "
+        f"drop is significant ({result.test}, Holm across {_cells(len(result.cells))}, "
+        f"alpha {result.alpha:g}).",
+        "",
+        power_line(result),
+        "",
+        f"| cell | baseline | run | change (points) | {100 * LEVEL:.0f}% interval | p | "
+        "p (Holm) | detectable drop | verdict |",
+        "|---|---:|---:|---:|---|---:|---:|---:|---|",
+    ]
+    for c in result.cells:
+        name = (labels or {}).get((c.chunker, c.embedder), f"{c.chunker} × {c.embedder}")
+        if (c.run_chunker, c.run_embedder) != (None, None):
+            name = _swap_label(c)
+        verdict = f"**{c.status}**" if c.regression or c.inconclusive else c.status
+        if c.inconclusive and c.needed is not None:
+            verdict += f" (about {c.needed:,} questions needed)"
+        lines.append(
+            f"| {name} | {100 * c.baseline:.2f} | {100 * c.run:.2f} | {100 * c.change:+.2f} | "
+            f"[{100 * c.ci_low:+.2f}, {100 * c.ci_high:+.2f}] | {_p(c.p_value)} | "
+            f"{_p(c.p_holm)} | {_points(c.detectable)} | {verdict} |"
+        )
+    lines += [""] + [f"- {note}" for note in result.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def power_line(result: GateResult) -> str:
+    """What the gate's questions can detect: the smallest drop (80% power) over the cells whose
+    values moved, and the questions a drop of --max-drop would need in that cell."""
+    n = result.n_questions
+    test = (
+        f"{100 * POWER:.0f}% power, paired t-test at alpha {result.power_alpha:.3g} "
+        f"(alpha / {_cells(len(result.cells))}{', one-sided' if result.one_sided else ''})"
+    )
+    moved = [c for c in result.cells if c.detectable is not None]
+    if not moved:
+        return (
+            f"What {n} questions can detect: not measurable here, since no gated cell's value "
+            "changed on any question (the noise of a change is measured from the change)."
+        )
+    best = min(moved, key=lambda c: c.detectable or math.inf)
+    assert best.detectable is not None
+    widest = max(c.detectable or 0.0 for c in moved)
+    spread = (
+        f"{best.detectable:.2f} points"
+        if len(moved) == 1 or math.isclose(widest, best.detectable, rel_tol=0.005)
+        else f"{best.detectable:.2f} to {widest:.2f} points across the {len(moved)} cells that moved"
+    )
+    line = f"Smallest drop these {n} questions can detect ({test}, from each cell's paired sd): {spread}."
+    if best.detectable > result.max_drop:
+        sd = _sd_of_detectable(best.detectable / 100.0, n, result.power_alpha)
+        need = questions_for(-result.max_drop / 100.0, sd, alpha=min(result.power_alpha, 0.5)).n
+        line += (
+            f" A drop of --max-drop ({result.max_drop:g} point"
+            f"{'' if result.max_drop == 1 else 's'}) cannot be shown with {n} questions"
+            + (
+                f": it would take about {need:,}."
+                if need is not None
+                else ": no realistic number of questions would show it."
+            )
+        )
+    return line
+
+
+def _sd_of_detectable(detectable: float, n: int, alpha: float) -> float:
+    """The paired sd behind a detectable difference (it is proportional to the sd)."""
+    unit = min_detectable_difference(n, 1.0, alpha=min(alpha, 0.5))
+    assert unit is not None
+    return detectable / unit
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell{'' if n == 1 else 's'}"
+
+
+def _points(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _swap_label(c: CellCheck) -> str:
+    """A paired cell: each swapped part as ``baseline's → run's``."""
+    from chunkmark.report.data import short_name
+
+    parts = []
+    for kind, old, new in (
+        ("chunker", c.chunker, c.run_chunker or c.chunker),
+        ("embedder", c.embedder, c.run_embedder or c.embedder),
+    ):
+        label = short_name(kind, old)
+        parts.append(label if new == old else f"{label} → {short_name(kind, new)}")
+    return " × ".join(parts)
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+def short_labels(cells: Iterable[Cell]) -> dict[Cell, str]:
+    """Each cell's short name (``Registry.short``), the embedder left out when all share it."""
+    from chunkmark.report.data import short_name
+
+    cells = list(cells)
+    one_embedder = len({e for _, e in cells}) == 1
+    return {
+        (c, e): short_name("chunker", c)
+        + ("" if one_embedder else f" × {short_name('embedder', e)}")
+        for c, e in cells
+    }
+
+
+__all__ = [  # what chunkmark gate reads from here, defined in gate_sides
+    "BAD_BASELINE",
+    "EXIT_CODES",
+    "INCOMPATIBLE",
+    "INCONCLUSIVE_EXIT",
+    "MISSING_CELL",
+    "QUESTIONS_DIFFER",
+    "REGRESSION",
+    "USAGE",
+    "Cell",
+    "GateError",
+    "Picks",
+    "Side",
+    "pick_cells",
+    "question_hash",
+    "read_baseline",
+    "read_run",
+    "replace_cells",
+    "write_baseline",
+]
