@@ -95,13 +95,11 @@ from chunkmark.errors import ConfigError
 from chunkmark.experiments.analysis import Analysis, PlansRequests, check_handed
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
-from chunkmark.experiments.plan_chunks import CALLS_LLM, ChunkEstimate, estimate_chunks
+from chunkmark.experiments.plan_chunks import CALLS_LLM, estimate_chunks
 from chunkmark.experiments.plan_embedding import (
     Bucket,
     RecordingEmbedder,
-    TokenCounter,
     embedder_plan,
-    embedder_token_counter,
     identity_without_loading,
     record_chunking,
     setup_needed,
@@ -124,21 +122,12 @@ from chunkmark.tokenizers import count_tokens
 if TYPE_CHECKING:
     from chunkmark.llm.cache import LLMCache
 
-__all__ = [
-    "ENCODING",
-    "CellPlan",
-    "ChunkEstimate",
-    "DatasetPlan",
+__all__ = [  # the plan's records and its one way of chunking, read from here
     "EmbedderPlan",
     "LLMChunkerPlan",
     "Plan",
-    "RecordingEmbedder",
-    "Source",
-    "TokenCounter",
     "check_budget",
-    "embedder_token_counter",
     "estimate_chunks",
-    "identity_without_loading",
     "plan_grid",
 ]
 
