@@ -70,6 +70,7 @@ from engine import GENERAL8  # the eight reference cells
 from chunkmark.datasets import load_dataset
 from chunkmark.metrics.span_metrics import ChunkTable, QuestionTable, score_retrieval
 from chunkmark.report import gate as g
+from chunkmark.specs import canonical_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTING = "top_k(k=5)"
@@ -413,7 +414,7 @@ def swapped(
     """Each cell of SWAPS replaced by its worse neighbour's values (the other cells unchanged),
     gated on ``--trials`` paired bootstrap resamples of the questions."""
     cells = list(side.cells)
-    by_spec = {g._canonical("chunker", c[0]): c for c in cells}
+    by_spec = {canonical_spec("chunker", c[0]): c for c in cells}
     n = len(side.question_ids)
     print(
         f"| cell | swapped in | mean drop (points) | questions worse / better (of {n}) "
@@ -421,8 +422,8 @@ def swapped(
     )
     print("|---|---|---:|---:|---:|---:|")
     for spec, (worse_spec, change) in SWAPS.items():
-        cell = by_spec.get(g._canonical("chunker", spec))
-        other = by_spec.get(g._canonical("chunker", worse_spec))
+        cell = by_spec.get(canonical_spec("chunker", spec))
+        other = by_spec.get(canonical_spec("chunker", worse_spec))
         if cell is None or other is None:
             continue
         base, cand = side.cells[cell], side.cells[other]

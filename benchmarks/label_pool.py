@@ -274,8 +274,8 @@ def bias(pool: Pool, dataset: Dataset, out: Path, grid_name: str, seed: int = 0)
     import chunkmark
     from chunkmark.datasets import write_jsonl
     from chunkmark.metrics.agreement import ranking_agreement
+    from chunkmark.report.comparisons import StatsOptions, choose_setting, paired_values
     from chunkmark.report.data import load_runs
-    from chunkmark.report.stats import StatsOptions, choose_setting, paired_values
     from chunkmark.suite.run import GRIDS
 
     grid = GRIDS[grid_name]

@@ -314,18 +314,23 @@ def llm_spec(url: str, workers: int) -> str:
 
 
 def grid(setup: Setup, out: Path, cache: Path, chunkers: list[str], **extra: Any) -> None:
+    from chunkmark.answers.analysis import answer_analyses
+    from chunkmark.experiments.config import make_config
     from chunkmark.experiments.runner import evaluate
 
-    evaluate(
-        datasets=[str(setup.data)],
-        chunkers=chunkers,
-        embedders=["fake"],
-        k=[3],
-        out=out,
-        cache_dir=cache,
-        report=False,
-        **extra,
+    config = make_config(
+        {
+            "datasets": [str(setup.data)],
+            "chunkers": chunkers,
+            "embedders": ["fake"],
+            "k": [3],
+            "out": out,
+            "cache_dir": cache,
+            "report": False,
+            **extra,
+        }
     )
+    evaluate(config, analyses=answer_analyses(config))
 
 
 def run_generate(setup: Setup, spec: str, out: Path, cache: Path) -> None:

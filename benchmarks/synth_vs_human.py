@@ -58,8 +58,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from chunkmark.report.comparisons import Recommendation
     from chunkmark.report.data import ReportData
-    from chunkmark.report.stats import Recommendation
 
 SETS = ("fairytaleqa", "covid_qa", "qmsum", "evidence_inference", "cuad")
 # Documents per set by default, with seed 0: 47 to 87 human questions each (fairytaleqa 2 stories:
@@ -202,8 +202,8 @@ def cell_values(
     run: Path, scope: str, budget: int, metric: str
 ) -> dict[tuple[str, str], np.ndarray]:
     """Per cell (chunker, setting label): its per-question values of ``metric``."""
+    from chunkmark.report.comparisons import StatsOptions, choose_setting, paired_values
     from chunkmark.report.data import load_runs
-    from chunkmark.report.stats import StatsOptions, choose_setting, paired_values
 
     data = load_runs([run])
     out: dict[tuple[str, str], np.ndarray] = {}

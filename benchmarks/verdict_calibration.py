@@ -89,8 +89,8 @@ def per_question(
     run: Path, metric: str, retrieval: str | None
 ) -> tuple[dict[str, np.ndarray], str]:
     """Each cell's values of ``metric`` over the questions all share, and the setting read."""
+    from chunkmark.report.comparisons import StatsOptions, choose_setting, paired_values
     from chunkmark.report.data import load_runs
-    from chunkmark.report.stats import StatsOptions, choose_setting, paired_values
 
     data = load_runs([run])
     setting = choose_setting(data, StatsOptions(metric=metric, retrieval=retrieval))

@@ -98,7 +98,7 @@ class PlainSentenceTransformer:
         return np.asarray(vectors, dtype=np.float32)
 
     def stats(self) -> Any:
-        from chunkmark.stats import EmbedderStats
+        from chunkmark.counters import EmbedderStats
 
         return EmbedderStats()
 

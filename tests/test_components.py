@@ -10,10 +10,10 @@ import pytest
 
 import chunkmark
 from chunkmark.chunkers import CHUNKERS, ChunkerContext, ChunkerFn
+from chunkmark.counters import CacheStats, ChunkerStats, EmbedderStats, LLMStats
 from chunkmark.retrieval import RETRIEVERS, ExactIndex
 from chunkmark.spans import Span
 from chunkmark.specs import Registry
-from chunkmark.stats import CacheStats, ChunkerStats, EmbedderStats, LLMStats
 
 CALLS: dict[str, int] = {}
 

@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 
 import chunkmark
 from chunkmark.chunkers import CHUNKERS, ChunkerFn
+from chunkmark.counters import EmbedderStats
 from chunkmark.datasets import load_dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.base import FloatArray, Kind, l2_normalise
 from chunkmark.metrics import METRICS, ScoreInputs
 from chunkmark.spans import Span
-from chunkmark.stats import EmbedderStats
 
 METRIC = "retrieved_chars"
 

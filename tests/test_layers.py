@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "leaves",
         frozenset(
             {
+                "counters",
                 "errors",
                 "files",
                 "paths",
@@ -45,7 +46,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "spans",
                 "specs",
                 "sqlite_db",
-                "stats",
                 "timing",
                 "version",
             }
@@ -57,14 +57,15 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
     ("models", frozenset({"embedders", "llm"})),
     ("chunkers", frozenset({"chunkers"})),
-    # The runner takes its report writer and analyses from above (chunkmark.evaluate, the
-    # command line, relations): experiments imports neither report nor relations. Answer
-    # scoring sits beside the runner: the runner carries it when the config asks for it.
-    ("experiments, synth and answers", frozenset({"answers", "experiments", "synth"})),
-    (
-        "report, relations, audit, the suite and the labeler",
-        frozenset({"audit", "label", "relations", "report", "suite"}),
-    ),
+    # The runner takes its report writer and every analysis from above (chunkmark.evaluate,
+    # the command line, relations, audit): experiments imports no analysis, no report and no
+    # relations.
+    ("experiments and synth", frozenset({"experiments", "synth"})),
+    # Answer scoring is an analysis handed to the runner when the config has answers:.
+    ("answers", frozenset({"answers"})),
+    ("report, relations and the labeler", frozenset({"label", "relations", "report"})),
+    ("audit", frozenset({"audit"})),
+    ("the suite", frozenset({"suite"})),
     ("command line", frozenset({"cli"})),
     ("package face", frozenset({FACE, "__main__"})),
 )
@@ -329,8 +330,16 @@ def test_the_checker_finds_a_loop_and_an_upward_import() -> None:
     problem = upward_problem(up)
     assert problem is not None
     assert "src/chunkmark/datasets/validate.py:3" in problem
-    assert "layer 6" in problem
+    assert "layer 9" in problem
     assert upward_problem(back) is None
+    # the arrow that once ran back up: the runner building the answers analysis itself
+    runner = PACKAGE_DIR / "experiments" / "runner.py"
+    answers = Edge("chunkmark.experiments.runner", "chunkmark.answers.analysis", runner, 5, "x")
+    problem = upward_problem(answers)
+    assert problem is not None and "(layer 5: answers)" in problem
+    for upper in ("chunkmark.audit.collection", "chunkmark.suite.run"):
+        edge = Edge("chunkmark.report.gate", upper, here, 6, "import z")
+        assert upward_problem(edge) is not None, upper
     cycles = find_cycles((up, back))
     assert cycles == [["chunkmark.cli.app", "chunkmark.datasets.validate", "chunkmark.cli.app"]]
     assert "validate.py:4 `import y`" in cycle_message(cycles[0], (up, back))

@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict
 
 from chunkmark.costs.price_files import find_price, parse_price_file, read_price_file
 from chunkmark.costs.prices import LLMPriceEntry, Price, llm_price
+from chunkmark.counters import LLMStats
 from chunkmark.errors import ConfigError
-from chunkmark.stats import LLMStats
 
 
 class _File(BaseModel):

@@ -68,14 +68,20 @@ def evaluate(
 ) -> Results:
     """Run a grid and write ``results.parquet``, ``summary.csv``, ``manifest.json`` and, unless
     ``report=False``, ``report.html``: :func:`chunkmark.experiments.runner.evaluate` with the
-    report's writer (a report that cannot be built is ``Results.report_error``, the other
+    answers analysis when the config has ``answers:``, and the report's writer (a report that cannot be built is ``Results.report_error``, the other
     files complete). The :class:`~chunkmark.report.notebook.Results` returned has DataFrames,
     the recommendation and the report's figures for a notebook (docs/notebook.md)."""
+    from chunkmark.answers.analysis import answer_analyses
+    from chunkmark.experiments.config import run_config
     from chunkmark.experiments.runner import evaluate as run_grid
     from chunkmark.report import write_run_report
     from chunkmark.report.notebook import Results
 
-    ran = run_grid(config, progress, embed_progress, report_writer=write_run_report, **options)
+    config = run_config(config, options)
+    analyses = answer_analyses(config)
+    ran = run_grid(
+        config, progress, embed_progress, analyses=analyses, report_writer=write_run_report
+    )
     return Results.of(ran)
 
 

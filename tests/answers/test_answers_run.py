@@ -15,12 +15,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from chunkmark.answers.analysis import answer_analyses
 from chunkmark.datasets.jsonl import write_jsonl
 from chunkmark.datasets.model import Dataset, Document, Question
-from chunkmark.errors import LLMError
-from chunkmark.experiments.config import make_config
-from chunkmark.experiments.plan import plan_grid
-from chunkmark.experiments.runner import evaluate
+from chunkmark.errors import ConfigError, LLMError
+from chunkmark.experiments.config import ExperimentConfig, make_config
+from chunkmark.experiments.plan import Plan
+from chunkmark.experiments.plan import plan_grid as plan_with
+from chunkmark.experiments.runner import Results
+from chunkmark.experiments.runner import evaluate as run_grid
 from chunkmark.spans import Span
 from chunkmark.tokenizers import count_tokens
 from llm_chunker_helpers import wire_server
@@ -96,6 +99,16 @@ def server() -> Iterator[Any]:
     with wire_server().serve() as state:
         state.answer = answer
         yield state
+
+
+def evaluate(cfg: ExperimentConfig) -> Results:
+    """The runner with the answers analysis handed in, as chunkmark.evaluate and `chunkmark run`
+    hand it."""
+    return run_grid(cfg, analyses=answer_analyses(cfg))
+
+
+def plan_grid(cfg: ExperimentConfig) -> Plan:
+    return plan_with(cfg, answer_analyses(cfg))
 
 
 def config(
@@ -274,9 +287,24 @@ def test_an_endpoint_that_answers_nothing_stops_the_analysis(tmp_path: Path, ser
     assert len(manifest["cells"]) == 2  # the grid's own files are kept
 
 
-def test_the_setting_must_be_one_of_the_run(tmp_path: Path, server: Any) -> None:
-    from chunkmark.errors import ConfigError
+def test_the_runner_and_the_planner_refuse_answers_without_the_analysis(
+    tmp_path: Path, server: Any
+) -> None:
+    """The runner builds no analysis itself: a config with answers: and no answers analysis
+    handed in is refused before anything is asked or written, not run without its answers."""
+    dataset(tmp_path / "tiny")
+    cfg = config(tmp_path, server, "run")
+    with pytest.raises(ConfigError, match="no answers analysis was handed to the runner"):
+        run_grid(cfg)
+    with pytest.raises(ConfigError, match="no answers analysis was handed to the runner"):
+        plan_with(cfg)
+    assert not (tmp_path / "run").exists()
+    assert server.requests == []
+    assert [a.name for a in answer_analyses(cfg)] == ["answers"]
+    assert answer_analyses(cfg.model_copy(update={"answers": None})) == []
 
+
+def test_the_setting_must_be_one_of_the_run(tmp_path: Path, server: Any) -> None:
     with pytest.raises(ConfigError, match=r"answers\.setting"):
         config(tmp_path, server, "run", setting="top_k(k=7)")
 

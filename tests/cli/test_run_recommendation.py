@@ -73,7 +73,7 @@ def test_the_last_lines_are_the_report_recommendation_and_its_path(tmp_path: Pat
     assert expected[-1] == f"Report: {out / 'report.html'}"
     # The P(best) shown is the share of resamples the library computes for these values.
     from chunkmark.metrics.selection import p_best
-    from chunkmark.report.stats import paired_values
+    from chunkmark.report.comparisons import paired_values
 
     values = paired_values(report.data, [o for o, _ in rec.p_best], "iou")
     shares = p_best({str(o): v for o, v in values.items()}, resamples=10_000)

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chunkmark.counters import EmbedderStats
 from chunkmark.embedders import CachedEmbedder, Embedder, EmbeddingCache, resolve_cache_dir
 from chunkmark.embedders.cache import DB_NAME, cache_keys
 from chunkmark.embedders.fake import FakeEmbedder
 from chunkmark.errors import ConfigError, EmbeddingError
-from chunkmark.stats import EmbedderStats
 
 TEXTS = ["alpha beta", "gamma delta", "alpha beta", "epsilon", "gamma delta", "zeta eta"]
 

@@ -344,7 +344,8 @@ def test_max_cost_stops_the_search_before_the_budget_is_passed(
 
     planned: list[tuple[str, ...]] = []
 
-    def fake_plan(config: Any) -> Any:
+    def fake_plan(config: Any, analyses: Any = ()) -> Any:
+        assert analyses == ()  # the experiment has no answers: no analysis to price
         planned.append(config.chunkers)
         return SimpleNamespace(total_usd=0.4, unknown=[])
 

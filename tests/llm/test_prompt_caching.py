@@ -14,11 +14,11 @@ from chunkmark.costs.llm_prices import load_llm_prices as load_prices
 from chunkmark.costs.llm_prices import price_of
 from chunkmark.costs.prices import Price
 from chunkmark.costs.prompt_cache import CACHE_MULTIPLIERS
+from chunkmark.counters import LLMStats
 from chunkmark.llm import FakeLLM
 from chunkmark.llm.anthropic import AnthropicLLM
 from chunkmark.llm.cache import cache_key
 from chunkmark.llm.openai import OpenAIChatLLM
-from chunkmark.stats import LLMStats
 
 SYSTEM = "You situate passages. The whole document follows: cats purr and dogs bark."
 USER = "Situate this passage: cats purr."

@@ -29,6 +29,7 @@ from chunkmark.metrics.paired import compare_paired
 from chunkmark.metrics.selection import p_best, questions_needed
 from chunkmark.report import ReportError, ReportOptions, build_report
 from chunkmark.report import html as report_html
+from chunkmark.report.comparisons import StatsOptions, analyse, pareto_front
 from chunkmark.report.data import (
     CellInfo,
     LeaderRow,
@@ -42,7 +43,6 @@ from chunkmark.report.html import embed_json
 from chunkmark.report.inspector import build_inspector, load_report_dataset
 from chunkmark.report.payload import num
 from chunkmark.report.settings import DEFAULT_SCORING, Scoring, retrieval_of, top_k
-from chunkmark.report.stats import StatsOptions, analyse, pareto_front
 
 CHUNKERS = ["fixed_tokens(size=100, overlap=0)", "recursive(size=200, overlap=0)", "sentences(n=3)"]
 FAST = StatsOptions(permutations=2_000, bootstrap=2_000)

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from chunkmark.errors import ChunkmarkError
 from chunkmark.metrics import METRICS
 from chunkmark.report import ReportError, ReportOptions, build_report, write_run_report
+from chunkmark.report.comparisons import StatsOptions, analyse
 from chunkmark.report.data import LeaderRow, ReportData, load_runs, read_ranking
 from chunkmark.report.exports import export_table, mlflow_metric_name
 from chunkmark.report.inspector import build_inspector
@@ -36,7 +37,6 @@ from chunkmark.report.settings import (
     settings_registry,
     short_forms,
 )
-from chunkmark.report.stats import StatsOptions, analyse
 
 BUDGET = "token_budget(tokens=200)"
 BM25 = "bm25(k=5, method='lucene', k1=1.5, b=0.75)"

@@ -26,11 +26,12 @@ from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from chunkmark.answers.agreement import judge_agreement, rank_agreement
+from chunkmark.answers.plan import plan_answers
 from chunkmark.answers.prompt import (
     VERSION,
     Request,
@@ -42,15 +43,23 @@ from chunkmark.answers.scoring import (
     allowed_labels,
     best_exact_match,
     best_f1,
+    dataset_labels,
+    has_reference,
     label_of,
     parse_label,
     references_of,
+    select_questions,
 )
 from chunkmark.datasets.model import Dataset, Question
 from chunkmark.errors import LLMError
 from chunkmark.experiments.analysis import AnalysisOutput, FinishedCell, FinishedRun
 from chunkmark.experiments.config import AnswerOptions, ExperimentConfig
 from chunkmark.experiments.store import csv_bytes
+
+if TYPE_CHECKING:
+    from chunkmark.costs.llm_prices import LLMPrices
+    from chunkmark.experiments.plan_model import AnswerPlan
+    from chunkmark.llm.cache import LLMCache
 
 ANSWERS_CSV = "answers.csv"
 SUMMARY_CSV = "answers_summary.csv"
@@ -101,10 +110,6 @@ FAILURES_BEFORE_STOP = 3  # requests failing in a row, before any succeeded, sto
 TIE_RESAMPLES = 2000
 
 
-def _nan() -> float:
-    return math.nan
-
-
 @dataclass(frozen=True, eq=False)
 class _CellView:
     """What answering needs of one finished cell."""
@@ -152,6 +157,13 @@ class AnswerAnalysis:
         assert config.answers is not None
         cache = None if config.no_cache else resolve_cache_dir(config.cache_dir)
         return cls(config.answers, cache, config.seed)
+
+    def plan(
+        self, dataset: Dataset, cells: int, prices: LLMPrices, answers: LLMCache | None
+    ) -> tuple[list[AnswerPlan], list[str]]:
+        """What answering ``dataset``'s questions over ``cells`` cells would ask and cost
+        (:mod:`chunkmark.answers.plan`)."""
+        return plan_answers(dataset, self.options, cells, prices, answers, self.seed)
 
     @property
     def setting(self) -> str:
@@ -205,7 +217,7 @@ class AnswerAnalysis:
                     "name": dataset.name,
                     "fingerprint": dataset.fingerprint,
                     "questions": len(dataset.questions),
-                    "with_references": sum(_has_reference(q) for q in dataset.questions),
+                    "with_references": sum(has_reference(q) for q in dataset.questions),
                     "answered": len(questions),
                     "labels": list(labels),
                 }
@@ -261,26 +273,10 @@ class AnswerAnalysis:
         )
 
 
-def _has_reference(q: Question) -> bool:
-    return bool(references_of(q.metadata)) or label_of(q.metadata) is not None
-
-
-def select_questions(dataset: Dataset, limit: int | None, seed: int) -> list[Question]:
-    """The questions answered: those with reference answers or a label, in dataset order; with
-    ``limit``, a seeded sample of that many (kept in dataset order)."""
-    found = [q for q in dataset.questions if _has_reference(q)]
-    if limit is None or limit >= len(found):
-        return found
-    rng = np.random.default_rng(seed)
-    keep = set(rng.choice(len(found), size=limit, replace=False).tolist())
-    return [q for i, q in enumerate(found) if i in keep]
-
-
-def dataset_labels(dataset: Dataset) -> tuple[str, ...]:
-    """Every label the dataset's questions carry, sorted (the labels a question without its own
-    ``metadata["labels"]`` may choose from)."""
-    found = {label_of(q.metadata) for q in dataset.questions}
-    return tuple(sorted(label for label in found if label is not None))
+def answer_analyses(config: ExperimentConfig) -> list[AnswerAnalysis]:
+    """The analyses ``config`` asks for, to hand to the runner and the planner: the answers
+    analysis with ``answers:``, else none."""
+    return [] if config.answers is None else [AnswerAnalysis.from_config(config)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -323,7 +319,7 @@ class _Asker:
     def baseline_jobs(
         self, dataset: Dataset, questions: Sequence[Question], labels: Sequence[str]
     ) -> list[_Job]:
-        from chunkmark.chunkers.estimate import framed_tokens
+        from chunkmark.llm.estimate import framed_tokens
 
         docs = dataset.by_id
         jobs = []

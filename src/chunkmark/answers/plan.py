@@ -1,7 +1,7 @@
 """What answer scoring would ask and cost, found without asking (``chunkmark plan``,
 ``--max-cost``).
 
-Per dataset: the questions answered (:func:`~chunkmark.answers.analysis.select_questions`), one
+Per dataset: the questions answered (:func:`~chunkmark.answers.scoring.select_questions`), one
 request per question and cell (datasets x chunkers x embedders), plus the whole-document
 baseline's for each question whose prompt fits the context window; the judge, when set, one
 request per answer. A cell's request is counted at the prompt with the question plus the
@@ -13,20 +13,39 @@ Baseline answers the LLM cache already holds are replayed (free), exactly as a r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chunkmark.answers.analysis import dataset_labels, select_questions
 from chunkmark.answers.prompt import answer_request, judge_request
-from chunkmark.answers.scoring import allowed_labels, label_of, references_of
-from chunkmark.chunkers.estimate import Replay, framed_tokens
+from chunkmark.answers.scoring import (
+    allowed_labels,
+    dataset_labels,
+    label_of,
+    references_of,
+    select_questions,
+)
 from chunkmark.costs.llm_prices import LLMPrices, price_of
 from chunkmark.experiments.config import AnswerOptions
 from chunkmark.experiments.plan_model import AnswerPlan
+from chunkmark.llm.estimate import Replay, framed_tokens
 
 if TYPE_CHECKING:
     from chunkmark.datasets.model import Dataset, Question
     from chunkmark.llm.cache import LLMCache
+
+
+@dataclass
+class _Asked:
+    """What the plans of one dataset share: its questions, the cells, the setting's context
+    budget, the prices, and what is unknown so far."""
+
+    dataset: Dataset
+    options: AnswerOptions
+    questions: list[Question]
+    cells: int
+    budget: int | None
+    prices: LLMPrices
+    unknown: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -38,6 +57,12 @@ class _Counts:
     input_tokens: int = 0
     output_tokens: int = 0
     fitting: frozenset[str] = frozenset()  # questions whose whole document fits
+
+    def ask(self, times: int, input_tokens: int, output_tokens: int) -> None:
+        """``times`` requests of ``input_tokens`` each, each answering ``output_tokens``."""
+        self.calls += times
+        self.input_tokens += times * input_tokens
+        self.output_tokens += times * output_tokens
 
 
 def context_budget(setting: str) -> int | None:
@@ -72,9 +97,7 @@ def plan_answers(
         allowed = allowed_labels(q.metadata, labels) if label_of(q.metadata) else ()
         request = answer_request(q.text, [""], allowed, options.max_tokens)
         _, (tokens,) = framed_tokens(request.system, [request.user])
-        counts.calls += cells
-        counts.input_tokens += cells * (tokens + (budget or 0))
-        counts.output_tokens += cells * request.max_tokens
+        counts.ask(cells, tokens + (budget or 0), request.max_tokens)
         if not options.baseline:
             continue
         whole = answer_request(q.text, [docs[q.doc_id].text], allowed, options.max_tokens)
@@ -87,100 +110,46 @@ def plan_answers(
         if replay.answer(whole.system, whole.user, whole.max_tokens) is not None:
             counts.cached += 1
             continue
-        counts.calls += 1
-        counts.input_tokens += whole_tokens
-        counts.output_tokens += whole.max_tokens
-    unknown: list[str] = []
-    plans = [
-        _plan(
-            dataset,
-            "answer",
-            options.llm,
-            llm,
-            options,
-            questions,
-            cells,
-            counts,
-            budget,
-            prices,
-            unknown,
-        )
-    ]
+        counts.ask(1, whole_tokens, whole.max_tokens)
+    asked = _Asked(dataset, options, questions, cells, budget, prices)
+    plans = [_plan(asked, "answer", options.llm, llm, counts)]
     if options.judge is not None:
-        plans.append(
-            _judge_plan(dataset, options, questions, cells, counts, budget, prices, seed, unknown)
-        )
-    return plans, unknown
+        plans.append(_judge_plan(asked, counts, seed))
+    return plans, asked.unknown
 
 
-def _judge_plan(
-    dataset: Dataset,
-    options: AnswerOptions,
-    questions: list[Question],
-    cells: int,
-    answered: _Counts,
-    budget: int | None,
-    prices: LLMPrices,
-    seed: int,
-    unknown: list[str],
-) -> AnswerPlan:
+def _judge_plan(asked: _Asked, answered: _Counts, seed: int) -> AnswerPlan:
     """One judge request per answer: the judge's prompt with the question, its references, the
     context and an answer of ``max_tokens`` tokens."""
     from chunkmark.llm import build_llm
 
+    options, cells, budget = asked.options, asked.cells, asked.budget
     assert options.judge is not None
     judge = build_llm(options.judge, cache_dir=None, seed=seed)
     counts = _Counts()
-    docs = dataset.by_id
-    for q in questions:
+    docs = asked.dataset.by_id
+    for q in asked.questions:
         label = label_of(q.metadata)
         refs = references_of(q.metadata) or ((label,) if label else ())
         request = judge_request(q.text, refs, [""], "")
         _, (tokens,) = framed_tokens(request.system, [request.user])
         per = tokens + options.max_tokens
-        counts.calls += cells
-        counts.input_tokens += cells * (per + (budget or 0))
-        counts.output_tokens += cells * request.max_tokens
+        counts.ask(cells, per + (budget or 0), request.max_tokens)
         if q.id in answered.fitting:
             whole = judge_request(q.text, refs, [docs[q.doc_id].text], "")
             _, (whole_tokens,) = framed_tokens(whole.system, [whole.user])
-            counts.calls += 1
-            counts.input_tokens += whole_tokens + options.max_tokens
-            counts.output_tokens += whole.max_tokens
+            counts.ask(1, whole_tokens + options.max_tokens, whole.max_tokens)
     counts.baseline = answered.baseline
     counts.not_fitting = answered.not_fitting
-    return _plan(
-        dataset,
-        "judge",
-        options.judge,
-        judge,
-        options,
-        questions,
-        cells,
-        counts,
-        budget,
-        prices,
-        unknown,
-    )
+    return _plan(asked, "judge", options.judge, judge, counts)
 
 
-def _plan(
-    dataset: Dataset,
-    role: Any,
-    spec: str,
-    llm: Any,
-    options: AnswerOptions,
-    questions: list[Question],
-    cells: int,
-    counts: _Counts,
-    budget: int | None,
-    prices: LLMPrices,
-    unknown: list[str],
-) -> AnswerPlan:
+def _plan(asked: _Asked, role: Any, spec: str, llm: Any, counts: _Counts) -> AnswerPlan:
+    options, budget, unknown = asked.options, asked.budget, asked.unknown
     assert options.setting is not None
     identity = llm.identity()
     model = str(identity.get("model", llm.name))
-    price = price_of(llm, prices)
+    price = price_of(llm, asked.prices)
     notes = []
     if budget is None:
         notes.append(
@@ -196,13 +165,13 @@ def _plan(
     if price is not None and tokens is not None:
         usd = price.cost(tokens, counts.output_tokens, 0, 0)
     return AnswerPlan(
-        dataset=dataset.name,
+        dataset=asked.dataset.name,
         role=role,
         llm=spec,
         model=model,
         setting=options.setting,
-        questions=len(questions),
-        cells=cells,
+        questions=len(asked.questions),
+        cells=asked.cells,
         calls=counts.calls,
         baseline_calls=counts.baseline,
         not_fitting=counts.not_fitting,

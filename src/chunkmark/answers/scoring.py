@@ -22,7 +22,12 @@ import re
 import string
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from chunkmark.datasets.model import Dataset, Question
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
@@ -110,3 +115,26 @@ def allowed_labels(metadata: Mapping[str, Any], dataset_labels: Sequence[str]) -
     if isinstance(own, (list, tuple)) and own:
         return tuple(dict.fromkeys(str(x) for x in own))
     return tuple(dataset_labels)
+
+
+def has_reference(q: Question) -> bool:
+    """Whether the question has reference answers or a label (what answering scores against)."""
+    return bool(references_of(q.metadata)) or label_of(q.metadata) is not None
+
+
+def select_questions(dataset: Dataset, limit: int | None, seed: int) -> list[Question]:
+    """The questions answered: those with reference answers or a label, in dataset order; with
+    ``limit``, a seeded sample of that many (kept in dataset order)."""
+    found = [q for q in dataset.questions if has_reference(q)]
+    if limit is None or limit >= len(found):
+        return found
+    rng = np.random.default_rng(seed)
+    keep = set(rng.choice(len(found), size=limit, replace=False).tolist())
+    return [q for i, q in enumerate(found) if i in keep]
+
+
+def dataset_labels(dataset: Dataset) -> tuple[str, ...]:
+    """Every label the dataset's questions carry, sorted (the labels a question without its own
+    ``metadata["labels"]`` may choose from)."""
+    found = {label_of(q.metadata) for q in dataset.questions}
+    return tuple(sorted(label for label in found if label is not None))

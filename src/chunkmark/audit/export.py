@@ -135,8 +135,8 @@ def _short(spec: str) -> str:
 
 def _best(run_dir: Path, cells: list[dict[str, Any]]) -> dict[str, Any]:
     from chunkmark.report import ReportOptions
+    from chunkmark.report.comparisons import analyse
     from chunkmark.report.data import load_runs
-    from chunkmark.report.stats import analyse
 
     data = load_runs([run_dir])
     recommendations, _ = analyse(data, ReportOptions().stats())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from chunkmark.errors import ChunkingError, ConfigError
 from chunkmark.spans import Span
@@ -37,6 +37,8 @@ ChunkerFn = Callable[[str], Sequence[Span | Chunk]]
 
 if TYPE_CHECKING:
     from chunkmark.embedders.base import Embedder
+    from chunkmark.llm.base import LLM
+    from chunkmark.llm.estimate import Asking, LLMUsage
 
 
 @dataclass
@@ -161,3 +163,26 @@ def overlap_fraction(size_param: str) -> Callable[[dict[str, Any]], dict[str, An
         return {**values, "overlap": whole_overlap(values["overlap"], values[size_param])}
 
     return canonical
+
+
+@runtime_checkable
+class RequestEstimator(Protocol):
+    """A chunker that calls an LLM and can say what it would ask without asking
+    (:mod:`chunkmark.llm.estimate`)."""
+
+    def estimate_llm(self) -> LLM | None:
+        """The LLM client it would ask; None when, as configured, it asks none."""
+        ...
+
+    def estimate_wraps(self) -> str | None:
+        """The spec of the chunker whose chunks it sends to the LLM; None when it reads the
+        text itself."""
+        ...
+
+    def estimate_requests(
+        self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
+    ) -> LLMUsage:
+        """The calls and tokens of chunking ``text``, without asking: cached answers replayed
+        through ``asking``, the rest at the fewest and the most. ``chunks`` are the wrapped
+        chunker's chunks of ``text`` (for a wrapper; None when not known to the caller)."""
+        ...

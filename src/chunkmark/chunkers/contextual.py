@@ -30,7 +30,7 @@ A chunk with no context keeps what the wrapped chunker gave it. ``stats()`` coun
 added: ``context_chars`` and ``context_tokens`` (the embed texts' growth, in characters and
 ``encoding`` tokens: the extra embedding cost), ``llm_calls``, and the prompt prefix tokens
 that provider prompt caching can serve. With ``method='llm'`` the chunker is a
-:class:`~chunkmark.chunkers.estimate.RequestEstimator`: its requests (one per chunk of the
+:class:`~chunkmark.chunkers.base.RequestEstimator`: its requests (one per chunk of the
 wrapped chunker) are known before asking.
 """
 
@@ -46,13 +46,13 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
-from chunkmark.chunkers.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.chunkers.markdown import Block, parse_blocks, sections
 from chunkmark.chunkers.sentences import sentence_spans, word_bounds
+from chunkmark.counters import ChunkerStats
 from chunkmark.errors import SpecError
+from chunkmark.llm.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.spans import Span
-from chunkmark.specs import Traits
-from chunkmark.stats import ChunkerStats
+from chunkmark.specs import Canonicalise, Traits
 from chunkmark.tokenizers import count_tokens, token_counter
 
 if TYPE_CHECKING:
@@ -112,15 +112,19 @@ def build_inner(spec: str, context: ChunkerContext) -> ChunkerFn:
     return chunker
 
 
+def _as_chunks(pieces: Sequence[Span | Chunk]) -> list[Chunk]:
+    """A chunker's output as chunks (document id left empty)."""
+    return [
+        Chunk("", p.start, p.end)
+        if isinstance(p, Span)
+        else Chunk("", p.start, p.end, p.embed_text)
+        for p in pieces
+    ]
+
+
 def inner_chunks(chunker: ChunkerFn, text: str) -> list[Chunk]:
     """The wrapped chunker's output on ``text`` as chunks (document id left empty)."""
-    out: list[Chunk] = []
-    for piece in chunker(text):
-        if isinstance(piece, Span):
-            out.append(Chunk("", piece.start, piece.end))
-        else:
-            out.append(Chunk("", piece.start, piece.end, piece.embed_text))
-    return out
+    return _as_chunks(chunker(text))
 
 
 def inner_chunks_many(chunker: ChunkerFn, texts: Sequence[str]) -> list[list[Chunk]]:
@@ -129,15 +133,7 @@ def inner_chunks_many(chunker: ChunkerFn, texts: Sequence[str]) -> list[list[Chu
     batch = getattr(chunker, "chunk_texts", None)
     if batch is None:
         return [inner_chunks(chunker, text) for text in texts]
-    return [
-        [
-            Chunk("", p.start, p.end)
-            if isinstance(p, Span)
-            else Chunk("", p.start, p.end, p.embed_text)
-            for p in pieces
-        ]
-        for pieces in batch(texts)
-    ]
+    return [_as_chunks(pieces) for pieces in batch(texts)]
 
 
 def inner_stats(chunker: ChunkerFn) -> ChunkerStats | None:
@@ -152,6 +148,29 @@ def merged_counters(own: dict[str, int], inner: ChunkerStats | None) -> dict[str
     if inner is None:
         return own
     return {**own, **{f"inner.{k}": v for k, v in inner.counters.items()}}
+
+
+class Wrapper:
+    """What a chunker that wraps another shares (``contextual``, ``propositions``): the
+    wrapped chunker and its spec, one text chunked as part of a batch, and the wrapped chunks
+    its requests are about."""
+
+    inner: ChunkerFn
+    inner_spec: str | None  # the wrapped chunker's spec, when built from one
+
+    def __call__(self, text: str) -> list[Chunk]:
+        return self.chunk_texts([text])[0]
+
+    def chunk_texts(self, texts: Sequence[str]) -> list[list[Chunk]]:
+        raise NotImplementedError
+
+    def estimate_wraps(self) -> str | None:
+        """The wrapped chunker's spec: its chunks are what the LLM is asked about."""
+        return self.inner_spec
+
+    def wrapped(self, text: str, chunks: Sequence[Chunk] | None) -> Sequence[Chunk]:
+        """``chunks``, the wrapped chunker's of ``text``; found by running it when None."""
+        return inner_chunks(self.inner, text) if chunks is None else chunks
 
 
 class AnswerFallbackWarning(UserWarning):
@@ -388,7 +407,7 @@ class _Counts:
     context_tokens: int = 0
 
 
-class ContextualChunker:
+class ContextualChunker(Wrapper):
     """The wrapped chunker's spans, each embedded after a context (see the module docs)."""
 
     def __init__(
@@ -399,9 +418,6 @@ class ContextualChunker:
         self.encoding = encoding
         self.inner_spec = inner_spec  # the wrapped chunker's spec, when built from one
         self._counts = _Counts()
-
-    def __call__(self, text: str) -> list[Chunk]:
-        return self.chunk_texts([text])[0]
 
     def chunk_texts(self, texts: Sequence[str]) -> list[list[Chunk]]:
         """The chunks of each text, as calling the chunker on each in turn gives them; an LLM's
@@ -445,18 +461,12 @@ class ContextualChunker:
         ``chunks`` are the wrapped chunker's, found by running it when not given."""
         if not isinstance(self.situate, LLMContexts):
             return []
-        if chunks is None:
-            chunks = inner_chunks(self.inner, text)
-        return self.situate.requests(text, chunks)
+        return self.situate.requests(text, self.wrapped(text, chunks))
 
     def estimate_llm(self) -> LLM | None:
         """The LLM that writes the contexts; None for headings and neighbours (see
-        :mod:`chunkmark.chunkers.estimate`)."""
+        :mod:`chunkmark.llm.estimate`)."""
         return self.situate.llm if isinstance(self.situate, LLMContexts) else None
-
-    def estimate_wraps(self) -> str | None:
-        """The wrapped chunker's spec: its chunks are what the LLM is asked about."""
-        return self.inner_spec
 
     def estimate_requests(
         self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
@@ -514,22 +524,30 @@ def _canonical(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _traits(values: dict[str, Any]) -> Traits:
-    """The wrapped chunker's traits, plus an LLM for ``method='llm'``: the headings and
-    neighbours contexts are as reusable as the chunker they wrap."""
-    inner = CHUNKERS.traits(values["chunker"])
-    calls_llm = values["method"] == "llm" or inner.calls_llm
-    return Traits(inner.embeds, calls_llm, inner.deterministic)
+def register_wrapper(
+    name: str, canonical: Canonicalise, asks: Callable[[dict[str, Any]], bool]
+) -> Callable[[Callable[..., ChunkerFn]], Callable[..., ChunkerFn]]:
+    """Register a chunker that wraps another (``chunker=``) and may call an LLM: built with the
+    run's context, named by its LLM's identity, and as reusable as the chunker it wraps, plus
+    an LLM when ``asks(values)``."""
+
+    def traits(values: dict[str, Any]) -> Traits:
+        inner = CHUNKERS.traits(values["chunker"])
+        return Traits(inner.embeds, asks(values) or inner.calls_llm, inner.deterministic)
+
+    return CHUNKERS.register(
+        name,
+        calls_llm=True,
+        needs=("context",),
+        canonical=canonical,
+        traits_of=traits,
+        identity=llm_identity,
+    )
 
 
-@CHUNKERS.register(
-    "contextual",
-    calls_llm=True,
-    needs=("context",),
-    canonical=_canonical,
-    traits_of=_traits,
-    identity=llm_identity,
-)
+# Only method='llm' asks an LLM: the headings and neighbours contexts are as reusable as the
+# chunker they wrap.
+@register_wrapper("contextual", _canonical, lambda values: values["method"] == "llm")
 def contextual(
     chunker: str = DEFAULT_CHUNKER,
     method: Method = "llm",

@@ -21,7 +21,7 @@
    a longer chunk is cut by the recursive splitter counting characters
    (``recursive(size=max_length, length='chars')``), and the parts lose any heading context.
 
-With an LLM, the chunker is a :class:`~chunkmark.chunkers.estimate.RequestEstimator`: its
+With an LLM, the chunker is a :class:`~chunkmark.chunkers.base.RequestEstimator`: its
 estimate is the LLM splitter's on every section of at least ``short_section`` characters.
 """
 
@@ -34,12 +34,12 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
-from chunkmark.chunkers.estimate import Asking, LLMUsage
 from chunkmark.chunkers.llm_semantic import LLMSplitter, estimate_splits
 from chunkmark.chunkers.recursive import recursive
+from chunkmark.counters import ChunkerStats
 from chunkmark.errors import LLMError
+from chunkmark.llm.estimate import Asking, LLMUsage
 from chunkmark.spans import Span
-from chunkmark.stats import ChunkerStats
 
 if TYPE_CHECKING:
     from chunkmark.llm import LLM
@@ -134,7 +134,7 @@ class DocumentationChunker:
 
     def estimate_llm(self) -> LLM | None:
         """The LLM that splits long sections; None without one (see
-        :mod:`chunkmark.chunkers.estimate`)."""
+        :mod:`chunkmark.llm.estimate`)."""
         return None if self.splitter is None else self.splitter.llm
 
     def estimate_wraps(self) -> None:

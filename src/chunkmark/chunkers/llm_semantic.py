@@ -24,7 +24,7 @@ whatever the client's ``concurrency``: each starts after the previous answer's l
 next request is not known until the previous answer is read.
 
 Before asking, :func:`estimate_splits` says what it would take (the chunker is a
-:class:`~chunkmark.chunkers.estimate.RequestEstimator`): cached answers replayed, then the
+:class:`~chunkmark.chunkers.base.RequestEstimator`): cached answers replayed, then the
 fewest calls (windows that tile the pieces) and the most (a window from every piece, each asked
 twice).
 """
@@ -41,7 +41,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
-from chunkmark.chunkers.estimate import (
+from chunkmark.chunkers.recursive import recursive
+from chunkmark.costs.meter import MESSAGE_TOKENS
+from chunkmark.counters import ChunkerStats
+from chunkmark.llm.estimate import (
     ENCODING,
     REASON_TOKENS,
     SHOWN_ANSWER_TOKENS,
@@ -49,10 +52,7 @@ from chunkmark.chunkers.estimate import (
     LLMUsage,
     Replay,
 )
-from chunkmark.chunkers.recursive import recursive
-from chunkmark.costs.meter import MESSAGE_TOKENS
 from chunkmark.spans import Span
-from chunkmark.stats import ChunkerStats
 from chunkmark.tokenizers import count_tokens
 
 if TYPE_CHECKING:
@@ -390,7 +390,7 @@ class LLMSemanticChunker:
         return [Span(g[0].start, g[-1].end) for g in self.splitter.groups(text)]
 
     def estimate_llm(self) -> LLM:
-        """The LLM it asks (see :mod:`chunkmark.chunkers.estimate`)."""
+        """The LLM it asks (see :mod:`chunkmark.llm.estimate`)."""
         return self.splitter.llm
 
     def estimate_wraps(self) -> None:

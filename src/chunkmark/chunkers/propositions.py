@@ -27,7 +27,7 @@ Every placement (kept or dropped) is kept in :attr:`PropositionsChunker.placemen
 ``stats()`` counts propositions, aligned, dropped, ambiguous, the score distribution in bins of
 ten (``score_60_70`` holds scores from 60 up to 70; 100 is in ``score_90_100``), LLM calls and
 corrections. rapidfuzz is an optional dependency: ``pip install 'chunkmark[propositions]'``.
-The chunker is a :class:`~chunkmark.chunkers.estimate.RequestEstimator`: its first requests (one
+The chunker is a :class:`~chunkmark.chunkers.base.RequestEstimator`: its first requests (one
 per chunk of the wrapped chunker) are known before asking, a correction at most one more each.
 """
 
@@ -40,22 +40,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
+from chunkmark.chunkers.base import Chunk, ChunkerContext, ChunkerFn
 from chunkmark.chunkers.contextual import (
     DEFAULT_LLM,
     AnswerFallbackWarning,
     PromptVersion,
+    Wrapper,
     build_inner,
     check_llm_spec,
     fill,
-    inner_chunks,
     inner_chunks_many,
     inner_spec,
     inner_stats,
     merged_counters,
     prompt_text,
+    register_wrapper,
 )
-from chunkmark.chunkers.estimate import (
+from chunkmark.counters import ChunkerStats
+from chunkmark.errors import MissingDependencyError
+from chunkmark.llm.estimate import (
     REASON_TOKENS,
     SHOWN_ANSWER_TOKENS,
     Asking,
@@ -63,9 +66,6 @@ from chunkmark.chunkers.estimate import (
     Request,
     framed_tokens,
 )
-from chunkmark.errors import MissingDependencyError
-from chunkmark.specs import Traits
-from chunkmark.stats import ChunkerStats
 
 if TYPE_CHECKING:
     from chunkmark.llm import LLM
@@ -264,7 +264,7 @@ class _Counts:
     bins: list[int] = field(default_factory=lambda: [0] * BINS)
 
 
-class PropositionsChunker:
+class PropositionsChunker(Wrapper):
     """Propositions of the wrapped chunker's chunks, placed by fuzzy alignment (module docs)."""
 
     def __init__(
@@ -287,9 +287,6 @@ class PropositionsChunker:
         self.placements: list[Placement] = []
         self._counts = _Counts()
         self._error: str | None = None
-
-    def __call__(self, text: str) -> list[Chunk]:
-        return self.chunk_texts([text])[0]
 
     def chunk_texts(self, texts: Sequence[str]) -> list[list[Chunk]]:
         """The chunks of each text, as calling the chunker on each in turn gives them. The
@@ -343,20 +340,14 @@ class PropositionsChunker:
         """The first request for each of ``text``'s chunks (corrections cannot be known);
         ``chunks`` are the wrapped chunker's, found by running it when not given."""
         system = prompt_text(f"propositions_{self.prompt}_system")
-        if chunks is None:
-            chunks = inner_chunks(self.inner, text)
         return [
             Request(system, self._request(text[c.start : c.end]), self.max_answer_tokens, SCHEMA)
-            for c in chunks
+            for c in self.wrapped(text, chunks)
         ]
 
     def estimate_llm(self) -> LLM:
-        """The LLM it asks (see :mod:`chunkmark.chunkers.estimate`)."""
+        """The LLM it asks (see :mod:`chunkmark.llm.estimate`)."""
         return self.llm
-
-    def estimate_wraps(self) -> str | None:
-        """The wrapped chunker's spec: its chunks are what the LLM rewrites."""
-        return self.inner_spec
 
     def estimate_requests(
         self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
@@ -481,20 +472,8 @@ def _canonical(values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "chunker": inner_spec(values["chunker"])}
 
 
-def _traits(values: dict[str, Any]) -> Traits:
-    """An LLM rewrites every chunk; the wrapped chunker may embed too."""
-    inner = CHUNKERS.traits(values["chunker"])
-    return Traits(inner.embeds, True, inner.deterministic)
-
-
-@CHUNKERS.register(
-    "propositions",
-    calls_llm=True,
-    needs=("context",),
-    canonical=_canonical,
-    traits_of=_traits,
-    identity=llm_identity,
-)
+# An LLM rewrites every chunk; the wrapped chunker may embed too.
+@register_wrapper("propositions", _canonical, lambda _values: True)
 def propositions(
     llm: str = DEFAULT_LLM,
     chunker: str = DEFAULT_CHUNKER,

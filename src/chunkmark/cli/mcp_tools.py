@@ -33,8 +33,8 @@ from chunkmark.errors import ChunkmarkError, ConfigError
 if TYPE_CHECKING:
     from chunkmark.experiments.config import ExperimentConfig
     from chunkmark.experiments.plan_model import Plan
+    from chunkmark.report.comparisons import Pick
     from chunkmark.report.data import ReportData
-    from chunkmark.report.stats import Pick
     from chunkmark.specs import Entry
 
 Payload = dict[str, Any]

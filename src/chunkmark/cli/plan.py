@@ -48,6 +48,7 @@ def plan(
     prices: options.Prices = None,
     as_json: options.Json = False,
 ) -> None:
+    from chunkmark.answers.analysis import answer_analyses
     from chunkmark.experiments.plan import check_budget, plan_grid
 
     config = options.experiment(
@@ -62,7 +63,7 @@ def plan(
         price_file=prices,
         cache_dir=cache_dir,
     )
-    result = plan_grid(config)
+    result = plan_grid(config, answer_analyses(config))
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:

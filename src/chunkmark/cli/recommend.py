@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from chunkmark.report import ReportOptions
+    from chunkmark.report.comparisons import Recommendation, Separation
     from chunkmark.report.data import ReportData
-    from chunkmark.report.stats import Recommendation, Separation
 
 
 def recommendation_lines(

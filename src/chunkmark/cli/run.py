@@ -107,6 +107,7 @@ def run(
 ) -> None:
     from functools import partial
 
+    from chunkmark.answers.analysis import answer_analyses
     from chunkmark.experiments.runner import evaluate
     from chunkmark.report import ReportOptions, write_run_report
 
@@ -163,6 +164,7 @@ def run(
             config,
             progress=progress,
             embed_progress=embed_progress,
+            analyses=answer_analyses(config),
             report_writer=partial(write_run_report, options=asked),
         )
     screen = Console(width=None if sys.stdout.isatty() else 140)

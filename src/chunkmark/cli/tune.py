@@ -77,6 +77,7 @@ def tune(
     as_json: options.Json = False,
     quiet: options.Quiet = False,
 ) -> None:
+    from chunkmark.answers.analysis import answer_analyses
     from chunkmark.experiments.tune import tune as run_tune
     from chunkmark.report import write_run_report
 
@@ -107,6 +108,7 @@ def tune(
         overrides=overrides,
         progress=console.log,
         report_writer=write_run_report,
+        analyses_for=answer_analyses,
     )
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2, default=str))

@@ -1,6 +1,6 @@
 """The spending of a run that calls an LLM, held against its cost limit.
 
-:class:`CostMeter` prices what the client did (its :class:`~chunkmark.stats.LLMStats` since the
+:class:`CostMeter` prices what the client did (its :class:`~chunkmark.counters.LLMStats` since the
 meter was made) plus the estimates of the requests in flight, and refuses a request whose
 estimate would cross the limit (:class:`~chunkmark.costs.budget.BudgetReached`). A request's
 estimate counts its prompt's tokens plus :data:`MESSAGE_TOKENS` for the chat framing.
@@ -15,7 +15,7 @@ from typing import Protocol
 
 from chunkmark.costs.budget import BudgetReached
 from chunkmark.costs.prices import Price
-from chunkmark.stats import LLMStats
+from chunkmark.counters import LLMStats
 
 MESSAGE_TOKENS = 12  # what the chat framing adds to a request's prompt tokens (an estimate)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from chunkmark.costs.prompt_cache import CACHE_MULTIPLIERS, NO_CACHE_DISCOUNT
-from chunkmark.stats import LLMStats
+from chunkmark.counters import LLMStats
 
 
 class LLMPriceEntry(BaseModel):
@@ -62,7 +62,7 @@ class Price:
         ) / 1_000_000
 
     def cost_of(self, stats: LLMStats) -> float:
-        """Dollars for what an LLM client did (its :class:`~chunkmark.stats.LLMStats`, or the
+        """Dollars for what an LLM client did (its :class:`~chunkmark.counters.LLMStats`, or the
         difference of two): uncached input at the input price, prompt-cache reads at the
         cached price, prompt-cache writes at the write price, output at the output price."""
         return self.cost(

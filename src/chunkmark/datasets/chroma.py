@@ -27,10 +27,11 @@ from chunkmark.datasets.validate import (
     blank_document,
     blank_question,
     check_folder,
+    dataset_of,
     excerpt_problem,
+    has_files,
     json_type,
     load_strict,
-    missing_file,
     missing_keys,
     not_an_integer,
     read_text,
@@ -151,10 +152,7 @@ def scan_chroma(folder: Path, report: Report) -> Dataset | None:
         return None
     csv_path = folder / CHROMA_QUESTIONS
     corpora_dir = folder / CORPORA
-    usable = True
-    if not csv_path.is_file():
-        report(missing_file(folder, CHROMA_QUESTIONS, "the questions file"))
-        usable = False
+    usable = has_files(folder, report, (CHROMA_QUESTIONS, "the questions file"))
     texts: dict[str, str] = {}
     unreadable: set[str] = set()
     if corpora_dir.is_dir():
@@ -177,9 +175,7 @@ def scan_chroma(folder: Path, report: Report) -> Dataset | None:
     # texts is in file-name order: corpora no question uses follow the used ones in that order.
     order = dict.fromkeys(q.doc_id for q in questions)
     order.update(dict.fromkeys(texts))
-    documents = tuple(Document(doc_id, texts[doc_id]) for doc_id in order)
-    name = folder.resolve().name
-    return Dataset(name, documents, tuple(questions), source=str(folder))
+    return dataset_of(folder, {doc_id: texts[doc_id] for doc_id in order}, questions)
 
 
 def _read_corpora(corpora_dir: Path, report: Report) -> tuple[dict[str, str], set[str]]:

@@ -30,11 +30,12 @@ from chunkmark.datasets.validate import (
     blank_document,
     blank_question,
     check_folder,
+    dataset_of,
     did_you_mean,
     excerpt_problem,
+    has_files,
     json_type,
     load_strict,
-    missing_file,
     missing_keys,
     not_an_integer,
     raise_first,
@@ -98,26 +99,15 @@ def _join_lines(lines: Iterator[str]) -> bytes:
 
 def scan_jsonl(folder: Path, report: Report) -> Dataset | None:
     """Check a JSONL-layout folder, reporting every problem; the dataset, or None if unusable."""
-    if not check_folder(folder, report):
+    files = (JSONL_DOCUMENTS, "the documents file"), (JSONL_QUESTIONS, "the questions file")
+    if not check_folder(folder, report) or not has_files(folder, report, *files):
         return None
-    docs_path = folder / JSONL_DOCUMENTS
-    questions_path = folder / JSONL_QUESTIONS
-    usable = True
-    for path, what in ((docs_path, "the documents file"), (questions_path, "the questions file")):
-        if not path.is_file():
-            report(missing_file(folder, path.name, what))
-            usable = False
-    if not usable:
-        return None
-    docs = read_documents(folder, docs_path, report)
+    docs = read_documents(folder, folder / JSONL_DOCUMENTS, report)
     if docs is None:
         return None
     texts, unreadable = docs
-    questions = _read_questions(questions_path, texts, unreadable, report)
-    if questions is None:
-        return None
-    documents = tuple(Document(doc_id, text) for doc_id, text in texts.items())
-    return Dataset(folder.resolve().name, documents, tuple(questions), source=str(folder))
+    questions = _read_questions(folder / JSONL_QUESTIONS, texts, unreadable, report)
+    return None if questions is None else dataset_of(folder, texts, questions)
 
 
 def _lines(path: Path, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -345,8 +335,7 @@ def read_documents_file(folder: str | Path) -> list[Document]:
     root = Path(folder)
     path = root / JSONL_DOCUMENTS
     report = raise_first(root)
-    if not path.is_file():
-        report(missing_file(root, JSONL_DOCUMENTS, "the documents file"))
+    has_files(root, report, (JSONL_DOCUMENTS, "the documents file"))
     docs = read_documents(root, path, report)
     texts = docs[0] if docs is not None else {}
     return [Document(doc_id, text) for doc_id, text in texts.items()]

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import difflib
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from chunkmark.datasets.model import Dataset
+from chunkmark.datasets.model import Dataset, Document, Question
 from chunkmark.errors import DatasetError, with_fix
 
 CHROMA_QUESTIONS = "questions_df.csv"
@@ -120,13 +120,25 @@ def load_strict(
     return dataset
 
 
-def missing_file(folder: Path, name: str, what: str) -> Problem:
-    return Problem(
-        str(folder / name),
-        None,
-        f"missing {what}.",
-        f"Create {name} in the dataset folder (see docs/formats.md).",
-    )
+def has_files(folder: Path, report: Report, *files: tuple[str, str]) -> bool:
+    """Whether ``folder`` holds every ``(name, what)`` file; each one missing is reported."""
+    missing = [(name, what) for name, what in files if not (folder / name).is_file()]
+    for name, what in missing:
+        report(
+            Problem(
+                str(folder / name),
+                None,
+                f"missing {what}.",
+                f"Create {name} in the dataset folder (see docs/formats.md).",
+            )
+        )
+    return not missing
+
+
+def dataset_of(folder: Path, texts: Mapping[str, str], questions: Sequence[Question]) -> Dataset:
+    """A scanned folder's dataset: ``texts``' documents in their order, named after the folder."""
+    documents = tuple(Document(doc_id, text) for doc_id, text in texts.items())
+    return Dataset(folder.resolve().name, documents, tuple(questions), source=str(folder))
 
 
 def read_text(path: Path, report: Report, *, universal_newlines: bool = False) -> str | None:

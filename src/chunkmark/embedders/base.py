@@ -13,8 +13,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from chunkmark.counters import EmbedderStats
 from chunkmark.specs import Registry
-from chunkmark.stats import EmbedderStats
 
 Kind = Literal["document", "query"]
 FloatArray = npt.NDArray[np.float32]

@@ -30,6 +30,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from chunkmark.counters import CacheStats, EmbedderStats
 from chunkmark.embedders.base import (
     DocSpan,
     Embedder,
@@ -43,7 +44,6 @@ from chunkmark.embedders.base import (
 from chunkmark.errors import EmbeddingError
 from chunkmark.paths import resolve_cache_dir as resolve_cache_dir  # re-exported
 from chunkmark.sqlite_db import SQLiteStore, canonical_identity
-from chunkmark.stats import CacheStats, EmbedderStats
 
 CACHE_FORMAT_VERSION = 1
 DB_NAME = "embeddings.sqlite3"

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from chunkmark.counters import EmbedderStats
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
 from chunkmark.specs import class_factory
-from chunkmark.stats import EmbedderStats
 
 _WORD = re.compile(r"\w+")
 _WORD_WEIGHT = 1.0

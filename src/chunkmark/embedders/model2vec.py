@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from chunkmark.counters import EmbedderStats
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
 from chunkmark.embedders.quiet import quiet_loading
 from chunkmark.embedders.st_models import file_sha256, minilm_package_dir
 from chunkmark.errors import EmbeddingError
 from chunkmark.paths import resolve_cache_dir
 from chunkmark.specs import class_factory
-from chunkmark.stats import EmbedderStats
 
 DEFAULT_MODEL = "minilm-distilled"
 """The model name that means all-MiniLM-L6-v2 distilled into the cache (:func:`distilled_minilm`)."""

@@ -24,11 +24,11 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from chunkmark.counters import EmbedderStats
 from chunkmark.embedders.base import EMBEDDERS, FloatArray, Kind, l2_normalise
 from chunkmark.errors import EmbeddingError
 from chunkmark.remote import RemoteClient, Wording
 from chunkmark.specs import class_factory
-from chunkmark.stats import EmbedderStats
 from chunkmark.tokenizers import truncate_tokens
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

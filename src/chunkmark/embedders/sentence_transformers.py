@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from chunkmark.counters import EmbedderStats
 from chunkmark.embedders.base import EMBEDDERS, DocSpan, FloatArray, Kind, l2_normalise
 from chunkmark.embedders.late_chunking import (
     LATE_OVERLAP,
@@ -60,7 +61,6 @@ from chunkmark.embedders.st_models import (
 )
 from chunkmark.errors import EmbeddingError, MissingDependencyError
 from chunkmark.specs import class_factory
-from chunkmark.stats import EmbedderStats
 from chunkmark.threads import passive_openmp
 
 # The experiment planner reads a Hub model's config from the local cache under this name

@@ -11,7 +11,11 @@ writes what it returns: its files into ``OUT/``, and its section into ``manifest
 the analysis's name, in the one write of the manifest.
 
 ``chunkmark relations run`` is the runner with the relations analysis
-(:class:`chunkmark.relations.runner.RelationsAnalysis`).
+(:class:`chunkmark.relations.runner.RelationsAnalysis`); a config with ``answers:`` runs with
+the answers analysis (:func:`chunkmark.answers.analysis.answer_analyses`), handed in by the
+caller like any other: the runner imports no analysis. An analysis that asks an LLM at the end
+says what it would ask (:class:`PlansRequests`), so :func:`chunkmark.experiments.plan.plan_grid`
+prices it with the grid.
 """
 
 from __future__ import annotations
@@ -19,16 +23,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
 from chunkmark.datasets.model import Dataset
+from chunkmark.errors import ConfigError
 from chunkmark.experiments.config import ExperimentConfig
 from chunkmark.experiments.outcome import CellOutcome
 
 if TYPE_CHECKING:
+    from chunkmark.costs.llm_prices import LLMPrices
     from chunkmark.experiments.cell import CellResult
+    from chunkmark.experiments.plan_model import AnswerPlan
+    from chunkmark.llm.cache import LLMCache
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,3 +106,28 @@ class Analysis(Protocol):
     def finish(self, run: FinishedRun) -> AnalysisOutput:
         """The files and manifest section, once every cell has finished."""
         ...
+
+
+@runtime_checkable
+class PlansRequests(Protocol):
+    """An analysis that asks an LLM once the cells are done, and says beforehand what it would
+    ask (``chunkmark plan``, ``--max-cost``)."""
+
+    def plan(
+        self, dataset: Dataset, cells: int, prices: LLMPrices, answers: LLMCache | None
+    ) -> tuple[list[AnswerPlan], list[str]]:
+        """The requests over ``dataset``'s ``cells`` cells (cached ``answers`` replayed), and
+        what is unknown."""
+        ...
+
+
+def check_handed(config: ExperimentConfig, analyses: Sequence[Analysis]) -> None:
+    """Refuse a config with ``answers:`` when no answers analysis was handed in: the runner
+    builds none itself, and running without it would drop the answers silently."""
+    if config.answers is not None and not any(a.name == "answers" for a in analyses):
+        raise ConfigError(
+            "The experiment asks for answers (answers:), but no answers analysis was handed "
+            "to the runner.",
+            "Run it with chunkmark.evaluate or `chunkmark run`, or pass "
+            "analyses=answer_analyses(config) (chunkmark.answers.analysis).",
+        )

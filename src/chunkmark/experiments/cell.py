@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, chunk_documents
 from chunkmark.chunkers.diagnostics import diagnose
+from chunkmark.counters import ChunkerStats, EmbedderStats
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders.base import DocSpan, Embedder, FloatArray, SpanEmbedder, embeds_spans
 from chunkmark.errors import ChunkmarkError
@@ -65,7 +66,6 @@ from chunkmark.retrieval import (
 from chunkmark.retrieval.settings import valid_depth
 from chunkmark.retrieval.vectors import VectorFile
 from chunkmark.specs import Spec
-from chunkmark.stats import ChunkerStats, EmbedderStats
 from chunkmark.timing import PhaseTimer
 
 IntArray = npt.NDArray[np.int64]
@@ -649,7 +649,7 @@ def chunker_stats(chunker: ChunkerFn) -> ChunkerStats | None:
     if not isinstance(stats, ChunkerStats):
         raise ChunkmarkError(
             f"Chunker {type(chunker).__name__}.stats() returned {type(stats).__name__}.",
-            "A chunker's stats() must return chunkmark.stats.ChunkerStats.",
+            "A chunker's stats() must return chunkmark.counters.ChunkerStats.",
         )
     return stats
 

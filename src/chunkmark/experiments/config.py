@@ -5,12 +5,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from chunkmark.errors import ConfigError, SpecError
 from chunkmark.metrics import Scoring
@@ -53,6 +54,15 @@ def parse_k(values: str | Sequence[str | int]) -> list[KValue]:
     if not out:
         raise ConfigError("No k values given.", "Use e.g. --k 1,3,5,10,min.")
     return out
+
+
+def _zero_or_more(value: float | None) -> float | None:
+    if value is not None and value < 0:
+        raise ValueError("must be zero or more US dollars")
+    return value
+
+
+MaxCost = Annotated[float | None, AfterValidator(_zero_or_more)]  # a budget in US dollars
 
 
 class ScoringGrid(BaseModel):
@@ -217,7 +227,7 @@ class ExperimentConfig(BaseModel):
     no_cache: bool = False
     seed: int = 0
     report: bool = True  # write OUT/report.html at the end of the run
-    max_cost: float | None = None  # refuse to start when the plan's estimate in USD exceeds it
+    max_cost: MaxCost = None  # refuse to start when the plan's estimate in USD exceeds it
     prices: dict[str, Any] | None = None  # overrides of the package's price tables (see plan)
     price_file: Path | None = None  # --prices FILE: entries over the tables and ``prices``
     executor: Literal["local", "ray"] = "local"  # where cells run (results are identical)
@@ -356,13 +366,6 @@ class ExperimentConfig(BaseModel):
 
         return None if value is None else _expand(value, RETRIEVAL)
 
-    @field_validator("max_cost")
-    @classmethod
-    def _max_cost(cls, value: float | None) -> float | None:
-        if value is not None and value < 0:
-            raise ValueError("must be zero or more US dollars")
-        return value
-
     def retrieval_specs(self) -> tuple[str, ...]:
         """The retrieval settings, canonical: ``retrieval`` or, by default, ``top_k`` at each k."""
         if self.retrieval is not None:
@@ -475,6 +478,29 @@ def _rejoin_flow_lists(path: Path, text: str, node: yaml.Node | None, raw: dict[
         ]
 
 
+@dataclass
+class Nesting:
+    """Where a spec's text stands, read one character at a time: how many parentheses and
+    brackets are open, and the quote it is inside ("" for none)."""
+
+    depth: int = 0
+    quote: str = ""
+
+    def read(self, ch: str) -> bool:
+        """Read ``ch``; True when it stands outside every quote and bracket and is neither."""
+        if self.quote:
+            self.quote = "" if ch == self.quote else self.quote
+        elif ch in "'\"":
+            self.quote = ch
+        elif ch in "([{":
+            self.depth += 1
+        elif ch in ")]}":
+            self.depth -= 1
+        else:
+            return self.depth == 0
+        return False
+
+
 def split_groups(pieces: Sequence[str | None]) -> list[list[int]] | None:
     """The items of a YAML flow list grouped into whole specs: each group's pieces, joined by
     the commas YAML split them at, leave no parenthesis or bracket open (quoted text inside
@@ -483,7 +509,7 @@ def split_groups(pieces: Sequence[str | None]) -> list[list[int]] | None:
     stays open."""
     groups: list[list[int]] = []
     current: list[int] = []
-    depth, quote = 0, ""
+    nesting = Nesting()
     for i, piece in enumerate(pieces):
         if piece is None:
             if current:
@@ -492,17 +518,10 @@ def split_groups(pieces: Sequence[str | None]) -> list[list[int]] | None:
             continue
         current.append(i)
         for ch in piece:
-            if quote:
-                quote = "" if ch == quote else quote
-            elif ch in "'\"":
-                quote = ch
-            elif ch in "([{":
-                depth += 1
-            elif ch in ")]}":
-                depth -= 1
-                if depth < 0:
-                    return None
-        if depth == 0 and not quote:
+            nesting.read(ch)
+            if nesting.depth < 0:
+                return None
+        if nesting.depth == 0 and not nesting.quote:
             groups.append(current)
             current = []
     return None if current else groups
@@ -607,3 +626,13 @@ def make_config(
             f"Invalid experiment setting {where!r} in {at}: {msg}.",
             f"Valid keys: {', '.join(KEYS)}.",
         ) from None
+
+
+def run_config(config: ExperimentConfig | None, options: dict[str, Any]) -> ExperimentConfig:
+    """The config a run of ``evaluate(config, **options)`` uses: ``config`` with ``options`` on
+    top, or ``options`` alone when there is no config."""
+    if config is None:
+        return make_config(options)
+    if options:
+        return make_config({**config.model_dump(exclude_unset=True), **options})
+    return config

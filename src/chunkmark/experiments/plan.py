@@ -39,7 +39,7 @@ How it counts
   only shares a model input (after truncation) with a cached one is not recognised, so the
   count is an upper bound there.
 - **LLM chunkers**: the planner names none. A chunker registered with ``calls_llm=True`` that
-  is a :class:`~chunkmark.chunkers.estimate.RequestEstimator` says, document by document and
+  is a :class:`~chunkmark.chunkers.base.RequestEstimator` says, document by document and
   without asking, the calls and tokens chunking would take (each knows its own prompts):
   ``llm_semantic`` and ``documentation(llm=...)`` their windows at the fewest and the most,
   ``contextual(method='llm')`` and ``propositions`` one request per chunk of the wrapped
@@ -61,7 +61,8 @@ How it counts
   (part of ``input_tokens``) are priced at the table's cached-input and cache-write prices in
   ``usd``; ``usd_max`` assumes no cache read at all and every request writing
   (``cache_write_tokens_max``).
-- **Answers** (``answers:``, :mod:`chunkmark.answers.plan`): one request per question with a
+- **Answers** (``answers:``, :mod:`chunkmark.answers.plan`; the answers analysis handed to
+  :func:`plan_grid` says it, as it is handed to the runner): one request per question with a
   reference and cell, plus the whole-document baseline's where it fits (cached ones replayed),
   and the judge's one per answer; input tokens at the setting's token budget of context
   (unknown for a setting without one), output at each request's ``max_tokens``.
@@ -86,21 +87,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chunkmark.chunkers import CHUNKERS
-from chunkmark.chunkers.estimate import ENCODING
 from chunkmark.costs.budget import CostLimitError, usd
 from chunkmark.costs.overrides import PlanPrices, load_plan_prices
 from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.errors import ConfigError
+from chunkmark.experiments.analysis import Analysis, PlansRequests, check_handed
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
-from chunkmark.experiments.plan_chunks import CALLS_LLM, ChunkEstimate, estimate_chunks
+from chunkmark.experiments.plan_chunks import CALLS_LLM, estimate_chunks
 from chunkmark.experiments.plan_embedding import (
     Bucket,
     RecordingEmbedder,
-    TokenCounter,
     embedder_plan,
-    embedder_token_counter,
     identity_without_loading,
     record_chunking,
     setup_needed,
@@ -116,27 +115,19 @@ from chunkmark.experiments.plan_model import (
     SetupStep,
     Source,
 )
+from chunkmark.llm.estimate import ENCODING
 from chunkmark.specs import Spec
 from chunkmark.tokenizers import count_tokens
 
 if TYPE_CHECKING:
     from chunkmark.llm.cache import LLMCache
 
-__all__ = [
-    "ENCODING",
-    "CellPlan",
-    "ChunkEstimate",
-    "DatasetPlan",
+__all__ = [  # the plan's records and its one way of chunking, read from here
     "EmbedderPlan",
     "LLMChunkerPlan",
     "Plan",
-    "RecordingEmbedder",
-    "Source",
-    "TokenCounter",
     "check_budget",
-    "embedder_token_counter",
     "estimate_chunks",
-    "identity_without_loading",
     "plan_grid",
 ]
 
@@ -146,6 +137,7 @@ class _Planner:
     config: ExperimentConfig
     prices: PlanPrices
     cache_dir: Path | None
+    analyses: Sequence[Analysis] = ()
     buckets: dict[str, Bucket] = field(default_factory=dict)
     identities: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     cells: list[CellPlan] = field(default_factory=list)
@@ -197,19 +189,12 @@ class _Planner:
                 for b in embedders:
                     b.add("document", texts)
                     self._cell(dataset, c_spec, b, len(texts), found.source, note)
-        if self.config.answers is not None:
-            self._answers(dataset, len(self.config.chunkers) * len(embedders))
-
-    def _answers(self, dataset: Dataset, cells: int) -> None:
-        """What answering the dataset's questions would ask (:mod:`chunkmark.answers.plan`)."""
-        from chunkmark.answers.plan import plan_answers
-
-        assert self.config.answers is not None
-        plans, unknown = plan_answers(
-            dataset, self.config.answers, cells, self.prices.llm, self._llm_cache, self.config.seed
-        )
-        self.answer_plans.extend(plans)
-        self.unknown.extend(unknown)
+        cells = len(self.config.chunkers) * len(embedders)
+        for analysis in self.analyses:
+            if isinstance(analysis, PlansRequests):
+                plans, unknown = analysis.plan(dataset, cells, self.prices.llm, self._llm_cache)
+                self.answer_plans.extend(plans)
+                self.unknown.extend(unknown)
 
     def _cell(
         self,
@@ -315,17 +300,19 @@ def _load(name: str) -> Dataset:
     return load_dataset(name)
 
 
-def plan_grid(config: ExperimentConfig) -> Plan:
-    """What running ``config`` would do and cost, found without any request or model load.
+def plan_grid(config: ExperimentConfig, analyses: Sequence[Analysis] = ()) -> Plan:
+    """What running ``config`` with ``analyses`` would do and cost, found without any request
+    or model load (an analysis that asks an LLM says what it would ask: the answers).
 
     Reads the chunk store, the embedding cache and the LLM cache under the config's cache
     folder when their files exist (never with ``no_cache``), and writes nothing.
     """
     from chunkmark.paths import resolve_cache_dir
 
+    check_handed(config, analyses)
     prices = load_plan_prices(config.prices, config.price_file)
     cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
-    planner = _Planner(config, prices, cache_dir)
+    planner = _Planner(config, prices, cache_dir, analyses)
     datasets = []
     for name in config.datasets:
         dataset = _load(name)

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
+from chunkmark.counters import EmbedderStats
 from chunkmark.embedders.base import Embedder, FloatArray, Kind
 from chunkmark.errors import ConfigError
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
 from chunkmark.experiments.plan_model import Source
 from chunkmark.specs import Spec
-from chunkmark.stats import EmbedderStats
 
 if TYPE_CHECKING:
     from chunkmark.datasets.model import Dataset

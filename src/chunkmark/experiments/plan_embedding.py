@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from chunkmark.chunkers import CHUNKERS, ChunkerContext
-from chunkmark.chunkers.estimate import ENCODING
 from chunkmark.costs.overrides import PlanPrices
+from chunkmark.counters import EmbedderStats
 from chunkmark.embedders.base import Embedder, FloatArray, Kind, l2_normalise
 from chunkmark.embedders.cache import DB_NAME as EMBEDDING_DB
 from chunkmark.embedders.cache import EmbeddingCache
 from chunkmark.errors import ChunkmarkError, ConfigError
 from chunkmark.experiments.plan_model import EmbedderPlan
+from chunkmark.llm.estimate import ENCODING
 from chunkmark.specs import Spec
-from chunkmark.stats import EmbedderStats
 from chunkmark.tokenizers import count_tokens
 
 if TYPE_CHECKING:

@@ -2,8 +2,8 @@
 
 The planner names no chunker. It builds one registered with ``calls_llm=True`` with LLM
 clients that have no cache (nothing is opened, written or sent) and, when the chunker is a
-:class:`~chunkmark.chunkers.estimate.RequestEstimator`, asks it document by document for its
-:class:`~chunkmark.chunkers.estimate.LLMUsage`: answers the LLM cache holds are replayed (when
+:class:`~chunkmark.chunkers.base.RequestEstimator`, asks it document by document for its
+:class:`~chunkmark.llm.estimate.LLMUsage`: answers the LLM cache holds are replayed (when
 the run reads the cache), the provider's prompt-cache rule is passed along, and the client's
 identity prices the tokens. A wrapper's chunks come from :func:`estimate_chunks`; when they are
 known only once the wrapped chunker runs, so are the wrapper's calls. A chunker that is no
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
-from chunkmark.chunkers.estimate import Asking, LLMUsage, Replay, RequestEstimator
+from chunkmark.chunkers.base import RequestEstimator
 from chunkmark.costs.llm_prices import LLMPrices, price_of
 from chunkmark.costs.prices import Price
 from chunkmark.costs.prompt_cache import PROMPT_CACHES
@@ -27,6 +27,7 @@ from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.plan_chunks import estimate_chunks
 from chunkmark.experiments.plan_embedding import RecordingEmbedder
 from chunkmark.experiments.plan_model import LLMChunkerPlan
+from chunkmark.llm.estimate import Asking, LLMUsage, Replay
 from chunkmark.specs import Spec
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def plan_llm_chunker(dataset: Dataset, c_spec: Spec, p: LLMPlanning) -> LLMOutco
             p.runs,
             f"chunkmark cannot estimate the LLM calls of {c_spec.name!r} without running it: "
             "it does not say what it would ask (it is no RequestEstimator, see "
-            "chunkmark.chunkers.estimate), so its cost cannot be estimated",
+            "chunkmark.llm.estimate), so its cost cannot be estimated",
         )
     inner: dict[str, list[Chunk]] | None = None
     wrapped = chunker.estimate_wraps()

@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext
+from chunkmark.counters import ChunkerStats, EmbedderStats
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.base import (
     DocSpan,
@@ -65,7 +66,6 @@ from chunkmark.experiments.config import RayOptions
 from chunkmark.experiments.outcome import CellOutcome, CellTask
 from chunkmark.remote import RemoteClient
 from chunkmark.specs import Spec
-from chunkmark.stats import ChunkerStats, EmbedderStats
 from chunkmark.timing import PhaseTimer
 
 if TYPE_CHECKING:

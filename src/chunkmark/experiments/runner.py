@@ -35,7 +35,13 @@ from chunkmark.datasets.model import Dataset
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache
 from chunkmark.errors import ConfigError
-from chunkmark.experiments.analysis import Analysis, AnalysisOutput, FinishedCell, FinishedRun
+from chunkmark.experiments.analysis import (
+    Analysis,
+    AnalysisOutput,
+    FinishedCell,
+    FinishedRun,
+    check_handed,
+)
 from chunkmark.experiments.cell import Cell, CellEnv, CellResult
 from chunkmark.experiments.chunk_store import ChunkStore
 from chunkmark.experiments.config import ExperimentConfig
@@ -141,12 +147,9 @@ def evaluate(
     config asks for it (:func:`chunkmark.evaluate` passes the report's; without one no page
     is written).
     """
-    from chunkmark.experiments.config import make_config
+    from chunkmark.experiments.config import run_config
 
-    if config is None:
-        config = make_config(options)
-    elif options:
-        config = make_config({**config.model_dump(exclude_unset=True), **options})
+    config = run_config(config, options)
     session = Session(config, progress, embed_progress, analyses, report_writer)
     try:
         return session.finish(session.run_cells())
@@ -172,10 +175,7 @@ class Session:
         report_writer: ReportWriter | None = None,
     ) -> None:
         self.config = config
-        if config.answers is not None:  # answers scored from what each cell retrieved
-            from chunkmark.answers.analysis import AnswerAnalysis
-
-            analyses = (*analyses, AnswerAnalysis.from_config(config))
+        check_handed(config, analyses)
         self.analyses = tuple(analyses)
         self.report_writer = report_writer
         self.say: Progress = progress or (lambda _msg: None)
@@ -192,7 +192,7 @@ class Session:
         if config.max_cost is not None:
             from chunkmark.experiments.plan import check_budget, plan_grid
 
-            check_budget(plan_grid(config), config.max_cost)
+            check_budget(plan_grid(config, self.analyses), config.max_cost)
         prepare_out_dir(self.out)
         for dataset in self.datasets:
             self.say(

@@ -55,12 +55,13 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from chunkmark.errors import ChunkmarkError, ConfigError, MissingDependencyError, SpecError
-from chunkmark.experiments.config import make_config, read_experiment
+from chunkmark.experiments.config import MaxCost, make_config, read_experiment
 from chunkmark.experiments.grid import GridSpec, Range, parse_grid
 
 if TYPE_CHECKING:
     import optuna
 
+    from chunkmark.experiments.analysis import Analysis
     from chunkmark.experiments.config import ExperimentConfig
     from chunkmark.experiments.outcome import CellOutcome
     from chunkmark.experiments.runner import ReportWriter, Results, Session
@@ -97,7 +98,7 @@ class TuneSettings(BaseModel):
     retrieval: str = DEFAULT_RETRIEVAL
     recall_floor: float = DEFAULT_RECALL_FLOOR
     seed: int = 0
-    max_cost: float | None = None
+    max_cost: MaxCost = None
 
     @field_validator("trials")
     @classmethod
@@ -120,13 +121,6 @@ class TuneSettings(BaseModel):
     def _floor(cls, value: float) -> float:
         if not 0 <= value <= 1:
             raise ValueError("the recall floor is a fraction between 0 and 1")
-        return value
-
-    @field_validator("max_cost")
-    @classmethod
-    def _max_cost(cls, value: float | None) -> float | None:
-        if value is not None and value < 0:
-            raise ValueError("must be zero or more US dollars")
         return value
 
 
@@ -432,6 +426,7 @@ def tune(
     progress: Progress | None = None,
     embed_progress: EmbedProgress | None = None,
     report_writer: ReportWriter | None = None,
+    analyses_for: Callable[[ExperimentConfig], Sequence[Analysis]] | None = None,
 ) -> TuneResult:
     """Search the experiment's chunker ranges for the best ``metric`` (see the module docstring).
 
@@ -440,6 +435,8 @@ def tune(
     ``overrides`` (``out``, ``datasets``, ``no_cache``, ``report``, ...) win over it. ``max_cost``
     defaults to the experiment's. Writes the run's usual files and ``OUT/tune.json``;
     ``report.html`` too when given ``report_writer`` (the command line passes the report's).
+    ``analyses_for(config)`` gives the analyses the run carries and the budget prices (the
+    command line passes :func:`chunkmark.answers.analysis.answer_analyses`).
     """
     optuna = import_optuna()
     say = progress or (lambda _msg: None)
@@ -471,6 +468,7 @@ def tune(
     prepare_out_dir(out)
     search = _Search(optuna, settings, space, base, canonical, say, embed_progress)
     search.report_writer = report_writer
+    search.analyses = tuple(analyses_for(base)) if analyses_for is not None else ()
     search.run()
     result = TuneResult(
         settings=settings,
@@ -516,6 +514,7 @@ class _Search:
         self.spent = 0.0
         self.session: Session | None = None
         self.report_writer: ReportWriter | None = None
+        self.analyses: tuple[Analysis, ...] = ()
         self.outcomes: dict[str, list[CellOutcome]] = {}  # canonical spec -> its cells
         self.first: dict[str, TrialRecord] = {}  # canonical spec -> the first trial of it
 
@@ -618,7 +617,7 @@ class _Search:
 
             config = self.config.model_copy(update={"chunkers": (first,)})
             self.session = Session(
-                config, self.say, self.embed_progress, report_writer=self.report_writer
+                config, self.say, self.embed_progress, self.analyses, self.report_writer
             )
         return self.session
 
@@ -630,7 +629,7 @@ class _Search:
             return True
         from chunkmark.experiments.plan import check_budget, plan_grid
 
-        plan = plan_grid(self.config.model_copy(update={"chunkers": (spec,)}))
+        plan = plan_grid(self.config.model_copy(update={"chunkers": (spec,)}), self.analyses)
         cost = plan.total_usd
         if cost is None:  # no estimate: the planner's own rule (it explains what is missing)
             check_budget(plan, budget - self.spent)

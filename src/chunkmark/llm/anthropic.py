@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chunkmark.llm.base import LLMS, Answer
-from chunkmark.llm.remote import RemoteLLM
+from chunkmark.llm.remote import Prompt, RemoteLLM
 
 
 class AnthropicLLM(RemoteLLM):
@@ -35,28 +35,17 @@ class AnthropicLLM(RemoteLLM):
     default_base_url: ClassVar[str] = "https://api.anthropic.com"
     base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
     base_url_hint: ClassVar[str] = "for Anthropic it is the host, without /v1"
+    client_class: ClassVar[str] = "Anthropic"
 
-    def _make_client(self, sdk: Any, api_key: str) -> Any:
-        return sdk.Anthropic(
-            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
-        )
-
-    def _send(
-        self,
-        client: Any,
-        system: str,
-        user: str,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        cache_system: bool = False,
-    ) -> Answer:
+    def _send(self, client: Any, prompt: Prompt) -> Answer:
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": max_tokens,
-            "messages": [{"role": "user", "content": user}],
+            "max_tokens": prompt.max_tokens,
+            "messages": [{"role": "user", "content": prompt.user}],
         }
-        if system:
-            kwargs["system"] = system_blocks(system) if cache_system else system
+        if prompt.system:
+            system = prompt.system
+            kwargs["system"] = system_blocks(system) if prompt.cache_system else system
         if self.temperature is not None:
             # As a body field: every SDK version sends it, whether or not create() names it.
             kwargs["extra_body"] = {"temperature": self.temperature}
@@ -113,13 +102,6 @@ def anthropic_llm(
     fetched, not what they are, so they are no part of any result's identity.
     """
     return AnthropicLLM(
-        model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        temperature=temperature,
-        max_retries=max_retries,
-        timeout=timeout,
-        seed=seed,
-        cache_dir=cache_dir,
-        concurrency=concurrency,
-    )
+        model, base_url, api_key_env, temperature, max_retries, timeout, concurrency,
+        seed=seed, cache_dir=cache_dir,
+    )  # fmt: skip

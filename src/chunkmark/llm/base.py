@@ -36,10 +36,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
+from chunkmark.counters import LLMStats
 from chunkmark.errors import LLMError
 from chunkmark.llm.cache import LLMCache, cache_key
 from chunkmark.specs import Registry
-from chunkmark.stats import LLMStats
 
 
 @runtime_checkable
@@ -108,7 +108,7 @@ class Answer(NamedTuple):
 
 
 class _Tally:
-    """Counters of :class:`~chunkmark.stats.LLMStats` (its integer fields), added to as
+    """Counters of :class:`~chunkmark.counters.LLMStats` (its integer fields), added to as
     requests go."""
 
     def __init__(self) -> None:
@@ -306,11 +306,14 @@ class BaseLLM(ABC):
         *,
         max_tokens: int,
         json_schema: dict[str, Any] | None = None,
+        cache: LLMCache | None = None,
     ) -> str | None:
-        """The answer this client's cache holds for this exact request (read only), or None."""
-        if self.cache is None:
+        """The answer ``cache`` (else this client's own cache) holds for this exact request
+        (read only), or None."""
+        cache = self.cache if cache is None else cache
+        if cache is None:
             return None
-        return self.cache.get(
+        return cache.get(
             self.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
         )
 

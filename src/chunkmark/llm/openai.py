@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chunkmark.llm.base import LLMS, Answer
-from chunkmark.llm.remote import RemoteLLM
+from chunkmark.llm.remote import Prompt, RemoteLLM
 
 
 class OpenAIChatLLM(RemoteLLM):
@@ -32,30 +32,22 @@ class OpenAIChatLLM(RemoteLLM):
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
     base_url_hint: ClassVar[str] = "for OpenAI-compatible servers it usually ends in /v1"
+    client_class: ClassVar[str] = "OpenAI"
 
-    def _make_client(self, sdk: Any, api_key: str) -> Any:
-        return sdk.OpenAI(
-            api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
-        )
-
-    def _send(
-        self,
-        client: Any,
-        system: str,
-        user: str,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        cache_system: bool = False,
-    ) -> Answer:
-        messages = [{"role": "system", "content": system}] if system else []
-        messages.append({"role": "user", "content": user})
+    def _send(self, client: Any, prompt: Prompt) -> Answer:
+        messages = [{"role": "system", "content": prompt.system}] if prompt.system else []
+        messages.append({"role": "user", "content": prompt.user})
         extra: dict[str, Any] = {}
         if self.temperature is not None:
             extra["temperature"] = self.temperature
-        if json_schema is not None:
-            extra["response_format"] = response_format(json_schema)
+        if prompt.json_schema is not None:
+            extra["response_format"] = response_format(prompt.json_schema)
         response = client.chat.completions.create(
-            model=self.model, messages=messages, max_tokens=max_tokens, seed=self.seed, **extra
+            model=self.model,
+            messages=messages,
+            max_tokens=prompt.max_tokens,
+            seed=self.seed,
+            **extra,
         )
         choices = list(getattr(response, "choices", None) or [])
         text, reason = "", None
@@ -108,13 +100,6 @@ def openai_llm(
     fetched, not what they are, so they are no part of any result's identity.
     """
     return OpenAIChatLLM(
-        model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        temperature=temperature,
-        max_retries=max_retries,
-        timeout=timeout,
-        seed=seed,
-        cache_dir=cache_dir,
-        concurrency=concurrency,
-    )
+        model, base_url, api_key_env, temperature, max_retries, timeout, concurrency,
+        seed=seed, cache_dir=cache_dir,
+    )  # fmt: skip

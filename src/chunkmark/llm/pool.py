@@ -37,7 +37,7 @@ from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from chunkmark.stats import LLMStats
+from chunkmark.counters import LLMStats
 
 T = TypeVar("T")
 R = TypeVar("R")

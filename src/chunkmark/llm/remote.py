@@ -20,35 +20,50 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from chunkmark.errors import LLMError
 from chunkmark.llm.base import LOCAL_CONCURRENCY, REMOTE_CONCURRENCY, Answer, BaseLLM
 from chunkmark.remote import RemoteClient, Wording
 
 
+class Prompt(NamedTuple):
+    """One request as a provider sends it."""
+
+    system: str
+    user: str
+    max_tokens: int
+    json_schema: dict[str, Any] | None = None
+    cache_system: bool = False  # offer the system prompt to the provider's prompt cache
+
+
 class RemoteLLM(BaseLLM, RemoteClient):
-    """An LLM behind an HTTP API reached through its official SDK (imported lazily)."""
+    """An LLM behind an HTTP API reached through its official SDK (imported lazily).
+
+    A provider sets the class attributes (``client_class``: the SDK's client class, built with
+    ``api_key``, ``base_url``, ``max_retries=0`` and ``timeout``) and implements :meth:`_send`.
+    Its factory passes its parameters in the order of :meth:`__init__`."""
 
     api: ClassVar[str] = ""  # the endpoint kind, e.g. "chat.completions"
     base_url_hint: ClassVar[str] = ""  # what base_url looks like, for the 404 fix
+    client_class: ClassVar[str] = ""  # the SDK's client class, e.g. "OpenAI"
     error_type = LLMError
 
     def __init__(
         self,
         model: str,
-        *,
         base_url: str | None = None,
-        api_key_env: str,
+        api_key_env: str = "",
         temperature: float | None = 0.0,
         max_retries: int = 5,
         timeout: float = 60.0,
+        concurrency: int | None = None,
+        *,
         seed: int = 0,
         cache_dir: Path | None = None,
         backoff_base: float = 1.0,
         backoff_max: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
-        concurrency: int | None = None,
     ) -> None:
         RemoteClient.__init__(
             self,
@@ -76,18 +91,13 @@ class RemoteLLM(BaseLLM, RemoteClient):
     def identity(self) -> dict[str, Any]:
         return {"provider": self.provider, "model": self.model, "api": self.api, "host": self.host}
 
+    def _make_client(self, sdk: Any, api_key: str) -> Any:
+        make = getattr(sdk, self.client_class)
+        return make(api_key=api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout)
+
     @abstractmethod
-    def _send(
-        self,
-        client: Any,
-        system: str,
-        user: str,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        cache_system: bool = False,
-    ) -> Answer:
-        """One request, no retries; SDK exceptions propagate. ``cache_system``: offer the
-        system prompt to the provider's prompt cache."""
+    def _send(self, client: Any, prompt: Prompt) -> Answer:
+        """One request, no retries; SDK exceptions propagate."""
 
     def _answer(
         self,
@@ -98,9 +108,8 @@ class RemoteLLM(BaseLLM, RemoteClient):
         *,
         cache_system: bool = False,
     ) -> Answer:
-        return self._call(
-            lambda client: self._send(client, system, user, max_tokens, json_schema, cache_system)
-        )
+        prompt = Prompt(system, user, max_tokens, json_schema, cache_system)
+        return self._call(lambda client: self._send(client, prompt))
 
     def _wording(self) -> Wording:
         return Wording(

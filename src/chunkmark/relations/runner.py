@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from chunkmark.answers.analysis import answer_analyses
 from chunkmark.experiments.analysis import AnalysisOutput, FinishedCell, FinishedRun
 from chunkmark.experiments.config import ExperimentConfig
 from chunkmark.experiments.runner import EmbedProgress, ReportWriter, Results, evaluate
@@ -167,7 +168,7 @@ def run_relations(
         config,
         progress=say,
         embed_progress=embed_progress,
-        analyses=[analysis],
+        analyses=[analysis, *answer_analyses(config)],
         report_writer=report_writer,
     )
     files: dict[str, Path] = {
@@ -554,7 +555,7 @@ def _check_budget(
     from chunkmark.costs.budget import CostLimitError, usd
     from chunkmark.experiments.plan import plan_grid
 
-    plan = plan_grid(config)
+    plan = plan_grid(config, answer_analyses(config))
     found = _estimates(rs, config, extractor)
     unknown = [e for e in found if e.estimate is None]
     if unknown:

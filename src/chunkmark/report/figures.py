@@ -23,11 +23,11 @@ from typing import Any
 
 from chunkmark.errors import MissingDependencyError
 from chunkmark.metrics import METRICS
+from chunkmark.report.comparisons import check_metric, choose_setting
 from chunkmark.report.data import LeaderRow, ReportData, load_runs
 from chunkmark.report.html import ReportOptions
 from chunkmark.report.payload import COSTS, chunker_variant, cost_of, fronts
 from chunkmark.report.settings import choose_retrieval
-from chunkmark.report.stats import check_metric, choose_setting
 
 COST_NAMES = {
     "tokens": "tokens embedded",

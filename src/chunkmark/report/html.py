@@ -29,6 +29,14 @@ from chunkmark.errors import MissingDependencyError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics.selection import MIN_P_BEST
 from chunkmark.report.answers import answers_payload
+from chunkmark.report.comparisons import (
+    Comparisons,
+    Recommendation,
+    StatsOptions,
+    analyse,
+    check_metric,
+    resolve,
+)
 from chunkmark.report.data import ReportData, load_prices, load_runs
 from chunkmark.report.inspector import build_inspector, load_report_dataset
 from chunkmark.report.payload import (
@@ -48,14 +56,6 @@ from chunkmark.report.payload import (
 )
 from chunkmark.report.relations import relations_payload
 from chunkmark.report.settings import Scoring
-from chunkmark.report.stats import (
-    Comparisons,
-    Recommendation,
-    StatsOptions,
-    analyse,
-    check_metric,
-    resolve,
-)
 from chunkmark.timing import PhaseTimer
 
 _SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")

@@ -12,6 +12,14 @@ import numpy as np
 from chunkmark.errors import ChunkmarkError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison
+from chunkmark.report.comparisons import (
+    Comparisons,
+    Option,
+    Pick,
+    Recommendation,
+    Separation,
+    pareto_front,
+)
 from chunkmark.report.data import (
     CellInfo,
     FailedCell,
@@ -21,14 +29,6 @@ from chunkmark.report.data import (
     short_name,
 )
 from chunkmark.report.settings import Scoring, budget_of, fixed_depth, is_dense, name_of
-from chunkmark.report.stats import (
-    Comparisons,
-    Option,
-    Pick,
-    Recommendation,
-    Separation,
-    pareto_front,
-)
 from chunkmark.specs import parse_spec
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)

@@ -1,5 +1,5 @@
 """The recommendation of a finished run, as a library: the run read as the report reads it and
-the report's own analysis (:func:`~chunkmark.report.stats.analyse`, which needs no plotly), and
+the report's own analysis (:func:`~chunkmark.report.comparisons.analyse`, which needs no plotly), and
 the same answer as a typed record (:class:`RunRecommendation`) with the fields ``chunkmark run``
 prints in its last lines.
 
@@ -19,9 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from chunkmark.metrics import METRICS
-from chunkmark.report.data import ReportData, load_runs
-from chunkmark.report.html import ReportOptions
-from chunkmark.report.stats import (
+from chunkmark.report.comparisons import (
     Option,
     Recommendation,
     StatsOptions,
@@ -29,6 +27,8 @@ from chunkmark.report.stats import (
     check_metric,
     resolve,
 )
+from chunkmark.report.data import ReportData, load_runs
+from chunkmark.report.html import ReportOptions
 
 
 def recommend(

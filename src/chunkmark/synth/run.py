@@ -17,12 +17,12 @@ from typing import Any
 
 from chunkmark.costs.budget import BudgetReached
 from chunkmark.costs.meter import CostMeter
+from chunkmark.counters import LLMStats
 from chunkmark.datasets import Document
 from chunkmark.errors import LLMError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.llm import LLM, EmptyAnswerError
 from chunkmark.llm.pool import workers_for
-from chunkmark.stats import LLMStats
 from chunkmark.synth import excerpts as ex
 from chunkmark.synth.answers import EMPTY_ANSWER, REJECTIONS, SlotOutcome, judge, reject
 from chunkmark.synth.corpus import corpus_fingerprint

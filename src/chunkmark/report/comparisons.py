@@ -43,7 +43,7 @@ from chunkmark.metrics.selection import (
 )
 from chunkmark.report.data import FloatArray, ReportData, RowKey
 from chunkmark.report.errors import ReportError
-from chunkmark.report.settings import Scoring, choose_retrieval, choose_scoring
+from chunkmark.report.settings import choose_retrieval, choose_scoring
 
 Direction = Literal["higher", "lower"]
 RANDOMISATION = "paired sign-flip randomisation test"
@@ -305,10 +305,6 @@ def choose_setting(data: ReportData, options: StatsOptions) -> tuple[str, str]:
             f"Use one of: {', '.join(s.key for s in present)}.",
         )
     return retrieval, options.scoring
-
-
-def scoring_label(key: str) -> str:
-    return Scoring.from_key(key).label
 
 
 def check_metric(metric: str) -> str:

@@ -1,4 +1,5 @@
-"""Typed records of the work components do: embedders, their cache, LLM clients, chunkers.
+"""Work counters: typed records of the work components do (embedders, their cache, LLM
+clients, chunkers).
 
 Every embedder reports the same :class:`EmbedderStats` fields (inputs, tokens, truncation
 against its window, requests, model seconds), plus its own extras; the caching wrapper adds a
@@ -12,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 Extra = Mapping[str, "int | float | str | bool | None"]
 R = TypeVar("R", bound="_Record")
@@ -145,10 +146,3 @@ class ChunkerStats(_Record):
     counters: Mapping[str, int] = field(default_factory=dict)
     llm: LLMStats | None = None
     error: str | None = None  # the first failure that caused a fallback, if any
-
-
-@runtime_checkable
-class ReportsStats(Protocol):
-    """A component that can say what it did (chunkers may; embedders and LLM clients do)."""
-
-    def stats(self) -> Any: ...

@@ -1,20 +1,22 @@
-"""What a chunker that calls an LLM would ask, found without asking.
+"""What LLM requests would ask and cost, found without asking: the counting that chunkers
+which call an LLM, answer scoring and the planner share.
 
-A chunker registered with ``calls_llm=True`` that satisfies :class:`RequestEstimator` is
+A chunker registered with ``calls_llm=True`` that satisfies
+:class:`~chunkmark.chunkers.base.RequestEstimator` is
 planned by ``chunkmark plan`` (and checked by ``run --max-cost``): the planner builds it with
 LLM clients that have no cache, then asks it, document by document, for the calls and tokens
 chunking would take. One that does not is reported as a chunker whose cost cannot be estimated.
 Each chunker knows its own prompts, so the counting lives beside them:
 
-- :meth:`~RequestEstimator.estimate_llm`: the LLM client it would ask (its identity names the
+- :meth:`~chunkmark.chunkers.base.RequestEstimator.estimate_llm`: the LLM client it would ask (its identity names the
   model and provider, which the planner prices), or None when, as configured, it asks none
   (``documentation(llm=None)``): it is then chunked like a chunker that needs no model.
-- :meth:`~RequestEstimator.estimate_wraps`: the spec of the chunker whose chunks it sends to
+- :meth:`~chunkmark.chunkers.base.RequestEstimator.estimate_wraps`: the spec of the chunker whose chunks it sends to
   the LLM (a wrapper such as ``contextual`` or ``propositions``), or None when it reads the
   text itself. The planner finds those chunks the one way estimates chunk (the chunk store, or
   running a chunker that needs no model) and passes them; when they are known only once the
   wrapped chunker runs, the wrapper's calls are unknown too.
-- :meth:`~RequestEstimator.estimate_requests`: the :class:`LLMUsage` of chunking one text.
+- :meth:`~chunkmark.chunkers.base.RequestEstimator.estimate_requests`: the :class:`LLMUsage` of chunking one text.
   Answers the LLM cache already holds are replayed through :attr:`Asking.replay` exactly as a
   run reads them back (free, counted as ``cached``); the rest are counted at the fewest calls
   (every answer usable at once) and at the most (corrections, more windows).
@@ -31,14 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from chunkmark.chunkers.base import Chunk
 from chunkmark.costs.meter import MESSAGE_TOKENS
+from chunkmark.llm.base import LLM, BaseLLM
 from chunkmark.tokenizers import count_tokens
 
 if TYPE_CHECKING:
-    from chunkmark.llm import LLM
     from chunkmark.llm.cache import LLMCache
 
 ENCODING = "cl100k_base"  # what an estimate counts prompts in, whatever the model's tokenizer
@@ -97,12 +98,11 @@ class Replay:
     ) -> str | None:
         """The cached answer to this exact request, or None (also for a client that keeps no
         answer cache of its own: nothing would be replayed at run time either)."""
-        from chunkmark.llm.base import BaseLLM
-
         if self.cache is None or not isinstance(self.llm, BaseLLM):
             return None
-        key = self.llm.request_key(system, user, max_tokens=max_tokens, json_schema=json_schema)
-        return self.cache.get(key)
+        return self.llm.cached_answer(
+            system, user, max_tokens=max_tokens, json_schema=json_schema, cache=self.cache
+        )
 
 
 @dataclass(frozen=True)
@@ -122,28 +122,6 @@ class Request(NamedTuple):
     user: str
     max_tokens: int
     json_schema: dict[str, Any] | None = None
-
-
-@runtime_checkable
-class RequestEstimator(Protocol):
-    """A chunker that calls an LLM and can say what it would ask without asking (module docs)."""
-
-    def estimate_llm(self) -> LLM | None:
-        """The LLM client it would ask; None when, as configured, it asks none."""
-        ...
-
-    def estimate_wraps(self) -> str | None:
-        """The spec of the chunker whose chunks it sends to the LLM; None when it reads the
-        text itself."""
-        ...
-
-    def estimate_requests(
-        self, text: str, chunks: Sequence[Chunk] | None, asking: Asking
-    ) -> LLMUsage:
-        """The calls and tokens of chunking ``text``, without asking: cached answers replayed
-        through ``asking``, the rest at the fewest and the most. ``chunks`` are the wrapped
-        chunker's chunks of ``text`` (for a wrapper; None when not known to the caller)."""
-        ...
 
 
 def framed_tokens(system: str, users: Sequence[str]) -> tuple[int, list[int]]:
