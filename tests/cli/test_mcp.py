@@ -27,8 +27,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 import chunkmark
 from chunkmark.chunkers import CHUNKERS
-from chunkmark.cli.mcp_tools import REPLY_LIMIT, fit
 from chunkmark.embedders import EMBEDDERS
+from chunkmark.service.replies import REPLY_LIMIT, fit
 
 DEMO = Path(chunkmark.__file__).parent / "datasets" / "demo_data"
 GRID_CHUNKERS = ["fixed_tokens(size=[64, 128])", "sentences(n=3)"]

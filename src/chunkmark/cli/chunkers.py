@@ -25,7 +25,10 @@ from chunkmark.chunkers.diagnostics import (
     diagnose,
 )
 from chunkmark.cli import listing, options
-from chunkmark.errors import DatasetError, SpecError
+from chunkmark.errors import SpecError
+from chunkmark.files import read_text
+from chunkmark.service import catalog
+from chunkmark.service.runs import Grid
 from chunkmark.tokenizers import count_tokens
 
 _PREVIEW_CHARS = 60
@@ -47,7 +50,7 @@ def chunkers_group(ctx: typer.Context, as_json: options.Json = False) -> None:
     `chunkmark chunkers diagnose` measures what their boundaries do to excerpts and topics.
     """
     if ctx.invoked_subcommand is None:
-        listing.show(listing.chunkers(), as_json)
+        listing.show(catalog.chunkers(), as_json)
 
 
 def chunk_file(
@@ -91,22 +94,6 @@ def chunk_file(
         typer.echo(json.dumps([{"start": c.start, "end": c.end} for c in chunks]))
         return
     _print_chunks(chunks, text, str(spec), file, spec.kwargs.get("encoding", "cl100k_base"))
-
-
-def read_text(path: Path) -> str:
-    """The text of a UTF-8 file, exactly as stored (no newline translation)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise DatasetError(f"Cannot read {path}: {reason}.", "Check the path.") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path} is not UTF-8 text (invalid byte at offset {exc.start}).",
-            "Convert it to UTF-8, e.g. `iconv -f latin1 -t utf-8`.",
-        ) from None
 
 
 def _print_chunks(chunks: list[Chunk], text: str, spec: str, path: Path, encoding: Any) -> None:
@@ -208,18 +195,9 @@ def diagnose_command(
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     as_json: options.Json = False,
-    old_config: Annotated[Path | None, options.old_spelling("--config")] = None,
 ) -> None:
     from chunkmark.datasets import load_dataset
     from chunkmark.datasets.stitch import read_boundaries
-
-    config = options.renamed(
-        "chunkers diagnose",
-        "the first argument: chunkmark chunkers diagnose EXPERIMENT",
-        config_file,
-        "--config",
-        old_config,
-    )
 
     if tolerance < 0 or unit < 1:
         raise SpecError(
@@ -227,16 +205,10 @@ def diagnose_command(
             "Give --tolerance 0 or more and --unit 1 or more (characters).",
         )
     names = list(dataset or [])
-    if boundaries is not None and not names and config is None:
+    if boundaries is not None and not names and config_file is None:
         names = [str(boundaries)]
-    cfg = options.experiment(
-        config,
-        no_cache,
-        datasets=names or None,
-        chunkers=chunker,
-        embedders=[embedder] if embedder else None,
-        cache_dir=cache_dir,
-    )
+    grid = Grid(names or None, chunker, [embedder] if embedder else None, experiment=config_file)
+    cfg = grid.config(no_cache=no_cache, cache_dir=cache_dir)
     sources = list(cfg.datasets)
     if boundaries is not None and not any(_same_folder(s, boundaries) for s in sources):
         sources.append(str(boundaries))

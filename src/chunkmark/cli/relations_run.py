@@ -15,6 +15,8 @@ from rich.text import Text
 
 from chunkmark.cli import listing, options
 from chunkmark.errors import ConfigError
+from chunkmark.service import catalog
+from chunkmark.service.runs import Grid
 
 RUN_HELP = """Run the grid on a relation set's dataset (as `chunkmark run` does: summary.csv,
 results.parquet, manifest.json, resumable with the same --out), then extract entity pairs from
@@ -88,23 +90,20 @@ def run(
         int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
     ] = None,
     quiet: options.Quiet = False,
-    old_second: Annotated[Path | None, typer.Argument(hidden=True, show_default=False)] = None,
 ) -> None:
     from chunkmark.relations.runner import ExtractorSetup, estimate_extraction, run_relations
 
-    config_file, relation_set = _experiment_and_set(config_file, relation_set, old_second)
-    config = options.experiment(
-        config_file,
-        no_cache,
-        datasets=[str(relation_set)],
-        chunkers=chunker,
-        embedders=embedder,
-        k=k,
-        retrieval=retrieval,
+    if relation_set is None:
+        raise ConfigError(
+            "`chunkmark relations run` needs the relation set.",
+            "Add --dataset RELATION_SET (a folder written by `chunkmark relations prepare`).",
+        )
+    config = Grid([str(relation_set)], chunker, embedder, retrieval, k, config_file).config(
+        no_cache=no_cache,
         max_cost=max_cost,
         price_file=prices,
-        out=out,
         cache_dir=cache_dir,
+        out=out,
         seed=seed,
         report=False if no_report else None,
     )
@@ -153,34 +152,6 @@ def run(
         for line in failure_lines(grid.failures):
             console.print(line)
         raise typer.Exit(FAILED_EXIT)
-
-
-def _experiment_and_set(
-    experiment: Path | None, relation_set: Path | None, second: Path | None
-) -> tuple[Path | None, Path]:
-    """The experiment file and the relation set, from ``[EXPERIMENT] --dataset SET`` or the
-    deprecated ``SET [EXPERIMENT]`` (with a note)."""
-    if relation_set is None and experiment is not None and experiment.is_dir():
-        typer.echo(
-            "note: `chunkmark relations run RELATION_SET [EXPERIMENT]` is deprecated and stops "
-            "working in the next release; use chunkmark relations run [EXPERIMENT] "
-            "--dataset RELATION_SET.",
-            err=True,
-        )
-        return second, experiment
-    if second is not None:
-        raise ConfigError(
-            f"`chunkmark relations run` takes one argument, the experiment file; {second} "
-            "is one too many.",
-            "Give the relation set with --dataset: chunkmark relations run [EXPERIMENT] "
-            "--dataset RELATION_SET.",
-        )
-    if relation_set is None:
-        raise ConfigError(
-            "`chunkmark relations run` needs the relation set.",
-            "Add --dataset RELATION_SET (a folder written by `chunkmark relations prepare`).",
-        )
-    return experiment, relation_set
 
 
 def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
@@ -270,7 +241,7 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
 
 def list_relation_metrics(as_json: options.Json = False) -> None:
     """List the relation metrics of `chunkmark relations run`: column, unit, definition."""
-    listing.show(listing.relation_metrics(), as_json)
+    listing.show(catalog.relation_metrics(), as_json)
 
 
 def _num(value: Any) -> float:

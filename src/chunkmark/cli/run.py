@@ -21,7 +21,8 @@ from rich.progress import (
 from rich.table import Table
 
 from chunkmark.cli import options
-from chunkmark.cli.recommend import recommendation_lines
+from chunkmark.report.recommendation_text import recommendation_lines
+from chunkmark.service.runs import Grid
 
 RUN_HELP = """Chunk, embed, retrieve and score: one cell per (dataset, chunker, embedder), every
 retrieval setting and scoring option from one search per ranker.
@@ -111,18 +112,12 @@ def run(
     from chunkmark.report import ReportOptions, write_run_report
 
     scoring = {"excerpts": excerpts, "unit": unit, "denominator": denominator}
-    config = options.experiment(
-        config_file,
-        no_cache,
-        datasets=dataset,
-        chunkers=chunker,
-        embedders=embedder,
-        k=k,
-        retrieval=retrieval,
+    config = Grid(dataset, chunker, embedder, retrieval, k, config_file).config(
+        no_cache=no_cache,
         max_cost=max_cost,
         price_file=prices,
-        out=out,
         cache_dir=cache_dir,
+        out=out,
         seed=seed,
         scoring={key: v for key, v in scoring.items() if v} or None,
         report=False if no_report else None,

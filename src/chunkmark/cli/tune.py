@@ -57,7 +57,6 @@ def tune(
             show_default=False,
         ),
     ] = None,
-    old_retrieval: Annotated[str | None, options.old_spelling("--retrieval")] = None,
     recall_floor: Annotated[
         float,
         typer.Option(
@@ -80,8 +79,6 @@ def tune(
     from chunkmark.experiments.tune import tune as run_tune
     from chunkmark.report import write_run_report
 
-    setting = options.renamed("tune", "--pick-retrieval", retrieval, "--retrieval", old_retrieval)
-
     overrides: dict[str, Any] = {}
     if out is not None:
         overrides["out"] = out
@@ -100,7 +97,7 @@ def tune(
         config_file,
         trials,
         metric=metric,
-        retrieval=setting or DEFAULT_RETRIEVAL,
+        retrieval=retrieval or DEFAULT_RETRIEVAL,
         recall_floor=recall_floor,
         seed=seed,
         max_cost=max_cost,
