@@ -42,6 +42,7 @@ SHARED = {
     "--prices": options.Prices,
     "--permutations": options.Permutations,
     "--pick-k": options.PickK,
+    "--pick-dataset": options.PickDataset,
     "--from": options.FromDir,
 }
 

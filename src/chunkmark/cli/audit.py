@@ -191,10 +191,10 @@ def export(
     if json_out:
         typer.echo(json.dumps(asdict(done)))
         return
-    from chunkmark.cli.run import _short_chunker, _short_embedder
+    from chunkmark.specs import short
 
     typer.echo(
-        f"Exported cell {done.cell_id[:8]} ({done.dataset}: {_short_chunker(done.chunker)} x "
-        f"{_short_embedder(done.embedder)}): "
+        f"Exported cell {done.cell_id[:8]} ({done.dataset}: {short('chunker', done.chunker)} x "
+        f"{short('embedder', done.embedder)}): "
         f"{done.chunks} chunks of {done.dimension} dimensions into the new {done.address}."
     )

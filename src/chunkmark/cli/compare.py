@@ -15,6 +15,7 @@ from chunkmark.cli import options
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.selection import QuestionsNeeded
 from chunkmark.report.compare import Cell, CellComparison, compare_cells
+from chunkmark.specs import short
 
 
 def register(app: typer.Typer) -> None:
@@ -22,70 +23,74 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare)
 
 
+RunsOption = Annotated[
+    list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
+]
+AOption = Annotated[
+    str,
+    typer.Option(
+        "--a",
+        help="Cell A: a chunker or an embedder spec (with --pick-chunker/--pick-embedder "
+        "to pin the other part when several cells match); or a retrieval setting of the "
+        "runs, with --b another: one cell's two settings compared.",
+        show_default=False,
+    ),
+]
+ExcerptsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-excerpts",
+        help="The scoring compared: excerpts matched by position or text. [default: position]",
+        show_default=False,
+    ),
+]
+UnitOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-unit",
+        help="The scoring compared: counted in chars or tokens. [default: chars]",
+        show_default=False,
+    ),
+]
+DenominatorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-denominator",
+        help="The scoring compared: precision over the sum or union. [default: sum]",
+        show_default=False,
+    ),
+]
+ChunkerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-chunker",
+        help="Pin the chunker of both cells (comparing embedders).",
+        show_default=False,
+    ),
+]
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-embedder",
+        help="Pin the embedder of both cells (comparing chunkers).",
+        show_default=False,
+    ),
+]
+
+
 def compare(
-    runs: Annotated[
-        list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
-    ],
-    a: Annotated[
-        str,
-        typer.Option(
-            "--a",
-            help="Cell A: a chunker or an embedder spec (with --pick-chunker/--pick-embedder "
-            "to pin the other part when several cells match); or a retrieval setting of the "
-            "runs, with --b another: one cell's two settings compared.",
-            show_default=False,
-        ),
-    ],
+    runs: RunsOption,
+    a: AOption,
     b: Annotated[str, typer.Option("--b", help="Cell B, the same way.", show_default=False)],
     metric: Annotated[str, typer.Option(help="The metric compared.")] = "iou",
     retrieval: options.PickRetrieval = None,
     k: options.PickK = None,
-    excerpts: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-excerpts",
-            help="The scoring compared: excerpts matched by position or text. [default: position]",
-            show_default=False,
-        ),
-    ] = None,
-    unit: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-unit",
-            help="The scoring compared: counted in chars or tokens. [default: chars]",
-            show_default=False,
-        ),
-    ] = None,
-    denominator: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-denominator",
-            help="The scoring compared: precision over the sum or union. [default: sum]",
-            show_default=False,
-        ),
-    ] = None,
-    chunker: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-chunker",
-            help="Pin the chunker of both cells (comparing embedders).",
-            show_default=False,
-        ),
-    ] = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-embedder",
-            help="Pin the embedder of both cells (comparing chunkers).",
-            show_default=False,
-        ),
-    ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-dataset", help="The dataset, when the runs hold several.", show_default=False
-        ),
-    ] = None,
+    excerpts: ExcerptsOption = None,
+    unit: UnitOption = None,
+    denominator: DenominatorOption = None,
+    chunker: ChunkerOption = None,
+    embedder: EmbedderOption = None,
+    dataset: options.PickDataset = None,
     permutations: options.Permutations = 10_000,
     alpha: Annotated[float, typer.Option(help="Significance level of the verdict.")] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
@@ -140,12 +145,12 @@ def _print(found: CellComparison) -> None:
     table.add_column("", style="bold")
     table.add_column("retrieval" if settings else "cell")
     table.add_column("mean", justify="right")
-    names = (_short_setting(settings[0]), _short_setting(settings[1])) if settings else None
-    table.add_row("A", names[0] if names else _short(a), f"{100 * result.mean_a:.2f}")
-    table.add_row("B", names[1] if names else _short(b), f"{100 * result.mean_b:.2f}")
+    names = (short("retrieval", settings[0]), short("retrieval", settings[1])) if settings else None
+    table.add_row("A", names[0] if names else _cell(a), f"{100 * result.mean_a:.2f}")
+    table.add_row("B", names[1] if names else _cell(b), f"{100 * result.mean_b:.2f}")
     console = Console()
     if settings:
-        console.print(f"cell: {_short(a)}", markup=False, highlight=False)
+        console.print(f"cell: {_cell(a)}", markup=False, highlight=False)
     console.print(table)
     console.print(
         f"A - B = {100 * result.difference:+.2f} points, {100 * result.level:.0f}% interval "
@@ -176,14 +181,5 @@ def _p(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
 
-def _short(cell: Cell) -> str:
-    from chunkmark.chunkers import CHUNKERS
-    from chunkmark.embedders import EMBEDDERS
-
-    return f"{CHUNKERS.short(cell[1])} x {EMBEDDERS.short(cell[2])}"
-
-
-def _short_setting(spec: str) -> str:
-    from chunkmark.retrieval import RETRIEVAL
-
-    return RETRIEVAL.short(spec)
+def _cell(cell: Cell) -> str:
+    return f"{short('chunker', cell[1])} x {short('embedder', cell[2])}"

@@ -15,113 +15,128 @@ def register(app: typer.Typer) -> None:
     app.command("label")(label)
 
 
+FolderOption = Annotated[
+    Path,
+    typer.Argument(
+        help="A dataset folder (documents.jsonl) or a corpus folder (corpora/ as datasets "
+        "import writes it, or .md/.txt files). Questions are written to its questions.jsonl.",
+        show_default=False,
+        metavar="DATASET_OR_CORPUS",
+    ),
+]
+QueriesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--queries",
+        help="Real queries to step through: .txt (one per line), .csv (a column) or .jsonl.",
+        show_default=False,
+    ),
+]
+ColumnOption = Annotated[
+    str | None,
+    typer.Option(
+        "--column",
+        help="The CSV column or JSONL key holding the queries. [default: query, question or text]",
+        show_default=False,
+    ),
+]
+PortOption = Annotated[
+    int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")
+]
+NoBrowserOption = Annotated[
+    bool, typer.Option("--no-browser", help="Print the address instead of opening it.")
+]
+EmbedderOption = Annotated[
+    str,
+    typer.Option(
+        "--embedder",
+        help="Embedder spec for the dense and hybrid suggestions; none for BM25 alone. "
+        "[default: auto: model2vec() when the distilled MiniLM is cached, else MiniLM]",
+        show_default=False,
+    ),
+]
+ChunkerOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--chunker",
+        "-c",
+        help="A chunking to pool, repeatable. [default: sentences(n=3), recursive(size=256), "
+        "recursive(size=512), paragraphs(), recursive(size=1024)]",
+        show_default=False,
+    ),
+]
+RankerOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ranker",
+        help="A ranker to pool over every chunking, repeatable: bm25, dense, hybrid. "
+        "[default: all three]",
+        show_default=False,
+    ),
+]
+PassageCharsOption = Annotated[
+    int,
+    typer.Option(
+        "--passage-chars", min=1, help="The longest passage that merging chunks may suggest."
+    ),
+]
+MaxCharsOption = Annotated[
+    int,
+    typer.Option("--max-chars", min=1, help="The longest document the page accepts."),
+]
+ImportLabelStudioOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--import-label-studio",
+        help="Add the spans of a Label Studio JSON export to the folder's questions (each "
+        "checked), then serve the page.",
+        show_default=False,
+    ),
+]
+ExportLabelStudioOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--export-label-studio",
+        help="Write the folder's questions as a Label Studio JSON export to this file and "
+        "exit (no page).",
+        show_default=False,
+    ),
+]
+ImportArgillaOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--import-argilla",
+        help="Add the spans of Argilla records (dataset.records.to_json) to the folder's "
+        "questions (each checked), then serve the page.",
+        show_default=False,
+    ),
+]
+ExportArgillaOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--export-argilla",
+        help="Write the folder's questions as Argilla records (their excerpts as the "
+        "suggestions of a span question named evidence) to this file and exit (no page).",
+        show_default=False,
+    ),
+]
+
+
 def label(
-    folder: Annotated[
-        Path,
-        typer.Argument(
-            help="A dataset folder (documents.jsonl) or a corpus folder (corpora/ as datasets "
-            "import writes it, or .md/.txt files). Questions are written to its questions.jsonl.",
-            show_default=False,
-            metavar="DATASET_OR_CORPUS",
-        ),
-    ],
-    queries: Annotated[
-        Path | None,
-        typer.Option(
-            "--queries",
-            help="Real queries to step through: .txt (one per line), .csv (a column) or .jsonl.",
-            show_default=False,
-        ),
-    ] = None,
-    column: Annotated[
-        str | None,
-        typer.Option(
-            "--column",
-            help="The CSV column or JSONL key holding the queries. [default: query, question or "
-            "text]",
-            show_default=False,
-        ),
-    ] = None,
-    port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")
-    ] = 0,
-    no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="Print the address instead of opening it.")
-    ] = False,
-    embedder: Annotated[
-        str,
-        typer.Option(
-            "--embedder",
-            help="Embedder spec for the dense and hybrid suggestions; none for BM25 alone. "
-            "[default: auto: model2vec() when the distilled MiniLM is cached, else MiniLM]",
-            show_default=False,
-        ),
-    ] = "auto",
-    chunker: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--chunker",
-            "-c",
-            help="A chunking to pool, repeatable. [default: sentences(n=3), recursive(size=256), "
-            "recursive(size=512), paragraphs(), recursive(size=1024)]",
-            show_default=False,
-        ),
-    ] = None,
-    ranker: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--ranker",
-            help="A ranker to pool over every chunking, repeatable: bm25, dense, hybrid. "
-            "[default: all three]",
-            show_default=False,
-        ),
-    ] = None,
-    passage_chars: Annotated[
-        int,
-        typer.Option(
-            "--passage-chars", min=1, help="The longest passage that merging chunks may suggest."
-        ),
-    ] = 3000,
-    max_chars: Annotated[
-        int,
-        typer.Option("--max-chars", min=1, help="The longest document the page accepts."),
-    ] = 2_000_000,
-    import_label_studio: Annotated[
-        Path | None,
-        typer.Option(
-            "--import-label-studio",
-            help="Add the spans of a Label Studio JSON export to the folder's questions (each "
-            "checked), then serve the page.",
-            show_default=False,
-        ),
-    ] = None,
-    export_label_studio: Annotated[
-        Path | None,
-        typer.Option(
-            "--export-label-studio",
-            help="Write the folder's questions as a Label Studio JSON export to this file and "
-            "exit (no page).",
-            show_default=False,
-        ),
-    ] = None,
-    import_argilla: Annotated[
-        Path | None,
-        typer.Option(
-            "--import-argilla",
-            help="Add the spans of Argilla records (dataset.records.to_json) to the folder's "
-            "questions (each checked), then serve the page.",
-            show_default=False,
-        ),
-    ] = None,
-    export_argilla: Annotated[
-        Path | None,
-        typer.Option(
-            "--export-argilla",
-            help="Write the folder's questions as Argilla records (their excerpts as the "
-            "suggestions of a span question named evidence) to this file and exit (no page).",
-            show_default=False,
-        ),
-    ] = None,
+    folder: FolderOption,
+    queries: QueriesOption = None,
+    column: ColumnOption = None,
+    port: PortOption = 0,
+    no_browser: NoBrowserOption = False,
+    embedder: EmbedderOption = "auto",
+    chunker: ChunkerOption = None,
+    ranker: RankerOption = None,
+    passage_chars: PassageCharsOption = 3000,
+    max_chars: MaxCharsOption = 2_000_000,
+    import_label_studio: ImportLabelStudioOption = None,
+    export_label_studio: ExportLabelStudioOption = None,
+    import_argilla: ImportArgillaOption = None,
+    export_argilla: ExportArgillaOption = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
 ) -> None:

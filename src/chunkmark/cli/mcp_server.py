@@ -143,10 +143,21 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         log_level="WARNING",
     )
 
-    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """``server.tool`` described by the function's docstring, each paragraph on one line
-        (the SDK passes the indented source lines on as they are)."""
+    tool = _described(server)
+    _grid_tools(tool, runs)
+    _run_tools(tool, runs)
+    _reading_tools(tool, runs)
+    return server
 
+
+Tool = Callable[[ToolAnnotations], Callable[[Callable[..., Any]], Callable[..., Any]]]
+
+
+def _described(server: MCPServer[Any]) -> Tool:
+    """``server.tool`` described by the function's docstring, each paragraph on one line (the
+    SDK passes the indented source lines on as they are)."""
+
+    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def register(function: Callable[..., Any]) -> Callable[..., Any]:
             described = server.tool(
                 annotations=annotations, description=help_text(function.__doc__)
@@ -154,6 +165,12 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
             return described(function)
 
         return register
+
+    return tool
+
+
+def _grid_tools(tool: Tool, runs: Runs) -> None:
+    """list_components, preview_chunks and plan_grid: what a grid can hold and would cost."""
 
     @tool(READ_ONLY)
     async def list_components(
@@ -208,6 +225,10 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         grid = Grid(datasets, chunkers, embedders, retrieval, k, experiment)
         return await answer(partial(plan, grid, max_cost, runs.cache_dir))
 
+
+def _run_tools(tool: Tool, runs: Runs) -> None:
+    """start_run and run_status: a run in the background, polled by id."""
+
     @tool(ToolAnnotations(destructive_hint=False, open_world_hint=True))
     async def start_run(
         ctx: Context,
@@ -260,6 +281,10 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
             return error_reply(exc)
         await _wait(job, wait_seconds, ctx)
         return reply(job.status())
+
+
+def _reading_tools(tool: Tool, runs: Runs) -> None:
+    """recommend, compare_cells and report_path: what a finished run says."""
 
     @tool(READ_ONLY)
     async def recommend(
@@ -330,8 +355,6 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         """The path of a run's report.html (every cell, plots, the inspector) and of its
         files; why there is no report when there is none."""
         return await answer(lambda: reading.report_files(runs.folder(run)))
-
-    return server
 
 
 async def _wait(job: Job, seconds: float, ctx: Context) -> None:

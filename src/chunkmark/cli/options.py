@@ -234,6 +234,12 @@ def recommended_metric(config: ExperimentConfig, asked: str | None) -> str | Non
     return asked
 
 
+PickDataset = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-dataset", help="The dataset, when the runs hold several.", show_default=False
+    ),
+]
 PickK = Annotated[
     str | None,
     typer.Option(

@@ -38,94 +38,106 @@ def register(app: typer.Typer) -> typer.Typer:
     return group
 
 
+OutOption = Annotated[
+    Path,
+    typer.Option("--out", help="Folder to write the relation set into.", show_default=False),
+]
+RedocredOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--redocred",
+        help="A Re-DocRED file (e.g. test_revised.json). Without it the test split is "
+        "downloaded from github.com/tonytan48/Re-DocRED into the cache.",
+        show_default=False,
+    ),
+]
+RelInfoOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--rel-info",
+        help=f"Property id -> label file (default: {REL_INFO_FILE} beside --redocred).",
+        show_default=False,
+    ),
+]
+DocsOption = Annotated[
+    int | None,
+    typer.Option("--docs", min=1, help="Documents to draw (default: all).", show_default=False),
+]
+SeedOption = Annotated[
+    int,
+    typer.Option(
+        "--seed", help="Random seed for drawing and order; with --silver, the LLM's seed."
+    ),
+]
+DocsPerCorpusOption = Annotated[
+    int,
+    typer.Option("--docs-per-corpus", min=1, help="Documents joined into each corpus file."),
+]
+ForceOption = Annotated[bool, typer.Option("--force", help="Write into a non-empty --out folder.")]
+SilverOption = Annotated[
+    str | None,
+    typer.Option(
+        "--silver",
+        metavar="DATASET",
+        help="Build a silver set from this dataset (a folder, or a built-in name such as "
+        "demo) instead of Re-DocRED: relations are those --llm extracts from each "
+        "question's excerpts.",
+        show_default=False,
+    ),
+]
+LlmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        metavar="SPEC",
+        help="With --silver: the LLM that extracts, e.g. \"openai(model='gpt-4o-mini')\".",
+        show_default=False,
+    ),
+]
+GleaningsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--gleanings",
+        min=0,
+        max=2,
+        help="With --silver: extra rounds asking for missed records, 0 (the default) to 2.",
+        show_default=False,
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="With --silver: print the calls, tokens and cost of extracting; ask nothing, "
+        "write nothing.",
+    ),
+]
+MaxCallsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-calls",
+        min=0,
+        help="With --silver: stop before sending more than this many LLM requests.",
+        show_default=False,
+    ),
+]
+
+
 def prepare(
-    out: Annotated[
-        Path,
-        typer.Option("--out", help="Folder to write the relation set into.", show_default=False),
-    ],
-    redocred: Annotated[
-        Path | None,
-        typer.Option(
-            "--redocred",
-            help="A Re-DocRED file (e.g. test_revised.json). Without it the test split is "
-            "downloaded from github.com/tonytan48/Re-DocRED into the cache.",
-            show_default=False,
-        ),
-    ] = None,
-    rel_info: Annotated[
-        Path | None,
-        typer.Option(
-            "--rel-info",
-            help=f"Property id -> label file (default: {REL_INFO_FILE} beside --redocred).",
-            show_default=False,
-        ),
-    ] = None,
-    docs: Annotated[
-        int | None,
-        typer.Option("--docs", min=1, help="Documents to draw (default: all).", show_default=False),
-    ] = None,
-    seed: Annotated[
-        int,
-        typer.Option(
-            "--seed", help="Random seed for drawing and order; with --silver, the LLM's seed."
-        ),
-    ] = 0,
-    docs_per_corpus: Annotated[
-        int,
-        typer.Option("--docs-per-corpus", min=1, help="Documents joined into each corpus file."),
-    ] = DEFAULT_DOCS_PER_CORPUS,
-    force: Annotated[
-        bool, typer.Option("--force", help="Write into a non-empty --out folder.")
-    ] = False,
-    silver: Annotated[
-        str | None,
-        typer.Option(
-            "--silver",
-            metavar="DATASET",
-            help="Build a silver set from this dataset (a folder, or a built-in name such as "
-            "demo) instead of Re-DocRED: relations are those --llm extracts from each "
-            "question's excerpts.",
-            show_default=False,
-        ),
-    ] = None,
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            metavar="SPEC",
-            help="With --silver: the LLM that extracts, e.g. \"openai(model='gpt-4o-mini')\".",
-            show_default=False,
-        ),
-    ] = None,
-    gleanings: Annotated[
-        int | None,
-        typer.Option(
-            "--gleanings",
-            min=0,
-            max=2,
-            help="With --silver: extra rounds asking for missed records, 0 (the default) to 2.",
-            show_default=False,
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="With --silver: print the calls, tokens and cost of extracting; ask nothing, "
-            "write nothing.",
-        ),
-    ] = False,
+    out: OutOption,
+    redocred: RedocredOption = None,
+    rel_info: RelInfoOption = None,
+    docs: DocsOption = None,
+    seed: SeedOption = 0,
+    docs_per_corpus: DocsPerCorpusOption = DEFAULT_DOCS_PER_CORPUS,
+    force: ForceOption = False,
+    silver: SilverOption = None,
+    llm: LlmOption = None,
+    gleanings: GleaningsOption = None,
+    dry_run: DryRunOption = False,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
-    max_calls: Annotated[
-        int | None,
-        typer.Option(
-            "--max-calls",
-            min=0,
-            help="With --silver: stop before sending more than this many LLM requests.",
-            show_default=False,
-        ),
-    ] = None,
+    max_calls: MaxCallsOption = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
 ) -> None:

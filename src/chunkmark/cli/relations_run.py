@@ -17,6 +17,7 @@ from chunkmark.cli import listing, options
 from chunkmark.errors import ConfigError
 from chunkmark.service import catalog
 from chunkmark.service.runs import Grid
+from chunkmark.specs import short
 
 RUN_HELP = """Run the grid on a relation set's dataset (as `chunkmark run` does: summary.csv,
 results.parquet, manifest.json, resumable with the same --out), then extract entity pairs from
@@ -42,53 +43,59 @@ def add_commands(group: typer.Typer) -> None:
     group.command("metrics")(list_relation_metrics)
 
 
+RelationSetOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dataset",
+        "-d",
+        metavar="RELATION_SET",
+        help="The relation-set folder (from `chunkmark relations prepare`); it replaces "
+        "the experiment's datasets.",
+        show_default=False,
+    ),
+]
+ExtractorOption = Annotated[
+    str,
+    typer.Option(
+        help="Extractor spec: 'cooccurrence' (the oracle) or 'llm(llm=..., gleanings=...)' "
+        "(see `chunkmark extractors`)."
+    ),
+]
+OutOption = Annotated[
+    Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Print each chunker's chunks and the extractor's calls, tokens and cost; "
+        "ask and embed nothing.",
+    ),
+]
+MaxCallsOption = Annotated[
+    int | None,
+    typer.Option(help="Stop before the extractor sends more than this many LLM requests."),
+]
+SeedOption = Annotated[int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")]
+
+
 def run(
     config_file: options.ConfigFile = None,
-    relation_set: Annotated[
-        Path | None,
-        typer.Option(
-            "--dataset",
-            "-d",
-            metavar="RELATION_SET",
-            help="The relation-set folder (from `chunkmark relations prepare`); it replaces "
-            "the experiment's datasets.",
-            show_default=False,
-        ),
-    ] = None,
+    relation_set: RelationSetOption = None,
     chunker: options.Chunkers = None,
     embedder: options.Embedders = None,
     k: options.Depths = None,
     retrieval: options.Retrieval = None,
-    extractor: Annotated[
-        str,
-        typer.Option(
-            help="Extractor spec: 'cooccurrence' (the oracle) or 'llm(llm=..., gleanings=...)' "
-            "(see `chunkmark extractors`)."
-        ),
-    ] = "cooccurrence",
-    out: Annotated[
-        Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Print each chunker's chunks and the extractor's calls, tokens and cost; "
-            "ask and embed nothing.",
-        ),
-    ] = False,
+    extractor: ExtractorOption = "cooccurrence",
+    out: OutOption = None,
+    dry_run: DryRunOption = False,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
-    max_calls: Annotated[
-        int | None,
-        typer.Option(help="Stop before the extractor sends more than this many LLM requests."),
-    ] = None,
+    max_calls: MaxCallsOption = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
-    ] = None,
+    seed: SeedOption = None,
     quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.relations.runner import ExtractorSetup, estimate_extraction, run_relations
@@ -135,22 +142,11 @@ def run(
         f"({totals['cache_hits']} cached), {totals['input_tokens']:,} input and "
         f"{totals['output_tokens']:,} output tokens."
     )
-    grid = results.grid
-    failed = f", [bold red]{len(grid.failures)}[/] failed" if grid.failures else ""
-    console.print(
-        f"[bold]{grid.cells_computed}[/] cells computed, [bold]{grid.cells_resumed}[/] resumed"
-        f"{failed}. Files: {grid.out}/relations.csv, summary.csv, results.parquet, "
-        "manifest.json"
-    )
-    if grid.report_error is not None:
-        from chunkmark.cli.run import report_error_line
+    from chunkmark.cli.run import FAILED_EXIT, grid_summary
 
-        console.print(report_error_line(grid.out, grid.report_error), highlight=False)
-    if grid.failures:
-        from chunkmark.cli.run import FAILED_EXIT, failure_lines
-
-        for line in failure_lines(grid.failures):
-            console.print(line)
+    files = "relations.csv, summary.csv, results.parquet, manifest.json"
+    grid_summary(console, results.grid, "", files)
+    if results.grid.failures:
         raise typer.Exit(FAILED_EXIT)
 
 
@@ -164,7 +160,7 @@ def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
     with_extraction = any("recall_mean" in r for r in rows)
     for (dataset, embedder, retrieval), group in groups.items():
         table = Table(
-            title=f"{dataset} x {_short('embedder', embedder)} x {_short('retrieval', retrieval)}"
+            title=f"{dataset} x {short('embedder', embedder)} x {short('retrieval', retrieval)}"
             f": relations, percent [95% interval] ({group[0]['support']} support, extractor "
             f"{group[0]['extractor']})",
             title_justify="left",
@@ -192,7 +188,7 @@ def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
             key=lambda r: (-_num(r.get("support_containment_mean")), -_num(r.get("recall_mean"))),
         )
         for r in ranked:
-            cells = [_short("chunker", r["chunker"])]
+            cells = [short("chunker", r["chunker"])]
             cells += [_with_interval(r, name) for name in columns]
             if with_extraction:
                 cells += [
@@ -215,7 +211,7 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
     for item in found:
         e = item.estimate
         if e is None:
-            name = _short("chunker", item.chunker)
+            name = short("chunker", item.chunker)
             if item.note:  # its chunks are unknown before it runs: the note says why
                 notes.append(f"{name}: {item.note}")
                 table.add_row(name, "?", *["?"] * 6)
@@ -224,7 +220,7 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
             continue
         usd = "unknown price" if e.usd is None else f"{e.usd:.4f}-{e.usd_max:.4f}"
         table.add_row(
-            _short("chunker", item.chunker),
+            short("chunker", item.chunker),
             str(item.chunks),
             str(e.texts),
             str(e.cached_calls),
@@ -263,12 +259,3 @@ def _with_interval(row: dict[str, Any], name: str) -> str:
         return "-"
     low, high = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
     return f"{_pct(mean)} [{_pct(low)}-{_pct(high)}]"
-
-
-def _short(kind: str, spec: str) -> str:
-    from chunkmark.chunkers import CHUNKERS
-    from chunkmark.embedders import EMBEDDERS
-    from chunkmark.retrieval import RETRIEVAL
-
-    registry: Any = {"chunker": CHUNKERS, "embedder": EMBEDDERS, "retrieval": RETRIEVAL}[kind]
-    return str(registry.short(spec))

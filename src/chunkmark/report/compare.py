@@ -119,32 +119,12 @@ def compare_cells(
             rows, settings, scoring, metric, chunker, embedder, dataset, permutations, alpha, seed
         )
     rows = _only(rows, setting, scoring)
-    k_value = rows["k"][0] if rows["k"] else ""
-    datasets = sorted({r[0] for r in rows["cells"]})
-    if dataset is None and len(datasets) > 1:
-        raise ConfigError(
-            f"The runs hold several datasets: {', '.join(datasets)}.",
-            "Pick one with --pick-dataset.",
-        )
-    chosen_dataset = dataset or datasets[0]
-    cell_a = _select(rows, a, chosen_dataset, chunker, embedder, "--a")
-    cell_b = _select(rows, b, chosen_dataset, chunker, embedder, "--b")
-    values_a, values_b = _paired_values(rows, cell_a, cell_b)
-    result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
-    needed = questions_needed(values_a, values_b, alpha=alpha) if result.n >= 2 else None
-    return CellComparison(
-        chosen_dataset,
-        metric,
-        setting,
-        k_value,
-        scoring,
-        cell_a,
-        cell_b,
-        result,
-        alpha,
-        _verdict(result, metric, alpha, needed),
-        needed,
-    )
+    chosen = _one_dataset({r[0] for r in rows["cells"]}, dataset)
+    cell_a = _select(rows, a, chosen, chunker, embedder, "--a")
+    cell_b = _select(rows, b, chosen, chunker, embedder, "--b")
+    pair = _paired(_values(rows, cell_a), _values(rows, cell_b), "cells", "run on the same dataset")
+    where = (chosen, setting, rows["k"][0] if rows["k"] else "", scoring, cell_a, cell_b)
+    return _compared(pair, where, metric, alpha, permutations, seed)
 
 
 def _settings_pair(a: str, b: str, available: Sequence[str]) -> tuple[str, str] | None:
@@ -177,13 +157,7 @@ def _compare_settings(
 ) -> CellComparison:
     """One cell at two retrieval settings, paired over the questions both have."""
     first, second = _only(rows, settings[0], scoring), _only(rows, settings[1], scoring)
-    datasets = sorted({r[0] for r in first["cells"]} & {r[0] for r in second["cells"]})
-    if dataset is None and len(datasets) > 1:
-        raise ConfigError(
-            f"The runs hold several datasets: {', '.join(datasets)}.",
-            "Pick one with --pick-dataset.",
-        )
-    chosen = dataset or (datasets[0] if datasets else "")
+    chosen = _one_dataset({r[0] for r in first["cells"]} & {r[0] for r in second["cells"]}, dataset)
     wanted_chunker = _canonical("chunker", chunker) if chunker else None
     wanted_embedder = _canonical("embedder", embedder) if embedder else None
     cells = sorted(
@@ -201,33 +175,54 @@ def _compare_settings(
             "Pin the cell with --pick-chunker and --pick-embedder.",
         )
     (cell,) = cells
-    found: dict[str, dict[str, float]] = {"a": {}, "b": {}}
-    for side, part in (("a", first), ("b", second)):
-        for c, question, value in zip(
-            part["cells"], part["question_id"], part["value"], strict=True
-        ):
-            if c == cell:
-                found[side][question] = float(value)
-    common = [q for q in found["a"] if q in found["b"]]
+    pair = _paired(_values(first, cell), _values(second, cell), "settings", "of one run")
+    where = (chosen, " vs ".join(settings), "", scoring, cell, cell)
+    return _compared(pair, where, metric, alpha, permutations, seed, settings)
+
+
+def _one_dataset(datasets: set[str], dataset: str | None) -> str:
+    """The dataset compared: ``dataset``, else the runs' only one."""
+    if dataset is None and len(datasets) > 1:
+        raise ConfigError(
+            f"The runs hold several datasets: {', '.join(sorted(datasets))}.",
+            "Pick one with --pick-dataset.",
+        )
+    return dataset or min(datasets, default="")
+
+
+def _values(rows: dict[str, Any], cell: Cell) -> dict[str, float]:
+    """``cell``'s value per question id (rows of one setting and scoring)."""
+    found = zip(rows["cells"], rows["question_id"], rows["value"], strict=True)
+    return {question: float(value) for c, question, value in found if c == cell}
+
+
+def _paired(
+    a: dict[str, float], b: dict[str, float], what: str, fix: str
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """A's and B's values over the questions both have."""
+    common = [q for q in a if q in b]
     if not common:
-        raise ConfigError("The two settings share no question.", "Compare settings of one run.")
-    values_a = np.array([found["a"][q] for q in common])
-    values_b = np.array([found["b"][q] for q in common])
-    result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
-    needed = questions_needed(values_a, values_b, alpha=alpha) if result.n >= 2 else None
+        raise ConfigError(f"The two {what} share no question.", f"Compare {what} {fix}.")
+    return np.array([a[q] for q in common]), np.array([b[q] for q in common])
+
+
+def _compared(
+    pair: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]],
+    where: tuple[str, str, str, Scoring, Cell, Cell],
+    metric: str,
+    alpha: float,
+    permutations: int,
+    seed: int,
+    settings: tuple[str, str] | None = None,
+) -> CellComparison:
+    """The paired comparison of ``pair`` and its verdict at ``alpha``; ``where``: the dataset,
+    retrieval setting, k, scoring and the two cells compared."""
+    result = compare_paired(*pair, permutations=permutations, seed=seed)
+    needed = questions_needed(*pair, alpha=alpha) if result.n >= 2 else None
+    dataset, retrieval, k, scoring, a, b = where
+    verdict = _verdict(result, metric, alpha, needed)
     return CellComparison(
-        chosen,
-        metric,
-        f"{settings[0]} vs {settings[1]}",
-        "",
-        scoring,
-        cell,
-        cell,
-        result,
-        alpha,
-        _verdict(result, metric, alpha, needed),
-        needed,
-        settings,
+        dataset, metric, retrieval, k, scoring, a, b, result, alpha, verdict, needed, settings
     )
 
 
@@ -336,27 +331,6 @@ def _canonical(kind: str, spec: str, quiet: bool = False) -> str | None:
     """``spec``'s canonical form (:func:`chunkmark.specs.canonical_spec`), the form the runs'
     cells hold; None for one that does not resolve when ``quiet``."""
     return canonical_or_none(kind, spec) if quiet else canonical_spec(kind, spec)
-
-
-def _paired_values(
-    rows: dict[str, Any], a: Cell, b: Cell
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """A's and B's values over the questions both have (rows of one setting and scoring)."""
-    found: dict[Cell, dict[str, float]] = {a: {}, b: {}}
-    for cell, question, value in zip(
-        rows["cells"], rows["question_id"], rows["value"], strict=True
-    ):
-        if cell in found:
-            found[cell][question] = float(value)
-    common = [q for q in found[a] if q in found[b]]
-    if not common:
-        raise ConfigError(
-            "The two cells share no question.", "Compare cells run on the same dataset."
-        )
-    return (
-        np.array([found[a][q] for q in common]),
-        np.array([found[b][q] for q in common]),
-    )
 
 
 def _verdict(
