@@ -87,9 +87,7 @@ def audit(
             help="Lowest rapidfuzz score (0-100) at which a chunk is placed fuzzily.",
         ),
     ] = 90.0,
-    out: Annotated[
-        Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
-    ] = None,
+    out: options.RunOut = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,

@@ -4,32 +4,28 @@ boundaries do to excerpts and topics) and ``chunkmark chunk`` (chunk one file)."
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
+from chunkmark.chunkers import Chunk
 from chunkmark.chunkers.diagnostics import (
     DEFAULT_TOLERANCE,
     DEFAULT_UNIT,
-    BoundaryAgreement,
-    ChunkingDiagnostics,
     Distribution,
-    boundary_agreement,
-    diagnose,
 )
 from chunkmark.cli import listing, options
 from chunkmark.errors import SpecError
-from chunkmark.files import read_text
 from chunkmark.service import catalog
 from chunkmark.service.runs import Grid
 from chunkmark.tokenizers import count_tokens
+
+if TYPE_CHECKING:
+    from chunkmark.service.chunking import DiagnosisRow
 
 _PREVIEW_CHARS = 60
 
@@ -79,17 +75,9 @@ def chunk_file(
 
     With --json, only a JSON list of {"start", "end"}.
     """
-    from chunkmark.embedders import EMBEDDERS
-    from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
+    from chunkmark.service.chunking import chunk_file as chunked
 
-    folder = resolve_cache_dir(cache_dir)
-    inner, _ = EMBEDDERS.build(embedder)  # cheap: models load on first use
-    context = ChunkerContext(
-        embedder=CachedEmbedder(inner, EmbeddingCache(folder)), cache_dir=folder
-    )
-    fn, spec = CHUNKERS.build(chunker, context=context)
-    text = read_text(file)
-    chunks = chunk_document(fn, file.name, text)
+    text, spec, chunks = chunked(file, chunker, embedder, cache_dir)
     if as_json:
         typer.echo(json.dumps([{"start": c.start, "end": c.end} for c in chunks]))
         return
@@ -133,28 +121,6 @@ topic start, one-to-one). Chunkers that embed use --embedder (cached). See docs/
 """
 
 
-@dataclass
-class DiagnosisRow:
-    """One (dataset, chunker) row of ``chunkmark chunkers diagnose``."""
-
-    dataset: str
-    chunker: str
-    label: str
-    seconds: float
-    diagnostics: ChunkingDiagnostics
-    boundaries: BoundaryAgreement | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "chunker": self.chunker,
-            "label": self.label,
-            "chunk_seconds": round(self.seconds, 4),
-            **self.diagnostics.to_dict(),
-            "boundaries": None if self.boundaries is None else self.boundaries.to_dict(),
-        }
-
-
 def diagnose_command(
     config_file: Annotated[
         Path | None,
@@ -196,8 +162,7 @@ def diagnose_command(
     no_cache: options.NoCache = False,
     as_json: options.Json = False,
 ) -> None:
-    from chunkmark.datasets import load_dataset
-    from chunkmark.datasets.stitch import read_boundaries
+    from chunkmark.service.chunking import diagnose_grid
 
     if tolerance < 0 or unit < 1:
         raise SpecError(
@@ -208,55 +173,13 @@ def diagnose_command(
     if boundaries is not None and not names and config_file is None:
         names = [str(boundaries)]
     grid = Grid(names or None, chunker, [embedder] if embedder else None, experiment=config_file)
-    cfg = grid.config(no_cache=no_cache, cache_dir=cache_dir)
-    sources = list(cfg.datasets)
-    if boundaries is not None and not any(_same_folder(s, boundaries) for s in sources):
-        sources.append(str(boundaries))
-    context = _chunker_context(cfg.embedders[0], cfg.cache_dir, cfg.no_cache, cfg.seed)
-    built = [CHUNKERS.build(spec, context=context) for spec in cfg.chunkers]
+    config = grid.config(no_cache=no_cache, cache_dir=cache_dir)
     note = Console(stderr=True, highlight=False)
-    rows: list[DiagnosisRow] = []
-    for source in sources:
-        data = load_dataset(source)
-        truth = None
-        if boundaries is not None and _same_folder(source, boundaries):
-            truth = read_boundaries(boundaries, data)
-        for fn, spec in built:
-            started = time.perf_counter()
-            chunks = [c for doc in data.documents for c in chunk_document(fn, doc.id, doc.text)]
-            seconds = time.perf_counter() - started
-            agreement = (
-                None
-                if truth is None
-                else boundary_agreement(data, chunks, truth, tolerance=tolerance, unit=unit)
-            )
-            label = CHUNKERS.short(spec)
-            row = DiagnosisRow(
-                data.name, str(spec), label, seconds, diagnose(data, chunks), agreement
-            )
-            rows.append(row)
-            note.print(f"{data.name}: {label}: {len(chunks)} chunks in {seconds:.2f} s")
+    rows = diagnose_grid(config, boundaries, tolerance, unit, note.print)
     if as_json:
         typer.echo(json.dumps([row.to_dict() for row in rows], indent=1))
         return
     _print_diagnoses(rows, tolerance, unit)
-
-
-def _same_folder(source: str, folder: Path) -> bool:
-    path = Path(source)
-    return path.exists() and path.resolve() == folder.resolve()
-
-
-def _chunker_context(
-    embedder: str, cache_dir: Path | None, no_cache: bool, seed: int
-) -> ChunkerContext:
-    from chunkmark.embedders import EMBEDDERS
-    from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
-
-    folder = resolve_cache_dir(cache_dir)
-    inner, _ = EMBEDDERS.build(embedder)  # cheap: models load on first use
-    cache = None if no_cache else EmbeddingCache(folder)
-    return ChunkerContext(embedder=CachedEmbedder(inner, cache), cache_dir=folder, seed=seed)
 
 
 def _print_diagnoses(rows: list[DiagnosisRow], tolerance: int, unit: int) -> None:

@@ -148,6 +148,12 @@ Permutations = Annotated[
         callback=_enough_permutations,
     ),
 ]
+RunOut = Annotated[
+    Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
+]
+BootstrapSeed = Annotated[
+    int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
+]
 NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/report.html.")]
 
 

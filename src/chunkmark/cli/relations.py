@@ -291,7 +291,6 @@ def _prepare_silver(
 
 
 def _estimate_table(estimate: ExtractionEstimate, questions: int) -> Table:
-    table = Table("what", "count", title=f"dry run: extracting with {estimate.model}")
     usd = "unknown price" if estimate.usd is None else f"{estimate.usd:.4f}-{estimate.usd_max:.4f}"
     rows = [
         ("questions", f"{questions:,}"),
@@ -302,13 +301,10 @@ def _estimate_table(estimate: ExtractionEstimate, questions: int) -> Table:
         ("output tokens", f"{estimate.output_tokens:,}-{estimate.output_tokens_max:,}"),
         ("USD", usd),
     ]
-    for label, value in rows:
-        table.add_row(label, value)
-    return table
+    return _what_table(f"dry run: extracting with {estimate.model}", rows)
 
 
 def _silver_table(stats: SilverStats) -> Table:
-    table = Table("what", "count", title="silver relation set")
     rows = [
         ("documents", stats.documents),
         ("questions read", stats.questions),
@@ -331,13 +327,10 @@ def _silver_table(stats: SilverStats) -> Table:
         ("relations", stats.relations),
         ("  head and tail in one sentence", stats.same_sentence),
     ]
-    for label, value in rows:
-        table.add_row(label, f"{value:,}")
-    return table
+    return _what_table("silver relation set", [(label, f"{value:,}") for label, value in rows])
 
 
 def _counts_table(stats: PrepareStats) -> Table:
-    table = Table("what", "count", title="relation set")
     rows = [
         ("documents", stats.documents),
         ("corpus files", stats.corpus_files),
@@ -353,6 +346,11 @@ def _counts_table(stats: PrepareStats) -> Table:
         ("duplicate relations skipped", stats.duplicates_skipped),
         ("self-relations skipped", stats.self_relations_skipped),
     ]
+    return _what_table("relation set", [(label, f"{value:,}") for label, value in rows])
+
+
+def _what_table(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table("what", "count", title=title)
     for label, value in rows:
-        table.add_row(label, f"{value:,}")
+        table.add_row(label, value)
     return table

@@ -61,9 +61,6 @@ ExtractorOption = Annotated[
         "(see `chunkmark extractors`)."
     ),
 ]
-OutOption = Annotated[
-    Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
-]
 DryRunOption = Annotated[
     bool,
     typer.Option(
@@ -76,7 +73,6 @@ MaxCallsOption = Annotated[
     int | None,
     typer.Option(help="Stop before the extractor sends more than this many LLM requests."),
 ]
-SeedOption = Annotated[int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")]
 
 
 def run(
@@ -87,7 +83,7 @@ def run(
     k: options.Depths = None,
     retrieval: options.Retrieval = None,
     extractor: ExtractorOption = "cooccurrence",
-    out: OutOption = None,
+    out: options.RunOut = None,
     dry_run: DryRunOption = False,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
@@ -95,7 +91,7 @@ def run(
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
-    seed: SeedOption = None,
+    seed: options.BootstrapSeed = None,
     quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.relations.runner import ExtractorSetup, estimate_extraction, run_relations

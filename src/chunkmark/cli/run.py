@@ -76,10 +76,6 @@ DenominatorOption = Annotated[
         help="Scoring: 'sum' of retrieved chunk lengths (the reference's) or their 'union'; repeatable. [default: sum]"
     ),
 ]
-OutOption = Annotated[
-    Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
-]
-SeedOption = Annotated[int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")]
 ExecutorOption = Annotated[
     str | None,
     typer.Option(
@@ -106,11 +102,11 @@ def run(
     denominator: DenominatorOption = None,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
-    out: OutOption = None,
+    out: options.RunOut = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
-    seed: SeedOption = None,
+    seed: options.BootstrapSeed = None,
     executor: ExecutorOption = None,
     address: AddressOption = None,
     metric: options.RecommendMetric = None,

@@ -28,21 +28,12 @@ def preview(
 ) -> Payload:
     """``chunker`` on one UTF-8 file: how many chunks, their spans' coverage and overlap, their
     token counts (cl100k_base), and the first ``show`` chunks (text cut to ``chars``)."""
-    from chunkmark.chunkers import CHUNKERS, ChunkerContext, chunk_document
-    from chunkmark.embedders import EMBEDDERS
-    from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
-    from chunkmark.files import read_text
+    from chunkmark.chunkers import CHUNKERS
+    from chunkmark.service.chunking import chunk_file
     from chunkmark.tokenizers import count_tokens
 
     path = Path(file).expanduser()
-    text = read_text(path)
-    folder = resolve_cache_dir(cache_dir)
-    context_embedder = None
-    if CHUNKERS.traits(chunker).embeds:  # only chunkers that embed build an embedder
-        inner, _ = EMBEDDERS.build(embedder)  # models load on first use
-        context_embedder = CachedEmbedder(inner, EmbeddingCache(folder))
-    fn, spec = CHUNKERS.build(chunker, context=ChunkerContext(context_embedder, folder))
-    chunks = chunk_document(fn, path.name, text)
+    text, spec, chunks = chunk_file(path, chunker, embedder, cache_dir)
     texts = [c.text(text) for c in chunks]
     tokens = count_tokens(texts, "cl100k_base") if texts else []
     covered = _union_length([(c.start, c.end) for c in chunks])

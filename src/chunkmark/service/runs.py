@@ -23,23 +23,6 @@ if TYPE_CHECKING:
     from chunkmark.experiments.plan_model import Plan
 
 
-def experiment(
-    config_file: Path | None, no_cache: bool = False, **overrides: Any
-) -> ExperimentConfig:
-    """The experiment file (or the defaults) with the options given on the command line: a
-    ``None`` or empty option leaves the file's value."""
-    given = {k: v for k, v in overrides.items() if v is not None and v != [] and v != {}}
-    if "k" in given and "retrieval" in given:
-        raise ConfigError(
-            "--k cannot be combined with --retrieval: --k sets the depths of the default "
-            "top_k retrieval, and --retrieval replaces that default.",
-            f"Give the depths as one more --retrieval: --retrieval '{top_k_spec(given['k'])}'.",
-        )
-    if no_cache:
-        given["no_cache"] = True
-    return load_config(config_file, given) if config_file else make_config(given)
-
-
 def top_k_spec(k: str) -> str:
     """The ``top_k`` retrieval spec of ``--k`` values, to write in single quotes on a command
     line: ``5`` -> ``top_k(k=5)``, ``1,min`` -> ``top_k(k=[1, "min"])``."""
@@ -59,18 +42,25 @@ class Grid:
     k: str | None = None
     experiment: str | Path | None = None
 
-    def config(self, **settings: Any) -> ExperimentConfig:
-        """The experiment config (``settings`` such as ``max_cost``, ``out``, ``cache_dir``
-        added), validated: a SpecError or ConfigError names what to change."""
-        return experiment(
-            Path(self.experiment).expanduser() if self.experiment else None,
-            datasets=list(self.datasets or []),
-            chunkers=list(self.chunkers or []),
-            embedders=list(self.embedders or []),
-            k=self.k,
-            retrieval=list(self.retrieval or []),
-            **settings,
-        )
+    def config(self, no_cache: bool = False, **settings: Any) -> ExperimentConfig:
+        """The experiment file (or the defaults) with the grid and ``settings`` given (such as
+        ``max_cost``, ``out``, ``cache_dir``): a ``None`` or empty value leaves the file's.
+        Validated: a SpecError or ConfigError names what to change."""
+        lists = (self.datasets, self.chunkers, self.embedders, self.retrieval)
+        grid = dict(zip(("datasets", "chunkers", "embedders", "retrieval"), lists, strict=True))
+        given: dict[str, Any] = {key: list(v) for key, v in grid.items() if v}
+        given |= {"k": self.k, **settings}
+        given = {key: v for key, v in given.items() if v is not None and v != [] and v != {}}
+        if "k" in given and "retrieval" in given:
+            raise ConfigError(
+                "--k cannot be combined with --retrieval: --k sets the depths of the default "
+                "top_k retrieval, and --retrieval replaces that default.",
+                f"Give the depths as one more --retrieval: --retrieval '{top_k_spec(given['k'])}'.",
+            )
+        if no_cache:
+            given["no_cache"] = True
+        path = Path(self.experiment).expanduser() if self.experiment else None
+        return load_config(path, given) if path else make_config(given)
 
 
 def plan(grid: Grid, max_cost: float | None = None, cache_dir: Path | None = None) -> Payload:
