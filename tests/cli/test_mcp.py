@@ -275,7 +275,10 @@ def test_a_bad_spec_is_a_structured_error_and_the_server_keeps_serving(tmp_path:
                     "preview_chunks", file=str(document), chunker="recursive(sise=200)"
                 ),
                 "good": await client.call(
-                    "preview_chunks", file=str(document), chunker="recursive(size=200)", show=2
+                    "preview_chunks",
+                    file=str(document),
+                    chunker="recursive(size=200, overlap=40)",  # chunks that overlap
+                    show=2,
                 ),
                 "bad plan": await client.call("plan_grid", chunkers=["nochunker(size=3)"]),
                 "over the cap": await client.call(
@@ -317,6 +320,15 @@ def test_a_bad_spec_is_a_structured_error_and_the_server_keeps_serving(tmp_path:
         assert shown["tokens"] == len(encoding.encode(piece))
         assert " ".join(piece.split()).startswith(shown["text"].rstrip("…"))
     assert good["tokens"]["max"] <= 200  # recursive(size=200) merges up to 200 tokens
+    # Coverage and overlap against the chunks' spans, counted character by character.
+    from chunkmark.chunkers import chunk_document
+
+    fn, _ = CHUNKERS.build("recursive(size=200, overlap=40)")
+    spans = [(c.start, c.end) for c in chunk_document(fn, document.name, text)]
+    covered = set().union(*(range(start, end) for start, end in spans))
+    assert good["chunks"] == len(spans) > 1
+    assert good["coverage"] == pytest.approx(len(covered) / len(text), rel=1e-5)  # 6 digits
+    assert good["overlap_characters"] == sum(end - start for start, end in spans) - len(covered) > 0
 
     error, bad_plan = replies["bad plan"]
     assert error and bad_plan["error"]["kind"] == "SpecError"

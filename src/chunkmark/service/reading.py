@@ -30,14 +30,15 @@ def preview(
     token counts (cl100k_base), and the first ``show`` chunks (text cut to ``chars``)."""
     from chunkmark.chunkers import CHUNKERS
     from chunkmark.service.chunking import chunk_file
+    from chunkmark.spans import as_array, total_length, union
     from chunkmark.tokenizers import count_tokens
 
     path = Path(file).expanduser()
     text, spec, chunks = chunk_file(path, chunker, embedder, cache_dir)
     texts = [c.text(text) for c in chunks]
     tokens = count_tokens(texts, "cl100k_base") if texts else []
-    covered = _union_length([(c.start, c.end) for c in chunks])
-    spanned = sum(c.end - c.start for c in chunks)
+    pairs = as_array([(c.start, c.end) for c in chunks])
+    covered, spanned = total_length(union(pairs)), total_length(pairs)
     found: Payload = {
         "file": str(path.resolve()),
         "chunker": str(spec),
@@ -59,15 +60,6 @@ def preview(
         ],
     }
     return found
-
-
-def _union_length(spans: Sequence[tuple[int, int]]) -> int:
-    total, reach = 0, 0
-    for start, end in sorted(spans):
-        if end > reach:
-            total += end - max(start, reach)
-            reach = end
-    return total
 
 
 def _token_stats(tokens: Sequence[int]) -> Payload:
