@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -150,7 +150,6 @@ def label(
     docs/label.md.
     """
     import importlib.util
-    import webbrowser
 
     from rich.console import Console
 
@@ -161,8 +160,6 @@ def label(
             "chunkmark label needs starlette and uvicorn, which are not installed.",
             "pip install 'chunkmark[label]'",
         )
-    import uvicorn
-
     from chunkmark.label.pool import DEFAULT_CHUNKERS, RANKERS
     from chunkmark.label.server import create_app
     from chunkmark.label.session import build_embedder, open_session
@@ -193,16 +190,7 @@ def label(
         f"{len(session.pool.documents)} documents, {counts.answered} questions labeled, "
         f"{counts.unanswered} not answered, {len(session.queries)} queries to step through"
     )
-    config = uvicorn.Config(create_app(session), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-
-    def opened() -> None:
-        address = f"http://127.0.0.1:{_bound_port(server, port)}/"
-        console.print(f"labeling {session.folder} at {address} (Ctrl-C to stop)")
-        if not no_browser:
-            webbrowser.open(address)
-
-    _serve(server, opened)
+    _serve(create_app(session), port, f"labeling {session.folder} at", no_browser, console.print)
 
 
 def _bound_port(server: object, asked: int) -> int:
@@ -212,16 +200,24 @@ def _bound_port(server: object, asked: int) -> int:
     return asked
 
 
-def _serve(server: object, opened: object) -> None:
-    """Run ``server`` and call ``opened`` once it listens."""
+def _serve(app: Any, port: int, what: str, no_browser: bool, say: Any) -> None:
+    """Serve ``app`` on 127.0.0.1:``port``; once it listens, say where (and open a browser)."""
     import asyncio
+    import webbrowser
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
 
     async def main() -> None:
-        task = asyncio.create_task(server.serve())  # type: ignore[attr-defined]
-        while not getattr(server, "started", False) and not task.done():
+        task = asyncio.create_task(server.serve())
+        while not server.started and not task.done():
             await asyncio.sleep(0.05)
-        if getattr(server, "started", False):
-            opened()  # type: ignore[operator]
+        if server.started:
+            address = f"http://127.0.0.1:{_bound_port(server, port)}/"
+            say(f"{what} {address} (Ctrl-C to stop)")
+            if not no_browser:
+                webbrowser.open(address)
         await task
 
     asyncio.run(main())

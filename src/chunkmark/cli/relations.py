@@ -21,7 +21,7 @@ from chunkmark.relations.redocred import (
 )
 
 if TYPE_CHECKING:
-    from chunkmark.relations.extract import ExtractionEstimate
+    from chunkmark.relations.extract import ExtractionEstimate, LLMExtractor
     from chunkmark.relations.silver import SilverStats
 
 
@@ -158,20 +158,26 @@ def prepare(
     """
     if silver is not None:
         _refuse_redocred_options(redocred, rel_info, docs)
-        _prepare_silver(
-            silver,
-            out,
-            llm=llm,
+        if llm is None:
+            raise ConfigError(
+                "--silver needs the LLM that extracts the relations.",
+                "Add --llm SPEC, e.g. --llm \"openai(model='gpt-4o-mini')\".",
+            )
+        if not dry_run:
+            _check_out(out, force)
+        from chunkmark.relations.silver import silver_extractor
+
+        extractor = silver_extractor(
+            llm,
             gleanings=gleanings or 0,
-            dry_run=dry_run,
-            max_cost=max_cost,
-            prices=prices,
-            max_calls=max_calls,
             cache_dir=cache_dir,
             no_cache=no_cache,
+            max_calls=max_calls,
+            max_cost=None if dry_run else max_cost,
             seed=seed,
-            force=force,
+            price_file=prices,
         )
+        _prepare_silver(silver, out, extractor, dry_run=dry_run, max_cost=max_cost)
         return
     _refuse_silver_options(
         llm=llm,
@@ -187,12 +193,7 @@ def prepare(
     console = Console(soft_wrap=True, highlight=False)
     source = redocred if redocred is not None else ensure_redocred(progress=console.print)
     relation_set, stats = prepare_redocred(
-        source,
-        out,
-        rel_info=rel_info,
-        docs=docs,
-        seed=seed,
-        docs_per_corpus=docs_per_corpus,
+        source, out, rel_info=rel_info, docs=docs, seed=seed, docs_per_corpus=docs_per_corpus
     )
     console.print(_counts_table(stats))
     console.print(
@@ -238,41 +239,12 @@ def _refuse_silver_options(**given: object) -> None:
 
 
 def _prepare_silver(
-    source: str,
-    out: Path,
-    *,
-    llm: str | None,
-    gleanings: int,
-    dry_run: bool,
-    max_cost: float | None,
-    prices: Path | None,
-    max_calls: int | None,
-    cache_dir: Path | None,
-    no_cache: bool,
-    seed: int,
-    force: bool,
+    source: str, out: Path, extractor: LLMExtractor, *, dry_run: bool, max_cost: float | None
 ) -> None:
     from chunkmark.datasets import load_dataset
-    from chunkmark.relations.silver import estimate_silver, prepare_silver, silver_extractor
+    from chunkmark.relations.silver import estimate_silver, prepare_silver
 
-    if llm is None:
-        raise ConfigError(
-            "--silver needs the LLM that extracts the relations.",
-            "Add --llm SPEC, e.g. --llm \"openai(model='gpt-4o-mini')\".",
-        )
-    if not dry_run:
-        _check_out(out, force)
     console = Console(soft_wrap=True, highlight=False)
-    extractor = silver_extractor(
-        llm,
-        gleanings=gleanings,
-        cache_dir=cache_dir,
-        no_cache=no_cache,
-        max_calls=max_calls,
-        max_cost=None if dry_run else max_cost,
-        seed=seed,
-        price_file=prices,
-    )
     if dry_run:
         dataset = load_dataset(source)
         estimate = estimate_silver(dataset, extractor)
