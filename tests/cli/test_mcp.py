@@ -508,3 +508,28 @@ def test_tool_descriptions_are_plain_paragraphs(tmp_path: Path) -> None:
         if not text or any("  " in p or "\n" in p or "``" in p for p in text.split("\n\n"))
     }
     assert bad == {}
+
+
+def test_list_components_answers_from_the_listings_the_commands_print() -> None:
+    """Each kind's entries in full are the rows `chunkmark chunkers/embedders/retrieval --json`
+    print (the same parameters, summary, traits and origin), in the registry's order."""
+    from chunkmark.retrieval import RETRIEVAL, RETRIEVERS
+    from chunkmark.service.catalog import components
+    from cli.app_runner import invoke
+
+    for kind, command, registry in (
+        ("chunkers", "chunkers", CHUNKERS),
+        ("embedders", "embedders", EMBEDDERS),
+        ("retrieval", "retrieval", RETRIEVAL),
+        ("rankers", "retrieval", RETRIEVERS),
+    ):
+        result = invoke(command, "--json")
+        assert result.exit_code == 0, result.output
+        printed = {r["name"]: r for r in json.loads(result.stdout) if r["kind"] == registry.kind}
+        names = [e["name"] for e in components(kind)["entries"]]
+        assert names == [e.name for e in registry] == list(printed)
+        for name in names:
+            entry = components(kind, name)["entry"]
+            row = printed[name]
+            assert entry["parameters"] == row["parameters"] and entry["traits"] == row["traits"]
+            assert entry["summary"] == row["summary"] and entry.get("origin") == row["origin"]
