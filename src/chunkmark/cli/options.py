@@ -19,11 +19,7 @@ from typing import Annotated
 
 import typer
 
-from chunkmark.errors import ConfigError
-from chunkmark.experiments.config import (
-    DEFAULT_DATASET,
-    ExperimentConfig,
-)
+from chunkmark.experiments.config import DEFAULT_DATASET
 
 EXPERIMENT_HELP = "Experiment YAML (keys: datasets, chunkers, embedders, retrieval, ...)."
 ConfigFile = Annotated[
@@ -207,37 +203,6 @@ RecommendRetrieval = Annotated[
         show_default=False,
     ),
 ]
-
-
-def recommended_retrieval(config: ExperimentConfig, asked: str | None) -> str | None:
-    """The setting the run's recommendation reads: ``--pick-retrieval`` (one of the grid's
-    settings, else a ConfigError naming them), else the file's ``recommend.retrieval``."""
-    if asked is None:
-        return config.recommend.retrieval
-    from chunkmark.report.settings import match_retrieval
-
-    settings = config.retrieval_specs()
-    try:
-        return match_retrieval(asked, settings, ConfigError)
-    except ConfigError:
-        raise ConfigError(
-            f"--pick-retrieval {asked!r} is not one of the grid's retrieval settings: "
-            f"{', '.join(settings)}.",
-            "Pick one of them, or add it to the grid with --retrieval.",
-        ) from None
-
-
-def recommended_metric(config: ExperimentConfig, asked: str | None) -> str | None:
-    """The metric the run's recommendation reads: ``--metric``, else ``recommend.metric``."""
-    if asked is None:
-        return config.recommend.metric
-    from chunkmark.metrics import METRICS
-
-    if asked not in METRICS:
-        raise ConfigError(
-            f"--metric {asked!r} is not a metric.", f"Use one of: {', '.join(METRICS.names())}."
-        )
-    return asked
 
 
 PickDataset = Annotated[

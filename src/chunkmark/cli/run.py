@@ -22,7 +22,7 @@ from rich.table import Table
 
 from chunkmark.cli import options
 from chunkmark.report.recommendation_text import recommendation_lines
-from chunkmark.service.runs import Grid
+from chunkmark.service.runs import Grid, recommended_metric, recommended_retrieval
 from chunkmark.specs import short
 
 RUN_HELP = """Chunk, embed, retrieve and score: one cell per (dataset, chunker, embedder), every
@@ -136,8 +136,8 @@ def run(
         )
 
     asked = ReportOptions(
-        metric=options.recommended_metric(config, metric),
-        retrieval=options.recommended_retrieval(config, pick_retrieval),
+        metric=recommended_metric(config, metric),
+        retrieval=recommended_retrieval(config, pick_retrieval),
         min_p_best=min_p_best,
     )
     console = Console(stderr=True, quiet=quiet, log_path=False)

@@ -30,6 +30,37 @@ def top_k_spec(k: str) -> str:
     return f"top_k(k={values[0]})" if len(values) == 1 else f"top_k(k=[{', '.join(values)}])"
 
 
+def recommended_retrieval(config: ExperimentConfig, asked: str | None) -> str | None:
+    """The setting the run's recommendation reads: ``--pick-retrieval`` (one of the grid's
+    settings, else a ConfigError naming them), else the file's ``recommend.retrieval``."""
+    if asked is None:
+        return config.recommend.retrieval
+    from chunkmark.report.settings import match_retrieval
+
+    settings = config.retrieval_specs()
+    try:
+        return match_retrieval(asked, settings, ConfigError)
+    except ConfigError:
+        raise ConfigError(
+            f"--pick-retrieval {asked!r} is not one of the grid's retrieval settings: "
+            f"{', '.join(settings)}.",
+            "Pick one of them, or add it to the grid with --retrieval.",
+        ) from None
+
+
+def recommended_metric(config: ExperimentConfig, asked: str | None) -> str | None:
+    """The metric the run's recommendation reads: ``--metric``, else ``recommend.metric``."""
+    if asked is None:
+        return config.recommend.metric
+    from chunkmark.metrics import METRICS
+
+    if asked not in METRICS:
+        raise ConfigError(
+            f"--metric {asked!r} is not a metric.", f"Use one of: {', '.join(METRICS.names())}."
+        )
+    return asked
+
+
 @dataclass(frozen=True)
 class Grid:
     """A grid as the tools take it: an experiment file and/or datasets, chunkers, embedders,
