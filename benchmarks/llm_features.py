@@ -32,6 +32,8 @@ import argparse
 import csv
 import json
 import os
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable
@@ -181,24 +183,15 @@ def llm_semantic(server: Any, out: Path, spec: str) -> dict[str, Any]:
 
 
 def relations(server: Any, out: Path, spec: str) -> dict[str, Any]:
-    from typer.testing import CliRunner
-
-    from chunkmark.cli.app import _register_commands, app
-
-    _register_commands()
-
     data, run_out = out / "redocred3", out / "relations_run"
-    runner = CliRunner()
     source = SHARED / "datasets" / "redocred" / "test_revised.json"
     if not (data / "manifest.json").exists():
         prepare = ["relations", "prepare", "--redocred", str(source), "--out", str(data)]
-        result = runner.invoke(app, [*prepare, "--docs", "3", "--seed", "0"])
-        assert result.exit_code == 0, result.output
+        _chunkmark(*prepare, "--docs", "3", "--seed", "0")
     extractor = f"llm(llm={spec!r}, max_tokens=1024)"
     args = ["relations", "run", "--dataset", str(data), "-c", "fixed_tokens(size=1200)"]
     args += ["-e", "fake()", "--k", "1", "--extractor", extractor, "--out", str(run_out)]
-    result = runner.invoke(app, [*args, "--cache-dir", str(out / "cache"), "--no-report"])
-    assert result.exit_code == 0, result.output
+    _chunkmark(*args, "--cache-dir", str(out / "cache"), "--no-report")
     section = json.loads((run_out / "manifest.json").read_text(encoding="utf-8"))["relations"]
     with (run_out / "relations.csv").open(encoding="utf-8") as fh:
         row = next(csv.DictReader(fh))
@@ -210,6 +203,14 @@ def relations(server: Any, out: Path, spec: str) -> dict[str, Any]:
         "precision_mean": row.get("precision_mean"),
         "unmatched_name_rate": row.get("unmatched_name_rate"),
     }
+
+
+def _chunkmark(*args: str) -> None:
+    """Run chunkmark's command line; its output, and why it failed when it did."""
+    done = subprocess.run(
+        [sys.executable, "-m", "chunkmark", *args], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 RUNS: dict[str, Callable[[Any, Path, str], dict[str, Any]]] = {

@@ -273,10 +273,10 @@ def phase_child(path: Path, args: list[str]) -> None:
     """Run chunkmark's command line with ``args`` in this process and write the peak resident
     memory of each timed phase (the innermost ``PhaseTimer`` phase running when sampled,
     ``-`` outside every phase) to ``path`` as JSON, in the order the phases first ran."""
+    import runpy
     from contextlib import contextmanager
 
     from chunkmark import timing
-    from chunkmark.cli.app import main as cli_main
 
     page = os.sysconf("SC_PAGE_SIZE")
     running: list[str] = []
@@ -310,7 +310,7 @@ def phase_child(path: Path, args: list[str]) -> None:
     threading.Thread(target=loop, daemon=True).start()
     sys.argv = ["chunkmark", *args]
     try:
-        cli_main()
+        runpy.run_module("chunkmark", run_name="__main__")  # python -m chunkmark
     finally:
         sample()
         path.write_text(json.dumps(peaks))

@@ -279,9 +279,9 @@ def recommended(data: ReportData, r: Recommendation) -> dict[str, Any]:
 
 
 def recommendations(one: SetRun, args: argparse.Namespace, scope: str) -> None:
-    from chunkmark.cli.recommend import _lines
     from chunkmark.report import ReportOptions
     from chunkmark.report.recommendation import recommend
+    from chunkmark.report.recommendation_text import dataset_lines
 
     runs = one.synthetic.parent / "runs"
     for metric in METRICS:
@@ -291,7 +291,7 @@ def recommendations(one: SetRun, args: argparse.Namespace, scope: str) -> None:
                 options = replace(ReportOptions().stats(), metric=metric, retrieval=spec)
                 data, found = recommend(runs / side, options)
                 row[side] = recommended(data, found[0])
-                row[side]["lines"] = _lines(data, found[0])
+                row[side]["lines"] = dataset_lines(data, found[0])
             h, s = row["human"], row["synthetic"]
             if h["cell"] == s["cell"]:
                 row["agree"] = "same cell"

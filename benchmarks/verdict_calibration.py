@@ -356,7 +356,7 @@ def main() -> int:
             print("\n(c) the full set's winner on subsamples\n")
             stability_table(cells, args, print)
         print("\nthe recommendation `chunkmark run` prints for the full run:\n")
-        from chunkmark.cli.recommend import recommendation_lines
+        from chunkmark.report.recommendation_text import recommendation_lines
 
         for line in recommendation_lines(run):
             print(line)

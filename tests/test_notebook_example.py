@@ -46,7 +46,7 @@ def test_the_example_notebook_runs_and_shows_the_runs_answer(
     import nbformat
     from nbclient import NotebookClient
 
-    from chunkmark.cli.recommend import recommendation_lines
+    from chunkmark.report.recommendation_text import recommendation_lines
 
     monkeypatch.setenv("CHUNKMARK_CACHE_DIR", str(tmp_path / "cache"))  # the kernel inherits it
     monkeypatch.setenv("PYTHONPATH", str(ROOT / "src"))  # this checkout's chunkmark

@@ -51,3 +51,21 @@ def read_parquet(path: Path, columns: list[str] | None = None) -> Any:
 
     with pq.ParquetFile(path) as reader:
         return reader.read(columns=columns)
+
+
+def read_text(path: Path) -> str:
+    """The text of a UTF-8 file, exactly as stored (no newline translation)."""
+    from chunkmark.errors import DatasetError
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise DatasetError(f"Cannot read {path}: {reason}.", "Check the path.") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"{path} is not UTF-8 text (invalid byte at offset {exc.start}).",
+            "Convert it to UTF-8, e.g. `iconv -f latin1 -t utf-8`.",
+        ) from None

@@ -546,6 +546,11 @@ def registry_of(kind: str) -> Registry[Any]:
     return found
 
 
+def short(kind: str, spec: str | Spec) -> str:
+    """``spec`` as tables show it (:meth:`Registry.short`); ``kind`` as :func:`registry_of`."""
+    return registry_of(kind).short(spec)
+
+
 def canonical_spec(kind: str, spec: str | Spec) -> str:
     """The one form every spelling of a ``kind`` spec shares, as runs store it (a cell's chunker
     and embedder, a retrieval setting): parameters by name and in order, defaults written out,

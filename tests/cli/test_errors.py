@@ -359,7 +359,7 @@ def test_interrupt_is_one_line(
 
 
 def test_command_line_in_the_log_hides_keys() -> None:
-    from chunkmark.cli.app import scrub_args
+    from chunkmark.crash import scrub_args
 
     argv = [
         "chunkmark",

@@ -1,5 +1,5 @@
 """One command-line grammar: every shared option declared once, one listing shape for every
-catalog, and the deprecated spellings still working (with a one-line note) for one release."""
+catalog, and one spelling of each option (the old ones are gone)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from chunkmark.plugins import Plugin
 from chunkmark.relations.extract import EXTRACTORS
 from chunkmark.relations.metrics import RELATION_METRICS
 from chunkmark.retrieval import RETRIEVAL, RETRIEVERS
+from chunkmark.service import catalog
 from chunkmark.specs import Entry, Registry
 from chunkmark.suite.sets import names as suite_names
 from relations.run_helpers import write_tiny_set
@@ -41,6 +42,7 @@ SHARED = {
     "--prices": options.Prices,
     "--permutations": options.Permutations,
     "--pick-k": options.PickK,
+    "--pick-dataset": options.PickDataset,
     "--from": options.FromDir,
 }
 
@@ -218,12 +220,12 @@ def test_an_origin_column_appears_when_a_plugin_registered_an_entry() -> None:
         """Ours."""
         return 1
 
-    plain = listing._table(listing.registry_listing(registry, "Things"))
+    plain = listing._table(catalog.registry_listing(registry, "Things"))
     assert [c.header for c in plain.columns] == ["name", "parameters", "summary"]
     entry = registry.entry("ours")
     plugged = Entry("theirs", entry.factory, "Theirs.", plugin=Plugin("p", "p_mod", "pkg-p"))
     registry._entries.add(plugged)
-    found = listing.registry_listing(registry, "Things")
+    found = catalog.registry_listing(registry, "Things")
     assert [r["origin"] for r in found.rows] == [None, "pkg-p"]
     table = listing._table(found)
     assert [c.header for c in table.columns][-1] == "origin"
@@ -237,7 +239,7 @@ def test_the_components_panel_holds_every_listing() -> None:
         assert name in PANELS["Components"]
 
 
-# --- deprecated spellings -----------------------------------------------------------------------
+# --- one spelling each --------------------------------------------------------------------------
 
 SMALL = "fixed_tokens(size=40, overlap=0)"
 LARGE = "fixed_tokens(size=400, overlap=0)"
@@ -263,78 +265,35 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
 
 
-def note_of(result: Result) -> str:
-    (line,) = [line for line in result.stderr.splitlines() if line.startswith("note:")]
-    return line
+def test_the_old_spellings_are_gone(run_dir: Path, tmp_path: Path) -> None:
+    for old in (
+        ["compare", str(run_dir), "--a", SMALL, "--b", LARGE, "--k", "1"],
+        ["report", str(run_dir), "--retrieval", "top_k(k=1)"],
+        ["chunkers", "diagnose", "--config", str(tmp_path / "exp.yaml")],
+        ["tune", str(tmp_path / "exp.yaml"), "--retrieval", "top_k(k=7)"],
+    ):
+        done = invoke(*old)
+        assert done.exit_code == 2, old
+        assert "No such option" in done.output, done.output
+    folder = write_tiny_set(tmp_path / "tiny")
+    grid = ["-c", "sentences(n=1)", "-e", "fake()", "--no-cache", "--dry-run"]
+    extra = invoke("relations", "run", "exp.yaml", str(folder), *grid)
+    assert extra.exit_code == 2 and "Got unexpected extra argument" in extra.output
 
 
-def test_compare_takes_the_old_selection_flags_with_a_note(run_dir: Path) -> None:
-    new = invoke("compare", str(run_dir), "--a", SMALL, "--b", LARGE, "--pick-k", "1", "--json")
-    old = invoke("compare", str(run_dir), "--a", SMALL, "--b", LARGE, "--k", "1", "--json")
-    assert new.exit_code == old.exit_code == 0, old.output
-    assert json.loads(old.stdout) == json.loads(new.stdout)
-    assert "note:" not in new.stderr
-    assert note_of(old) == (
-        "note: `chunkmark compare --k` is deprecated and stops working in the next release; "
-        "use --pick-k."
-    )
-    both = invoke("compare", str(run_dir), "--a", SMALL, "--b", LARGE, "--k", "1", "--pick-k", "5")
-    assert "--k and --pick-k were both given" in str(both.exception)
-
-
-def test_report_takes_the_old_flags_and_an_html_out_with_a_note(
-    run_dir: Path, tmp_path: Path
-) -> None:
-    page = tmp_path / "page.html"
-    old = invoke(
-        "report", str(run_dir), "--out", str(page), "--retrieval", "top_k(k=1)",
-        "--permutations", "1000",
-    )  # fmt: skip
-    assert old.exit_code == 0, old.output
-    assert page.is_file()
-    notes = [line for line in old.stderr.splitlines() if line.startswith("note:")]
-    assert notes[0] == (
-        "note: `chunkmark report --retrieval` is deprecated and stops working in the next "
-        "release; use --pick-retrieval."
-    )
-    assert notes[1].startswith(f"note: `chunkmark report --out {page}` naming the page is ")
-    assert f"--out {tmp_path} writes {tmp_path / 'report.html'}" in notes[1]
-    folder = tmp_path / "pages"
+def test_report_out_is_a_folder(run_dir: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "pages.html"  # a folder, whatever its name ends with
     new = invoke("report", str(run_dir), "-o", str(folder), "--permutations", "1000")
     assert new.exit_code == 0, new.output
     assert (folder / "report.html").is_file() and "note:" not in new.stderr
 
 
-def test_tune_takes_the_old_retrieval_flag_with_a_note(tmp_path: Path) -> None:
-    exp = tmp_path / "exp.yaml"
-    exp.write_text("chunkers: ['fixed_tokens(size=[40, 80])']\nembedders: ['fake()']\n")
-    done = invoke("tune", str(exp), "--trials", "1", "--retrieval", "top_k(k=7)")
-    assert note_of(done).startswith("note: `chunkmark tune --retrieval` is deprecated")
-    assert "is not one of the experiment's" in str(done.exception)
-
-
-def test_diagnose_takes_the_old_config_option_with_a_note(tmp_path: Path) -> None:
-    exp = tmp_path / "exp.yaml"
-    exp.write_text("datasets: [demo]\nchunkers: ['fixed_tokens(size=80)']\nembedders: ['fake()']\n")
-    new = invoke("chunkers", "diagnose", str(exp), "--json", "--no-cache")
-    old = invoke("chunkers", "diagnose", "--config", str(exp), "--json", "--no-cache")
-    assert new.exit_code == old.exit_code == 0, old.output
-    assert json.loads(old.stdout)[0]["chunks"] == json.loads(new.stdout)[0]["chunks"]
-    assert note_of(old) == (
-        "note: `chunkmark chunkers diagnose --config` is deprecated and stops working in the "
-        "next release; use the first argument: chunkmark chunkers diagnose EXPERIMENT."
-    )
-
-
-def test_relations_run_takes_the_old_positional_set_with_a_note(tmp_path: Path) -> None:
+def test_relations_run_takes_the_set_from_dataset(tmp_path: Path) -> None:
     folder = write_tiny_set(tmp_path / "tiny")
     grid = ["-c", "sentences(n=1)", "-e", "fake()", "--no-cache", "--dry-run"]
     new = invoke("relations", "run", "--dataset", str(folder), *grid)
-    old = invoke("relations", "run", str(folder), *grid)
-    assert new.exit_code == old.exit_code == 0, old.output
-    assert old.stdout == new.stdout
-    assert note_of(old).startswith("note: `chunkmark relations run RELATION_SET [EXPERIMENT]`")
-    assert "use chunkmark relations run [EXPERIMENT] --dataset RELATION_SET" in note_of(old)
+    assert new.exit_code == 0, new.output
+    assert "Dry run: no request was made" in new.stderr
     missing = invoke("relations", "run", *grid)
     assert "needs the relation set" in str(missing.exception)
     assert "--dataset RELATION_SET" in str(missing.exception)

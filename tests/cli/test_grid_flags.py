@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chunkmark.cli import options
+from chunkmark.service.runs import Grid
 from cli.app_runner import invoke
 
 FILE = """datasets: [demo]
@@ -36,7 +36,7 @@ def test_a_grid_flag_replaces_its_key_of_the_experiment_file(tmp_path: Path, fla
     config_file.write_text(FILE)
     (tmp_path / "demo_copy").mkdir()
     keyword, value, expected = FLAGS[flag]
-    config = options.experiment(config_file, **{keyword: value})
+    config = Grid(experiment=config_file, **{keyword: value}).config()
     seen = {key: tuple(getattr(config, key)) for key in BEFORE}
     if keyword == "datasets":
         seen["datasets"] = tuple(Path(d).name for d in config.datasets)
@@ -46,7 +46,7 @@ def test_a_grid_flag_replaces_its_key_of_the_experiment_file(tmp_path: Path, fla
 def test_the_retrieval_flag_replaces_the_files_settings(tmp_path: Path) -> None:
     config_file = tmp_path / "exp.yaml"
     config_file.write_text(FILE.replace("k: [2]\n", "retrieval: ['bm25(k=3)']\n"))
-    config = options.experiment(config_file, retrieval=["top_k(k=min)"])
+    config = Grid(retrieval=["top_k(k=min)"], experiment=config_file).config()
     assert config.retrieval == ("top_k(k='min')",)
     assert config.embedders == BEFORE["embedders"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkmark.cli.options import top_k_spec
+from chunkmark.service.runs import top_k_spec
 from cli.app_runner import error_line, invoke
 
 

@@ -27,8 +27,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 import chunkmark
 from chunkmark.chunkers import CHUNKERS
-from chunkmark.cli.mcp_tools import REPLY_LIMIT, fit
 from chunkmark.embedders import EMBEDDERS
+from chunkmark.service.replies import REPLY_LIMIT, fit
 
 DEMO = Path(chunkmark.__file__).parent / "datasets" / "demo_data"
 GRID_CHUNKERS = ["fixed_tokens(size=[64, 128])", "sentences(n=3)"]
@@ -275,7 +275,10 @@ def test_a_bad_spec_is_a_structured_error_and_the_server_keeps_serving(tmp_path:
                     "preview_chunks", file=str(document), chunker="recursive(sise=200)"
                 ),
                 "good": await client.call(
-                    "preview_chunks", file=str(document), chunker="recursive(size=200)", show=2
+                    "preview_chunks",
+                    file=str(document),
+                    chunker="recursive(size=200, overlap=40)",  # chunks that overlap
+                    show=2,
                 ),
                 "bad plan": await client.call("plan_grid", chunkers=["nochunker(size=3)"]),
                 "over the cap": await client.call(
@@ -317,6 +320,15 @@ def test_a_bad_spec_is_a_structured_error_and_the_server_keeps_serving(tmp_path:
         assert shown["tokens"] == len(encoding.encode(piece))
         assert " ".join(piece.split()).startswith(shown["text"].rstrip("…"))
     assert good["tokens"]["max"] <= 200  # recursive(size=200) merges up to 200 tokens
+    # Coverage and overlap against the chunks' spans, counted character by character.
+    from chunkmark.chunkers import chunk_document
+
+    fn, _ = CHUNKERS.build("recursive(size=200, overlap=40)")
+    spans = [(c.start, c.end) for c in chunk_document(fn, document.name, text)]
+    covered = set().union(*(range(start, end) for start, end in spans))
+    assert good["chunks"] == len(spans) > 1
+    assert good["coverage"] == pytest.approx(len(covered) / len(text), rel=1e-5)  # 6 digits
+    assert good["overlap_characters"] == sum(end - start for start, end in spans) - len(covered) > 0
 
     error, bad_plan = replies["bad plan"]
     assert error and bad_plan["error"]["kind"] == "SpecError"
@@ -496,3 +508,28 @@ def test_tool_descriptions_are_plain_paragraphs(tmp_path: Path) -> None:
         if not text or any("  " in p or "\n" in p or "``" in p for p in text.split("\n\n"))
     }
     assert bad == {}
+
+
+def test_list_components_answers_from_the_listings_the_commands_print() -> None:
+    """Each kind's entries in full are the rows `chunkmark chunkers/embedders/retrieval --json`
+    print (the same parameters, summary, traits and origin), in the registry's order."""
+    from chunkmark.retrieval import RETRIEVAL, RETRIEVERS
+    from chunkmark.service.catalog import components
+    from cli.app_runner import invoke
+
+    for kind, command, registry in (
+        ("chunkers", "chunkers", CHUNKERS),
+        ("embedders", "embedders", EMBEDDERS),
+        ("retrieval", "retrieval", RETRIEVAL),
+        ("rankers", "retrieval", RETRIEVERS),
+    ):
+        result = invoke(command, "--json")
+        assert result.exit_code == 0, result.output
+        printed = {r["name"]: r for r in json.loads(result.stdout) if r["kind"] == registry.kind}
+        names = [e["name"] for e in components(kind)["entries"]]
+        assert names == [e.name for e in registry] == list(printed)
+        for name in names:
+            entry = components(kind, name)["entry"]
+            row = printed[name]
+            assert entry["parameters"] == row["parameters"] and entry["traits"] == row["traits"]
+            assert entry["summary"] == row["summary"] and entry.get("origin") == row["origin"]

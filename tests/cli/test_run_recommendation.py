@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chunkmark.cli.recommend import recommendation_lines
+from chunkmark.report.recommendation_text import recommendation_lines
 from cli.app_runner import error_line, invoke
 
 CHUNKERS = ("-c", "fixed_tokens(size=64)", "-c", "sentences(n=2)", "-c", "words(n=60)")

@@ -620,7 +620,7 @@ def test_plan_names_what_must_be_built_or_downloaded_and_builds_nothing(
     local = embedder_plan(plan, "model2vec")
     assert (local.usd, local.price_source) == (0.0, "local: free") and plan.total_usd == 0.0
     assert plan.to_dict()["setup"] == [s.model_dump() for s in plan.setup]
-    from chunkmark.cli.mcp_tools import plan_payload  # what the MCP tool plan_grid answers
+    from chunkmark.service.runs import plan_payload  # what the MCP tool plan_grid answers
 
     assert [s["needed"] for s in plan_payload(plan)["setup"]] == [s.needed for s in plan.setup]
     ready = plan_grid(config(tmp_path, ["fake()"], chunkers=["fixed_tokens(size=200)"]))

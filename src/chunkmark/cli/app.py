@@ -10,24 +10,20 @@ the traceback (exit status 1).
 from __future__ import annotations
 
 import difflib
-import os
-import platform
 import re
 import sys
-import traceback
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperArgument, TyperGroup
 
+from chunkmark.crash import crash_report, log_dir, scrub_secrets, write_log
 from chunkmark.errors import ChunkmarkError
-from chunkmark.retry import SECRET_PATTERNS, scrub
+from chunkmark.retry import scrub
 from chunkmark.threads import passive_openmp
 
-LOG_DIR_ENV = "CHUNKMARK_LOG_DIR"
 USAGE_EXIT = 2
 UNEXPECTED_EXIT = 1
 INTERRUPTED_EXIT = 130
@@ -360,23 +356,6 @@ def _lower_first(text: str) -> str:
 
 # --- unexpected errors --------------------------------------------------------------------
 
-_SECRET_WORD = r"(?:api[-_]?key|key|secret|password|passwd|token)(?![a-z])"
-_SECRET_OPTION = re.compile(rf"(?i)^--?[\w-]*{_SECRET_WORD}")
-_SECRET_ASSIGNMENT = re.compile(
-    rf"(?i)(\b[\w-]*{_SECRET_WORD}[\w-]*\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s,)]+)"
-)
-_KEY_LIKE = re.compile(r"^(?=.*\d)(?=.*[A-Za-z])[A-Za-z0-9_\-]{32,}$")
-
-
-def log_dir() -> Path:
-    """Where crash logs go: ``$CHUNKMARK_LOG_DIR``, else the user log folder."""
-    env = os.environ.get(LOG_DIR_ENV)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_log_dir("chunkmark"))
-
 
 def _unexpected_exit(exc: Exception) -> NoReturn:
     """Report a bug: one line on stderr, the traceback in a log file (or on stderr if the log
@@ -401,57 +380,3 @@ def _unexpected_exit(exc: Exception) -> NoReturn:
         [f"{summary} The traceback is in {path}; please include it when you report this."],
         UNEXPECTED_EXIT,
     )
-
-
-def crash_report(exc: BaseException, argv: Sequence[str]) -> str:
-    """The log text for ``exc``: versions, the command line and the traceback, secrets hidden.
-
-    No environment variables: only what is needed to reproduce the failure.
-    """
-    from chunkmark.version import __version__
-
-    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return (
-        f"chunkmark {__version__}, Python {platform.python_version()} on {platform.platform()}\n"
-        f"time: {datetime.now().astimezone().isoformat(timespec='seconds')}\n"
-        f"command: {' '.join(scrub_args(argv))}\n\n"
-        f"{scrub_secrets(trace)}"
-    )
-
-
-def write_log(report: str) -> Path:
-    """Write ``report`` to a new file in :func:`log_dir` (readable by the user only)."""
-    folder = log_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = (folder / f"chunkmark-{stamp}-{os.getpid()}.log").absolute()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(report)
-    return path
-
-
-def scrub_args(argv: Sequence[str]) -> list[str]:
-    """The command line with every argument that looks like a key replaced by ``***``."""
-    shown: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            shown.append("***")
-            hide_next = False
-        elif _SECRET_OPTION.match(arg):
-            option, has_value, _ = arg.partition("=")
-            shown.append(f"{option}=***" if has_value else option)
-            hide_next = not has_value
-        elif _KEY_LIKE.match(arg):
-            shown.append("***")
-        else:
-            shown.append(scrub_secrets(arg))
-    return shown
-
-
-def scrub_secrets(text: str) -> str:
-    """``text`` (lines kept) with keys, bearer tokens and ``key=...`` values replaced."""
-    for pattern in SECRET_PATTERNS:
-        text = pattern.sub("***", text)
-    return _SECRET_ASSIGNMENT.sub(lambda m: f"{m.group(1)}***", text)

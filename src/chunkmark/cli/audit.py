@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -84,9 +84,7 @@ def audit(
             help="Lowest rapidfuzz score (0-100) at which a chunk is placed fuzzily.",
         ),
     ] = 90.0,
-    out: Annotated[
-        Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
-    ] = None,
+    out: options.RunOut = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
@@ -95,7 +93,6 @@ def audit(
     quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.audit.collection import audit as run_audit
-    from chunkmark.cli.run import embedding_lines, query_check_lines, results_tables
     from chunkmark.experiments.config import DEFAULT_K, parse_k
     from chunkmark.report import write_run_report
 
@@ -122,20 +119,7 @@ def audit(
             json.dumps({"audit": section, "summary": overall, "out": str(results.out)}, default=str)
         )
         return
-    screen = Console(width=None if sys.stdout.isatty() else 140)
-    for table in results_tables(results.overall()):
-        screen.print(table)
-    for line in audit_lines(section):
-        screen.print(line, markup=False, highlight=False, soft_wrap=True)
-    for spec, entry in results.manifest["embedding"].items():
-        for line in embedding_lines(spec, entry["stats"]):
-            console.print(line)
-    for line in query_check_lines(results.manifest["cells"]):
-        console.print(line)
-    files = "results.parquet, summary.csv, audit.csv, manifest.json"
-    if "report" in results.files:
-        files += ", report.html"
-    screen.print(f"Files: {results.out}/ {files}", markup=False, highlight=False)
+    _print_audit(results, section, console)
 
 
 def audit_lines(section: dict[str, Any]) -> list[str]:
@@ -188,10 +172,34 @@ def export(
     if json_out:
         typer.echo(json.dumps(asdict(done)))
         return
-    from chunkmark.cli.run import _short_chunker, _short_embedder
+    from chunkmark.specs import short
 
     typer.echo(
-        f"Exported cell {done.cell_id[:8]} ({done.dataset}: {_short_chunker(done.chunker)} x "
-        f"{_short_embedder(done.embedder)}): "
+        f"Exported cell {done.cell_id[:8]} ({done.dataset}: {short('chunker', done.chunker)} x "
+        f"{short('embedder', done.embedder)}): "
         f"{done.chunks} chunks of {done.dimension} dimensions into the new {done.address}."
     )
+
+
+if TYPE_CHECKING:  # the print-out of an audit reads the run it made
+    from chunkmark.experiments.runner import Results
+
+
+def _print_audit(results: Results, section: dict[str, Any], console: Console) -> None:
+    """The run's tables and the audit's lines on stdout; the embedder's notes on ``console``."""
+    from chunkmark.cli.run import embedding_lines, query_check_lines, results_tables
+
+    screen = Console(width=None if sys.stdout.isatty() else 140)
+    for table in results_tables(results.overall()):
+        screen.print(table)
+    for line in audit_lines(section):
+        screen.print(line, markup=False, highlight=False, soft_wrap=True)
+    for spec, entry in results.manifest["embedding"].items():
+        for line in embedding_lines(spec, entry["stats"]):
+            console.print(line)
+    for line in query_check_lines(results.manifest["cells"]):
+        console.print(line)
+    files = "results.parquet, summary.csv, audit.csv, manifest.json"
+    if "report" in results.files:
+        files += ", report.html"
+    screen.print(f"Files: {results.out}/ {files}", markup=False, highlight=False)

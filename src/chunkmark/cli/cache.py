@@ -1,49 +1,27 @@
-"""``chunkmark cache``: see, clear and prune the caches under the cache folder.
-
-Three caches share the folder: embedding vectors (``embeddings.sqlite3``), LLM answers
-(``llm.sqlite3``) and chunks (``chunks/``). ``info`` also lists, and counts in the folder's
-size, every other entry there (models built on first use in ``models/``, downloaded datasets,
-...), which ``clear`` and ``prune`` leave alone. Rows are deleted inside SQLite write transactions
-(a run writing to the same cache waits for them and keeps its own batches whole) and chunk files
-are renamed away before they are deleted, so a cache in use by another process is never
-damaged. Freed SQLite pages are reused by later writes; ``--vacuum`` also shrinks the files, and
-does so only when no other process is writing. Nothing here deletes the cache files themselves.
-
-What ``prune`` can go by is what the caches record: an LLM answer its write time, a chunk file
-its modification time and the chunkmark version that wrote it (its key includes the version, so
-another version's files are never read again). An embedding vector records neither when it was
-written nor when it was last read, so vectors are pruned by model only. A write-time column
-would need a new format, which older chunkmark versions sharing the folder could not open, and
-would say little (a vector written long ago may be read by every run); a last-read time would
-turn every cache read into a write that contends with the processes filling the cache.
-"""
+"""``chunkmark cache``: see, clear and prune the caches under the cache folder (embedding
+vectors, LLM answers, chunks, and every other entry there). What is reported and what goes is
+decided in :mod:`chunkmark.service.caches`; this module prints and asks."""
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from chunkmark.cli import options
-from chunkmark.embedders.cache import DB_NAME as EMBEDDINGS_DB
-from chunkmark.embedders.cache import EmbeddingCache, identity_name
-from chunkmark.errors import ConfigError
-from chunkmark.experiments.chunk_store import FOLDER as CHUNKS_FOLDER
-from chunkmark.experiments.chunk_store import STORE_FORMAT, ChunkStore, StoredChunking
-from chunkmark.llm.cache import DB_NAME as LLM_DB
-from chunkmark.llm.cache import LLMCache
-from chunkmark.paths import resolve_cache_dir
-
-CACHES = ("embeddings", "llm", "chunks")
-Which = Literal["embeddings", "llm", "chunks", "all"]
-SECONDS_PER_DAY = 86_400
+from chunkmark.service.caches import (
+    Step,
+    Which,
+    cache_report,
+    cache_root,
+    clear_steps,
+    compact,
+    prune_steps,
+)
 
 WhichArg = Annotated[
     Which,
@@ -94,7 +72,7 @@ def info(
     """Each cache's path, size on disk (WAL files included), format and entries, per model;
     then every other folder and file of the cache folder (models built on first use, downloaded
     datasets, ...) with its size. The folder's size counts every file."""
-    root = _cache_root(cache_dir)
+    root = cache_root(cache_dir)
     report = cache_report(root)
     if as_json:
         import json
@@ -102,152 +80,6 @@ def info(
         typer.echo(json.dumps(report, indent=1))
         return
     _print_report(report)
-
-
-def cache_report(root: Path) -> dict[str, Any]:
-    """What :func:`info` prints, as JSON-ready data: every size in bytes, times in ISO 8601.
-    ``bytes_on_disk`` counts every file of the folder: the three caches and every other entry
-    (``others``: models built on first use, downloaded datasets, a local LLM server, ...)."""
-    caches = {
-        "embeddings": _embeddings_report(root),
-        "llm": _llm_report(root),
-        "chunks": _chunks_report(root),
-    }
-    others = _others_report(root)
-    return {
-        "cache_dir": str(root),
-        "bytes_on_disk": sum(c["bytes_on_disk"] for c in [*caches.values(), *others]),
-        "caches": caches,
-        "others": others,
-    }
-
-
-# What the other entries of a cache folder hold (those chunkmark writes there itself).
-OTHERS = {
-    "models": "models built on first use (model2vec's distilled all-MiniLM-L6-v2)",
-    "datasets": "downloaded and converted datasets",
-    "llama.cpp": "the local LLM server and its models",
-}
-
-
-def _others_report(root: Path) -> list[dict[str, Any]]:
-    """Every entry of the folder that is none of the three caches: its files and bytes."""
-    mine = {EMBEDDINGS_DB, LLM_DB, CHUNKS_FOLDER}
-    mine |= {f"{db}{suffix}" for db in (EMBEDDINGS_DB, LLM_DB) for suffix in ("-wal", "-shm")}
-    found = []
-    for entry in sorted(root.iterdir(), key=lambda p: p.name):
-        if entry.name in mine:
-            continue
-        files = [entry] if not entry.is_dir() else [p for p in entry.rglob("*") if p.is_file()]
-        found.append(
-            {
-                "path": str(entry),
-                "holds": OTHERS.get(entry.name, ""),
-                "files": len(files),
-                "bytes_on_disk": sum(_file_bytes(p) for p in files),
-            }
-        )
-    return found
-
-
-def _file_bytes(path: Path) -> int:
-    try:
-        return path.lstat().st_size
-    except OSError:  # removed since it was listed
-        return 0
-
-
-def _embeddings_report(root: Path) -> dict[str, Any]:
-    return _database_report(
-        root / EMBEDDINGS_DB,
-        lambda: EmbeddingCache(root),
-        lambda u: {
-            "name": u.name,
-            "dimension": u.dimension or u.identity.get("dimension") or u.identity.get("dimensions"),
-            "vectors": u.vectors,
-            "bytes": u.bytes,
-            "identity": u.identity,
-        },
-        "vectors",
-    )
-
-
-def _llm_report(root: Path) -> dict[str, Any]:
-    return _database_report(
-        root / LLM_DB,
-        lambda: LLMCache(root),
-        lambda u: {
-            "provider": u.provider,
-            "model": u.model,
-            "answers": u.answers,
-            "bytes": u.bytes,
-            "oldest": _iso(u.oldest),
-            "newest": _iso(u.newest),
-            "identity": u.identity,
-        },
-        "answers",
-    )
-
-
-def _database_report(
-    path: Path, open_cache: Callable[[], Any], row: Callable[[Any], dict[str, Any]], count: str
-) -> dict[str, Any]:
-    """One SQLite cache's report: its rows per model (``row`` of each usage entry), entries
-    summed from each row's ``count`` field; never creates the file."""
-    if not path.exists():
-        return _absent(path)
-    with open_cache() as cache:
-        usage = cache.usage()
-        found = cache.stored_format()
-    size = cache.disk_bytes()  # once closed: the last connection to close folds the WAL in
-    models = [row(u) for u in usage]
-    return {
-        "path": str(path),
-        "exists": True,
-        "format": int(found),
-        "bytes_on_disk": size,
-        "entries": sum(m[count] for m in models),
-        "models": models,
-    }
-
-
-def _chunks_report(root: Path) -> dict[str, Any]:
-    store = ChunkStore(root)
-    if not store.folder.is_dir():
-        return _absent(store.folder)
-    entries = store.entries()
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for e in entries:
-        embedder = None if e.embedder is None else identity_name(e.embedder)
-        at = (e.chunker, e.dataset, embedder, e.chunkmark)
-        group = groups.setdefault(
-            at,
-            {
-                "chunker": e.chunker,
-                "dataset": e.dataset,
-                "embedder": embedder,
-                "chunkmark": e.chunkmark,
-                "current": e.current(),
-                "chunkings": 0,
-                "chunks": 0,
-                "bytes": 0,
-            },
-        )
-        group["chunkings"] += 1
-        group["chunks"] += e.chunks or 0
-        group["bytes"] += e.bytes
-    return {
-        "path": str(store.folder),
-        "exists": True,
-        "format": STORE_FORMAT,
-        "bytes_on_disk": store.disk_bytes(),
-        "entries": len(entries),
-        "chunkers": list(groups.values()),
-    }
-
-
-def _absent(path: Path) -> dict[str, Any]:
-    return {"path": str(path), "exists": False, "format": None, "bytes_on_disk": 0, "entries": 0}
 
 
 def _print_report(report: dict[str, Any]) -> None:
@@ -347,17 +179,6 @@ _TABLES: dict[str, Callable[[dict[str, Any]], Table]] = {
 # --- clear and prune ----------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class _Step:
-    """What one cache will lose: a description for the prompt, and the deletion itself."""
-
-    cache: str
-    planned: int
-    noun: str
-    run: Callable[[], int]
-    close: Callable[[], None] = lambda: None
-
-
 def clear(
     which: WhichArg = "all",
     model: Model = None,
@@ -367,16 +188,8 @@ def clear(
 ) -> None:
     """Delete every entry of a cache (or of all three), or only one model's entries. Asks for
     confirmation unless --yes."""
-    root = _cache_root(cache_dir)
-    names = _chosen(which)
-    steps = []
-    if "embeddings" in names and (root / EMBEDDINGS_DB).exists():
-        steps.append(_embeddings_step(root, model))
-    if "llm" in names and (root / LLM_DB).exists():
-        steps.append(_llm_step(root, model, None))
-    if "chunks" in names:
-        steps.append(_chunks_step(root, lambda e: _chunking_matches(e, model)))
-    _confirm_and_run(root, steps, yes=yes, vacuum=vacuum)
+    root = cache_root(cache_dir)
+    _confirm_and_run(root, clear_steps(root, which, model), yes=yes, vacuum=vacuum)
 
 
 def prune(
@@ -401,57 +214,15 @@ def prune(
     """Delete the entries that match every criterion given (--older-than, --model), and
     always the chunk files this chunkmark can no longer read (written by another version).
     Asks for confirmation unless --yes."""
-    root = _cache_root(cache_dir)
-    names = _chosen(which)
-    before = None if older_than is None else time.time() - older_than * SECONDS_PER_DAY
-    criteria = model is not None or before is not None
+    root = cache_root(cache_dir)
+    steps, notes = prune_steps(root, which, model, older_than)
     note = Console(stderr=True, highlight=False, soft_wrap=True)
-    steps = []
-    if "embeddings" in names and (root / EMBEDDINGS_DB).exists():
-        if before is not None:
-            note.print(
-                "embeddings: not pruned by age, vectors record no time; "
-                "'chunkmark cache clear embeddings --model NAME' removes one model's vectors."
-            )
-        elif model is not None:
-            steps.append(_embeddings_step(root, model))
-    if "llm" in names and (root / LLM_DB).exists() and criteria:
-        steps.append(_llm_step(root, model, before))
-
-    def chunk_goes(e: StoredChunking) -> bool:
-        if not _chunking_matches(e, model):
-            return False
-        old = before is None or e.modified < before
-        return e.current() is False or (criteria and old)
-
-    if "chunks" in names:
-        steps.append(_chunks_step(root, chunk_goes))
+    for line in notes:
+        note.print(line)
     _confirm_and_run(root, steps, yes=yes, vacuum=vacuum)
 
 
-def _embeddings_step(root: Path, model: str | None) -> _Step:
-    cache = EmbeddingCache(root)
-    match = None if model is None else _identity_matches(model, identity_name)
-    planned = sum(u.vectors for u in cache.usage() if match is None or match(u.identity))
-    return _Step("embeddings", planned, "vectors", lambda: cache.delete(match), cache.close)
-
-
-def _llm_step(root: Path, model: str | None, before: float | None) -> _Step:
-    cache = LLMCache(root)
-    match = None if model is None else _identity_matches(model, lambda i: str(i.get("model")))
-    planned = cache.count(match, before=before)
-    return _Step(
-        "llm", planned, "LLM answers", lambda: cache.delete(match, before=before), cache.close
-    )
-
-
-def _chunks_step(root: Path, goes: Callable[[StoredChunking], bool]) -> _Step:
-    store = ChunkStore(root)
-    chosen = [e for e in store.entries() if goes(e)]
-    return _Step("chunks", len(chosen), "chunkings", lambda: store.remove(chosen))
-
-
-def _confirm_and_run(root: Path, steps: list[_Step], *, yes: bool, vacuum: bool) -> None:
+def _confirm_and_run(root: Path, steps: list[Step], *, yes: bool, vacuum: bool) -> None:
     try:
         _run_steps(root, [s for s in steps if s.planned], yes=yes, vacuum=vacuum)
     finally:
@@ -459,7 +230,7 @@ def _confirm_and_run(root: Path, steps: list[_Step], *, yes: bool, vacuum: bool)
             step.close()
 
 
-def _run_steps(root: Path, steps: list[_Step], *, yes: bool, vacuum: bool) -> None:
+def _run_steps(root: Path, steps: list[Step], *, yes: bool, vacuum: bool) -> None:
     console = Console(highlight=False, soft_wrap=True)
     if not steps:
         console.print(f"Nothing to remove in {root}.")
@@ -480,11 +251,9 @@ def _run_steps(root: Path, steps: list[_Step], *, yes: bool, vacuum: bool) -> No
         console.print("The SQLite files keep their size; later writes reuse the freed space.")
         return
     for name in sqlite:
-        store = EmbeddingCache(root) if name == "embeddings" else LLMCache(root)
-        with store:
-            shrunk = store.compact()
-        if shrunk:  # measured once closed: the last connection to close folds the WAL in
-            console.print(f"{name}: compacted to {_size(store.disk_bytes())}.")
+        size = compact(root, name)
+        if size is not None:
+            console.print(f"{name}: compacted to {_size(size)}.")
         else:
             console.print(f"{name}: not compacted, another process is writing to it.")
 
@@ -496,49 +265,7 @@ def _confirmed(prompt: str) -> bool:
         return False
 
 
-def _identity_matches(
-    model: str, name_of: Callable[[dict[str, Any]], str]
-) -> Callable[[dict[str, Any]], bool]:
-    def match(identity: dict[str, Any]) -> bool:
-        return _name_matches(name_of(identity), model)
-
-    return match
-
-
-def _name_matches(name: str, model: str) -> bool:
-    return name == model or name.rsplit("/", 1)[-1] == model
-
-
-def _chunking_matches(entry: StoredChunking, model: str | None) -> bool:
-    if model is None:
-        return True
-    return entry.embedder is not None and _name_matches(identity_name(entry.embedder), model)
-
-
-def _chosen(which: str) -> tuple[str, ...]:
-    return CACHES if which == "all" else (which,)
-
-
 # --- shared -------------------------------------------------------------------------------
-
-
-def _cache_root(cache_dir: Path | None) -> Path:
-    """The resolved cache folder; a missing folder, or one holding nothing of chunkmark's,
-    is a one-line error (so nothing is ever deleted in a folder chunkmark did not fill)."""
-    root = resolve_cache_dir(cache_dir)
-    fix = "Pass the folder runs used with --cache-dir (or set CHUNKMARK_CACHE_DIR)."
-    if not root.exists():
-        raise ConfigError(f"There is no cache folder at {root}.", fix)
-    if not root.is_dir():
-        raise ConfigError(f"The cache folder {root} is not a folder.", fix)
-    marks = (EMBEDDINGS_DB, LLM_DB, CHUNKS_FOLDER, *OTHERS)
-    if not any((root / mark).exists() for mark in marks):
-        raise ConfigError(
-            f"{root} is not a chunkmark cache folder: it has no {EMBEDDINGS_DB}, {LLM_DB} "
-            f"or {CHUNKS_FOLDER}/.",
-            fix,
-        )
-    return root
 
 
 def _size(n: int) -> str:
@@ -548,12 +275,6 @@ def _size(n: int) -> str:
             return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
         size /= 1000
     raise AssertionError  # the loop always returns
-
-
-def _iso(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 def _day(iso: str | None) -> str:

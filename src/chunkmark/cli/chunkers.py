@@ -4,29 +4,28 @@ boundaries do to excerpts and topics) and ``chunkmark chunk`` (chunk one file)."
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
+from chunkmark.chunkers import Chunk
 from chunkmark.chunkers.diagnostics import (
     DEFAULT_TOLERANCE,
     DEFAULT_UNIT,
-    BoundaryAgreement,
-    ChunkingDiagnostics,
     Distribution,
-    boundary_agreement,
-    diagnose,
 )
 from chunkmark.cli import listing, options
-from chunkmark.errors import DatasetError, SpecError
+from chunkmark.errors import SpecError
+from chunkmark.service import catalog
+from chunkmark.service.runs import Grid
 from chunkmark.tokenizers import count_tokens
+
+if TYPE_CHECKING:
+    from chunkmark.service.chunking import DiagnosisRow
 
 _PREVIEW_CHARS = 60
 
@@ -47,7 +46,7 @@ def chunkers_group(ctx: typer.Context, as_json: options.Json = False) -> None:
     `chunkmark chunkers diagnose` measures what their boundaries do to excerpts and topics.
     """
     if ctx.invoked_subcommand is None:
-        listing.show(listing.chunkers(), as_json)
+        listing.show(catalog.chunkers(), as_json)
 
 
 def chunk_file(
@@ -76,37 +75,13 @@ def chunk_file(
 
     With --json, only a JSON list of {"start", "end"}.
     """
-    from chunkmark.embedders import EMBEDDERS
-    from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
+    from chunkmark.service.chunking import chunk_file as chunked
 
-    folder = resolve_cache_dir(cache_dir)
-    inner, _ = EMBEDDERS.build(embedder)  # cheap: models load on first use
-    context = ChunkerContext(
-        embedder=CachedEmbedder(inner, EmbeddingCache(folder)), cache_dir=folder
-    )
-    fn, spec = CHUNKERS.build(chunker, context=context)
-    text = read_text(file)
-    chunks = chunk_document(fn, file.name, text)
+    text, spec, chunks = chunked(file, chunker, embedder, cache_dir)
     if as_json:
         typer.echo(json.dumps([{"start": c.start, "end": c.end} for c in chunks]))
         return
     _print_chunks(chunks, text, str(spec), file, spec.kwargs.get("encoding", "cl100k_base"))
-
-
-def read_text(path: Path) -> str:
-    """The text of a UTF-8 file, exactly as stored (no newline translation)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise DatasetError(f"Cannot read {path}: {reason}.", "Check the path.") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path} is not UTF-8 text (invalid byte at offset {exc.start}).",
-            "Convert it to UTF-8, e.g. `iconv -f latin1 -t utf-8`.",
-        ) from None
 
 
 def _print_chunks(chunks: list[Chunk], text: str, spec: str, path: Path, encoding: Any) -> None:
@@ -144,28 +119,6 @@ its true topic boundaries: Pk and WindowDiff (nltk, over --unit-character units;
 better) and boundary precision/recall/F1 (a chunk start within --tolerance characters of a
 topic start, one-to-one). Chunkers that embed use --embedder (cached). See docs/boundaries.md.
 """
-
-
-@dataclass
-class DiagnosisRow:
-    """One (dataset, chunker) row of ``chunkmark chunkers diagnose``."""
-
-    dataset: str
-    chunker: str
-    label: str
-    seconds: float
-    diagnostics: ChunkingDiagnostics
-    boundaries: BoundaryAgreement | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "chunker": self.chunker,
-            "label": self.label,
-            "chunk_seconds": round(self.seconds, 4),
-            **self.diagnostics.to_dict(),
-            "boundaries": None if self.boundaries is None else self.boundaries.to_dict(),
-        }
 
 
 def diagnose_command(
@@ -208,18 +161,8 @@ def diagnose_command(
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     as_json: options.Json = False,
-    old_config: Annotated[Path | None, options.old_spelling("--config")] = None,
 ) -> None:
-    from chunkmark.datasets import load_dataset
-    from chunkmark.datasets.stitch import read_boundaries
-
-    config = options.renamed(
-        "chunkers diagnose",
-        "the first argument: chunkmark chunkers diagnose EXPERIMENT",
-        config_file,
-        "--config",
-        old_config,
-    )
+    from chunkmark.service.chunking import diagnose_grid
 
     if tolerance < 0 or unit < 1:
         raise SpecError(
@@ -227,64 +170,16 @@ def diagnose_command(
             "Give --tolerance 0 or more and --unit 1 or more (characters).",
         )
     names = list(dataset or [])
-    if boundaries is not None and not names and config is None:
+    if boundaries is not None and not names and config_file is None:
         names = [str(boundaries)]
-    cfg = options.experiment(
-        config,
-        no_cache,
-        datasets=names or None,
-        chunkers=chunker,
-        embedders=[embedder] if embedder else None,
-        cache_dir=cache_dir,
-    )
-    sources = list(cfg.datasets)
-    if boundaries is not None and not any(_same_folder(s, boundaries) for s in sources):
-        sources.append(str(boundaries))
-    context = _chunker_context(cfg.embedders[0], cfg.cache_dir, cfg.no_cache, cfg.seed)
-    built = [CHUNKERS.build(spec, context=context) for spec in cfg.chunkers]
+    grid = Grid(names or None, chunker, [embedder] if embedder else None, experiment=config_file)
+    config = grid.config(no_cache=no_cache, cache_dir=cache_dir)
     note = Console(stderr=True, highlight=False)
-    rows: list[DiagnosisRow] = []
-    for source in sources:
-        data = load_dataset(source)
-        truth = None
-        if boundaries is not None and _same_folder(source, boundaries):
-            truth = read_boundaries(boundaries, data)
-        for fn, spec in built:
-            started = time.perf_counter()
-            chunks = [c for doc in data.documents for c in chunk_document(fn, doc.id, doc.text)]
-            seconds = time.perf_counter() - started
-            agreement = (
-                None
-                if truth is None
-                else boundary_agreement(data, chunks, truth, tolerance=tolerance, unit=unit)
-            )
-            label = CHUNKERS.short(spec)
-            row = DiagnosisRow(
-                data.name, str(spec), label, seconds, diagnose(data, chunks), agreement
-            )
-            rows.append(row)
-            note.print(f"{data.name}: {label}: {len(chunks)} chunks in {seconds:.2f} s")
+    rows = diagnose_grid(config, boundaries, tolerance, unit, note.print)
     if as_json:
         typer.echo(json.dumps([row.to_dict() for row in rows], indent=1))
         return
     _print_diagnoses(rows, tolerance, unit)
-
-
-def _same_folder(source: str, folder: Path) -> bool:
-    path = Path(source)
-    return path.exists() and path.resolve() == folder.resolve()
-
-
-def _chunker_context(
-    embedder: str, cache_dir: Path | None, no_cache: bool, seed: int
-) -> ChunkerContext:
-    from chunkmark.embedders import EMBEDDERS
-    from chunkmark.embedders.cache import CachedEmbedder, EmbeddingCache, resolve_cache_dir
-
-    folder = resolve_cache_dir(cache_dir)
-    inner, _ = EMBEDDERS.build(embedder)  # cheap: models load on first use
-    cache = None if no_cache else EmbeddingCache(folder)
-    return ChunkerContext(embedder=CachedEmbedder(inner, cache), cache_dir=folder, seed=seed)
 
 
 def _print_diagnoses(rows: list[DiagnosisRow], tolerance: int, unit: int) -> None:

@@ -1,31 +1,21 @@
 """``chunkmark compare``: two cells of one or more runs, paired over the same questions, at one
-retrieval setting and one scoring (so it pairs like with like)."""
+retrieval setting and one scoring (:mod:`chunkmark.report.compare`), as a table or JSON."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from chunkmark.cli import options
-from chunkmark.errors import ConfigError
 from chunkmark.metrics import METRICS
-from chunkmark.metrics.paired import PairedComparison, compare_paired
-from chunkmark.metrics.selection import QuestionsNeeded, questions_needed, verdict_of
-from chunkmark.specs import canonical_or_none, canonical_spec
-
-if TYPE_CHECKING:
-    from chunkmark.report.settings import Scoring
-
-Cell = tuple[str, str, str]  # dataset, chunker, embedder
-_KEYS = ("dataset", "chunker", "embedder", "retrieval", "k", "excerpts", "unit", "denominator")
+from chunkmark.metrics.selection import QuestionsNeeded
+from chunkmark.report.compare import Cell, CellComparison, compare_cells
+from chunkmark.specs import short
 
 
 def register(app: typer.Typer) -> None:
@@ -33,82 +23,78 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare)
 
 
+RunsOption = Annotated[
+    list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
+]
+AOption = Annotated[
+    str,
+    typer.Option(
+        "--a",
+        help="Cell A: a chunker or an embedder spec (with --pick-chunker/--pick-embedder "
+        "to pin the other part when several cells match); or a retrieval setting of the "
+        "runs, with --b another: one cell's two settings compared.",
+        show_default=False,
+    ),
+]
+ExcerptsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-excerpts",
+        help="The scoring compared: excerpts matched by position or text. [default: position]",
+        show_default=False,
+    ),
+]
+UnitOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-unit",
+        help="The scoring compared: counted in chars or tokens. [default: chars]",
+        show_default=False,
+    ),
+]
+DenominatorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-denominator",
+        help="The scoring compared: precision over the sum or union. [default: sum]",
+        show_default=False,
+    ),
+]
+ChunkerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-chunker",
+        help="Pin the chunker of both cells (comparing embedders).",
+        show_default=False,
+    ),
+]
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-embedder",
+        help="Pin the embedder of both cells (comparing chunkers).",
+        show_default=False,
+    ),
+]
+
+
 def compare(
-    runs: Annotated[
-        list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
-    ],
-    a: Annotated[
-        str,
-        typer.Option(
-            "--a",
-            help="Cell A: a chunker or an embedder spec (with --pick-chunker/--pick-embedder "
-            "to pin the other part when several cells match); or a retrieval setting of the "
-            "runs, with --b another: one cell's two settings compared.",
-            show_default=False,
-        ),
-    ],
+    runs: RunsOption,
+    a: AOption,
     b: Annotated[str, typer.Option("--b", help="Cell B, the same way.", show_default=False)],
     metric: Annotated[str, typer.Option(help="The metric compared.")] = "iou",
     retrieval: options.PickRetrieval = None,
     k: options.PickK = None,
-    excerpts: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-excerpts",
-            help="The scoring compared: excerpts matched by position or text. [default: position]",
-            show_default=False,
-        ),
-    ] = None,
-    unit: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-unit",
-            help="The scoring compared: counted in chars or tokens. [default: chars]",
-            show_default=False,
-        ),
-    ] = None,
-    denominator: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-denominator",
-            help="The scoring compared: precision over the sum or union. [default: sum]",
-            show_default=False,
-        ),
-    ] = None,
-    chunker: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-chunker",
-            help="Pin the chunker of both cells (comparing embedders).",
-            show_default=False,
-        ),
-    ] = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-embedder",
-            help="Pin the embedder of both cells (comparing chunkers).",
-            show_default=False,
-        ),
-    ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option(
-            "--pick-dataset", help="The dataset, when the runs hold several.", show_default=False
-        ),
-    ] = None,
+    excerpts: ExcerptsOption = None,
+    unit: UnitOption = None,
+    denominator: DenominatorOption = None,
+    chunker: ChunkerOption = None,
+    embedder: EmbedderOption = None,
+    dataset: options.PickDataset = None,
     permutations: options.Permutations = 10_000,
     alpha: Annotated[float, typer.Option(help="Significance level of the verdict.")] = 0.05,
     seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
     as_json: options.Json = False,
-    old_retrieval: Annotated[str | None, options.old_spelling("--retrieval")] = None,
-    old_k: Annotated[str | None, options.old_spelling("--k")] = None,
-    old_excerpts: Annotated[str | None, options.old_spelling("--excerpts")] = None,
-    old_unit: Annotated[str | None, options.old_spelling("--unit")] = None,
-    old_denominator: Annotated[str | None, options.old_spelling("--denominator")] = None,
-    old_chunker: Annotated[str | None, options.old_spelling("--chunker")] = None,
-    old_embedder: Annotated[str | None, options.old_spelling("--embedder")] = None,
-    old_dataset: Annotated[str | None, options.old_spelling("--dataset")] = None,
 ) -> None:
     """Is cell A better than cell B? The paired difference over the same questions, its 95%
     interval, the randomisation test's p-value (t-test and Wilcoxon beside it), a verdict, and
@@ -121,22 +107,6 @@ def compare(
     The --pick-... options choose which rows of the runs are compared; they never add to a
     grid (that is what run's --chunker, --embedder, --retrieval and --k do).
     """
-    picked = {
-        flag: options.renamed("compare", f"--pick-{flag}", new, f"--{flag}", old)
-        for flag, new, old in (
-            ("retrieval", retrieval, old_retrieval),
-            ("k", k, old_k),
-            ("excerpts", excerpts, old_excerpts),
-            ("unit", unit, old_unit),
-            ("denominator", denominator, old_denominator),
-            ("chunker", chunker, old_chunker),
-            ("embedder", embedder, old_embedder),
-            ("dataset", dataset, old_dataset),
-        )
-    }
-    retrieval, k, chunker, embedder, dataset = (
-        picked[f] for f in ("retrieval", "k", "chunker", "embedder", "dataset")
-    )
     found = compare_cells(
         runs,
         a,
@@ -144,9 +114,9 @@ def compare(
         metric=metric,
         retrieval=retrieval,
         k=k,
-        excerpts=picked["excerpts"] or "position",
-        unit=picked["unit"] or "chars",
-        denominator=picked["denominator"] or "sum",
+        excerpts=excerpts or "position",
+        unit=unit or "chars",
+        denominator=denominator or "sum",
         chunker=chunker,
         embedder=embedder,
         dataset=dataset,
@@ -157,439 +127,30 @@ def compare(
     if as_json:
         typer.echo(json.dumps(found.to_dict(), indent=2))
         return
-    _print(
-        found.result,
-        found.a,
-        found.b,
-        metric,
-        found.retrieval,
-        found.scoring,
-        found.verdict,
-        found.settings,
-    )
+    _print(found)
     if found.needed is not None:
         Console().print(
             f"[bold]questions needed:[/] {questions_line(found.needed, found.result.n)}"
         )
 
 
-@dataclass(frozen=True)
-class CellComparison:
-    """Two cells of one dataset compared at one retrieval setting and scoring: the paired
-    comparison of their per-question values and its verdict at ``alpha``."""
-
-    dataset: str
-    metric: str
-    retrieval: str
-    k: str
-    scoring: Scoring
-    a: Cell
-    b: Cell
-    result: PairedComparison
-    alpha: float
-    verdict: str
-    needed: QuestionsNeeded | None = None
-    # Two retrieval settings of one cell (--a and --b name settings): A's and B's.
-    settings: tuple[str, str] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """What ``chunkmark compare --json`` prints."""
-        return {
-            "dataset": self.dataset,
-            "metric": self.metric,
-            "retrieval": self.retrieval,
-            "k": self.k,
-            "scoring": {
-                "excerpts": self.scoring.excerpts,
-                "unit": self.scoring.unit,
-                "denominator": self.scoring.denominator,
-            },
-            "a": {"chunker": self.a[1], "embedder": self.a[2]}
-            | ({"retrieval": self.settings[0]} if self.settings else {}),
-            "b": {"chunker": self.b[1], "embedder": self.b[2]}
-            | ({"retrieval": self.settings[1]} if self.settings else {}),
-            **self.result.to_dict(),
-            "alpha": self.alpha,
-            "verdict": self.verdict,
-            "questions_needed": None if self.needed is None else self.needed.to_dict(),
-        }
-
-
-def compare_cells(
-    runs: Sequence[Path],
-    a: str,
-    b: str,
-    *,
-    metric: str = "iou",
-    retrieval: str | None = None,
-    k: str | None = None,
-    excerpts: str = "position",
-    unit: str = "chars",
-    denominator: str = "sum",
-    chunker: str | None = None,
-    embedder: str | None = None,
-    dataset: str | None = None,
-    permutations: int = 10_000,
-    alpha: float = 0.05,
-    seed: int = 0,
-) -> CellComparison:
-    """Cell ``a`` against cell ``b`` (each a chunker or an embedder spec, ``chunker`` or
-    ``embedder`` pinning the other part) in the runs' rows of one retrieval setting and scoring,
-    paired over the questions both have. A ConfigError or SpecError names what to change."""
-    if metric not in METRICS:
-        raise ConfigError(
-            f"Unknown metric {metric!r}.", f"Use one of: {', '.join(METRICS.names())}."
-        )
-    # The report's reading of retrieval settings and scoring, imported here: the CLI starts fast.
-    from chunkmark.report.settings import Scoring, choose_retrieval
-
-    rows = _read_runs(list(runs), metric)
-    available = list(dict.fromkeys(rows["retrieval"]))
-    settings = _settings_pair(a, b, available)
-    if settings is not None:
-        if retrieval is not None or k is not None:
-            raise ConfigError(
-                "--a and --b name retrieval settings, so --pick-retrieval and --pick-k have "
-                "nothing to pick.",
-                "Leave them out, or name cells in --a and --b.",
-            )
-        setting = settings[0]
-    else:
-        setting = choose_retrieval(available, retrieval, k, ConfigError)
-    try:
-        wanted = Scoring.of(excerpts, unit, denominator)
-    except ValueError as exc:
-        raise ConfigError(
-            str(exc), "Use --pick-excerpts, --pick-unit and --pick-denominator as listed in --help."
-        ) from None
-    scoring = _pick_scoring(rows, wanted)
-    if settings is not None:
-        return _compare_settings(
-            rows, settings, scoring, metric, chunker, embedder, dataset, permutations, alpha, seed
-        )
-    rows = _only(rows, setting, scoring)
-    k_value = rows["k"][0] if rows["k"] else ""
-    datasets = sorted({r[0] for r in rows["cells"]})
-    if dataset is None and len(datasets) > 1:
-        raise ConfigError(
-            f"The runs hold several datasets: {', '.join(datasets)}.",
-            "Pick one with --pick-dataset.",
-        )
-    chosen_dataset = dataset or datasets[0]
-    cell_a = _select(rows, a, chosen_dataset, chunker, embedder, "--a")
-    cell_b = _select(rows, b, chosen_dataset, chunker, embedder, "--b")
-    values_a, values_b = _paired_values(rows, cell_a, cell_b)
-    result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
-    needed = questions_needed(values_a, values_b, alpha=alpha) if result.n >= 2 else None
-    return CellComparison(
-        chosen_dataset,
-        metric,
-        setting,
-        k_value,
-        scoring,
-        cell_a,
-        cell_b,
-        result,
-        alpha,
-        _verdict(result, metric, alpha, needed),
-        needed,
-    )
-
-
-def _settings_pair(a: str, b: str, available: Sequence[str]) -> tuple[str, str] | None:
-    """The two retrieval settings of the runs that ``a`` and ``b`` name, when both name one
-    (and neither names a chunker or an embedder); else None (they name cells)."""
-    from chunkmark.report.settings import match_retrieval
-
-    found = []
-    for spec in (a, b):
-        if any(_canonical(kind, spec, quiet=True) for kind in ("chunker", "embedder")):
-            return None
-        try:
-            found.append(match_retrieval(spec, available, ConfigError))
-        except ConfigError:
-            return None
-    return found[0], found[1]
-
-
-def _compare_settings(
-    rows: dict[str, Any],
-    settings: tuple[str, str],
-    scoring: Scoring,
-    metric: str,
-    chunker: str | None,
-    embedder: str | None,
-    dataset: str | None,
-    permutations: int,
-    alpha: float,
-    seed: int,
-) -> CellComparison:
-    """One cell at two retrieval settings, paired over the questions both have."""
-    first, second = _only(rows, settings[0], scoring), _only(rows, settings[1], scoring)
-    datasets = sorted({r[0] for r in first["cells"]} & {r[0] for r in second["cells"]})
-    if dataset is None and len(datasets) > 1:
-        raise ConfigError(
-            f"The runs hold several datasets: {', '.join(datasets)}.",
-            "Pick one with --pick-dataset.",
-        )
-    chosen = dataset or (datasets[0] if datasets else "")
-    wanted_chunker = _canonical("chunker", chunker) if chunker else None
-    wanted_embedder = _canonical("embedder", embedder) if embedder else None
-    cells = sorted(
-        c
-        for c in set(first["cells"]) & set(second["cells"])
-        if c[0] == chosen
-        and (wanted_chunker is None or c[1] == wanted_chunker)
-        and (wanted_embedder is None or c[2] == wanted_embedder)
-    )
-    if len(cells) != 1:
-        listing = "; ".join(f"{c[1]} x {c[2]}" for c in cells[:8]) or "none"
-        raise ConfigError(
-            f"--a {settings[0]} and --b {settings[1]} compare one cell's settings, and "
-            f"{len(cells)} cells of dataset {chosen!r} hold both: {listing}.",
-            "Pin the cell with --pick-chunker and --pick-embedder.",
-        )
-    (cell,) = cells
-    found: dict[str, dict[str, float]] = {"a": {}, "b": {}}
-    for side, part in (("a", first), ("b", second)):
-        for c, question, value in zip(
-            part["cells"], part["question_id"], part["value"], strict=True
-        ):
-            if c == cell:
-                found[side][question] = float(value)
-    common = [q for q in found["a"] if q in found["b"]]
-    if not common:
-        raise ConfigError("The two settings share no question.", "Compare settings of one run.")
-    values_a = np.array([found["a"][q] for q in common])
-    values_b = np.array([found["b"][q] for q in common])
-    result = compare_paired(values_a, values_b, permutations=permutations, seed=seed)
-    needed = questions_needed(values_a, values_b, alpha=alpha) if result.n >= 2 else None
-    return CellComparison(
-        chosen,
-        metric,
-        f"{settings[0]} vs {settings[1]}",
-        "",
-        scoring,
-        cell,
-        cell,
-        result,
-        alpha,
-        _verdict(result, metric, alpha, needed),
-        needed,
-        settings,
-    )
-
-
-def _read_runs(runs: list[Path], metric: str) -> dict[str, Any]:
-    import pyarrow.parquet as pq
-
-    from chunkmark.report.settings import Scoring, retrieval_of
-
-    out: dict[str, list[Any]] = {
-        "cells": [],
-        "retrieval": [],
-        "k": [],
-        "scoring": [],
-        "question_id": [],
-        "value": [],
-    }
-    for run in runs:
-        path = run / "results.parquet"
-        if not path.is_file():
-            raise ConfigError(
-                f"{run} holds no results.parquet.",
-                "Pass the folder a `chunkmark run` wrote (its --out).",
-            )
-        table = pq.read_table(path)
-        if metric not in table.column_names:
-            raise ConfigError(
-                f"{run} has no {metric!r} column.", "Rerun it with this chunkmark version."
-            )
-        data = table.select([c for c in (*_KEYS, "question_id", metric) if c in table.column_names])
-        columns = data.to_pydict()
-        for i in range(data.num_rows):
-            row = {c: columns[c][i] for c in _KEYS if c in columns}
-            out["cells"].append((row["dataset"], row["chunker"], row["embedder"]))
-            out["retrieval"].append(retrieval_of(row))
-            out["k"].append(str(row.get("k") or ""))
-            out["scoring"].append(Scoring.from_row(row))
-            out["question_id"].append(columns["question_id"][i])
-            out["value"].append(columns[metric][i])
-    if not out["cells"]:
-        raise ConfigError("The runs hold no scored rows.", "Rerun `chunkmark run`.")
-    return out
-
-
-def _pick_scoring(rows: dict[str, Any], wanted: Scoring) -> Scoring:
-    present = sorted(set(rows["scoring"]))
-    if wanted not in present:
-        raise ConfigError(
-            f"The runs hold no rows scored with {wanted.label}.",
-            "Use --pick-excerpts, --pick-unit and --pick-denominator for one of: "
-            + "; ".join(s.label for s in present)
-            + ".",
-        )
-    return wanted
-
-
-def _only(rows: dict[str, Any], retrieval: str, scoring: Scoring) -> dict[str, Any]:
-    """The rows of one retrieval setting and scoring."""
-    keep = [
-        i
-        for i, (r, s) in enumerate(zip(rows["retrieval"], rows["scoring"], strict=True))
-        if r == retrieval and s == scoring
-    ]
-    return {name: [values[i] for i in keep] for name, values in rows.items()}
-
-
-def _select(
-    rows: dict[str, Any],
-    spec: str,
-    dataset: str,
-    chunker: str | None,
-    embedder: str | None,
-    flag: str,
-) -> Cell:
-    """The one cell of ``dataset`` that ``spec`` (a chunker or an embedder spec) names."""
-    cells: list[Cell] = sorted({c for c in rows["cells"] if c[0] == dataset})
-    wanted_chunker = _canonical("chunker", chunker) if chunker else None
-    wanted_embedder = _canonical("embedder", embedder) if embedder else None
-    matches: list[Cell] = []
-    for kind, index in (("chunker", 1), ("embedder", 2)):
-        name = _canonical(kind, spec, quiet=True)
-        if name is None:
-            continue
-        for cell in cells:
-            if cell[index] != name:
-                continue
-            if wanted_chunker and cell[1] != wanted_chunker:
-                continue
-            if wanted_embedder and cell[2] != wanted_embedder:
-                continue
-            matches.append(cell)
-    if len(matches) == 1:
-        return matches[0]
-    listing = "; ".join(f"{c[1]} x {c[2]}" for c in (matches or cells)[:8])
-    if not matches:
-        raise ConfigError(
-            f"{flag} {spec!r} names no cell of dataset {dataset!r}.",
-            f"Cells in the runs: {listing}.",
-        )
-    raise ConfigError(
-        f"{flag} {spec!r} matches {len(matches)} cells: {listing}.",
-        "Pin the other part with --pick-chunker or --pick-embedder.",
-    )
-
-
-def _canonical(kind: str, spec: str, quiet: bool = False) -> str | None:
-    """``spec``'s canonical form (:func:`chunkmark.specs.canonical_spec`), the form the runs'
-    cells hold; None for one that does not resolve when ``quiet``."""
-    return canonical_or_none(kind, spec) if quiet else canonical_spec(kind, spec)
-
-
-def _paired_values(
-    rows: dict[str, Any], a: Cell, b: Cell
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """A's and B's values over the questions both have (rows of one setting and scoring)."""
-    found: dict[Cell, dict[str, float]] = {a: {}, b: {}}
-    for cell, question, value in zip(
-        rows["cells"], rows["question_id"], rows["value"], strict=True
-    ):
-        if cell in found:
-            found[cell][question] = float(value)
-    common = [q for q in found[a] if q in found[b]]
-    if not common:
-        raise ConfigError(
-            "The two cells share no question.", "Compare cells run on the same dataset."
-        )
-    return (
-        np.array([found[a][q] for q in common]),
-        np.array([found[b][q] for q in common]),
-    )
-
-
-def _verdict(
-    result: PairedComparison, metric: str, alpha: float, needed: QuestionsNeeded | None = None
-) -> str:
-    """The verdict line: better or worse when the test rejects; "inconclusive" when it cannot
-    but the interval excludes zero or more questions are needed than there are; "tied" only
-    when the interval holds zero and no realistic number of questions would separate them."""
-    direction = METRICS[metric].direction
-    label = METRICS[metric].label
-    kind = verdict_of(result.p_permutation, result.ci_low, result.ci_high, result.n, needed, alpha)
-    if kind == "untestable" or result.p_permutation is None:
-        return (
-            f"cannot tell: a {label} value is missing (NaN) for some question, so no test "
-            "can be computed; rerun the cells that produced it"
-        )
-    p = result.p_permutation
-    if kind == "significant":
-        better = (result.difference > 0) == (direction == "higher")
-        return (
-            f"A is {'better' if better else 'worse'} than B on {label} by "
-            f"{100 * abs(result.difference):.2f} points (p = {p:.3g})"
-        )
-    # With n questions the smallest two-sided sign-flip p-value is 2 / 2^m, m the questions
-    # whose values differ (a tied question flips to itself).
-    differ = result.wins + result.losses
-    few = ""
-    if 2.0 ** (1 - differ) >= alpha:
-        few = (
-            f"; {result.n} question{'s' * (result.n != 1)}: no test on so few can reach "
-            f"p < {alpha:g}"
-            if differ == result.n
-            else f"; only {differ} of the {result.n} questions differ, and no test on so few "
-            f"can reach p < {alpha:g}"
-        )
-    if kind == "tied":
-        return (
-            f"no detectable difference in {label} (p = {p:.3g} >= {alpha:g}{few}): treat A and "
-            "B as tied on these questions"
-        )
-    interval = f"[{100 * result.ci_low:+.2f}, {100 * result.ci_high:+.2f}]"
-    why = (
-        f"the {100 * result.level:.0f}% interval {interval} excludes zero"
-        if result.ci_low > 0 or result.ci_high < 0
-        else f"the {100 * result.level:.0f}% interval {interval} is too wide to call a tie"
-    )
-    if needed is not None and needed.n is not None:
-        more = (
-            f"about {needed.n:,} paired questions are needed to detect a difference this large "
-            f"({100 * needed.power:.0f}% power), and there are {result.n}"
-        )
-    else:
-        more = f"more paired questions are needed than the {result.n} there are"
-    return (
-        f"inconclusive on {label}: the test cannot reject a tie (p = {p:.3g} >= {alpha:g}{few}), "
-        f"but {why}: {more}. Do not read it as a tie"
-    )
-
-
-def _print(
-    result: PairedComparison,
-    a: Cell,
-    b: Cell,
-    metric: str,
-    retrieval: str,
-    scoring: Scoring,
-    verdict: str,
-    settings: tuple[str, str] | None = None,
-) -> None:
-    where = "at two retrieval settings" if settings else f"with {retrieval}"
-    title = f"{a[0]}: {METRICS[metric].label} {where}, {result.n} paired question"
+def _print(found: CellComparison) -> None:
+    result, a, b, settings = found.result, found.a, found.b, found.settings
+    where = "at two retrieval settings" if settings else f"with {found.retrieval}"
+    title = f"{a[0]}: {METRICS[found.metric].label} {where}, {result.n} paired question"
     title += "s" * (result.n != 1)
-    if not scoring.is_default:
-        title += f" ({scoring.label})"
+    if not found.scoring.is_default:
+        title += f" ({found.scoring.label})"
     table = Table(title=title)
     table.add_column("", style="bold")
     table.add_column("retrieval" if settings else "cell")
     table.add_column("mean", justify="right")
-    names = (_short_setting(settings[0]), _short_setting(settings[1])) if settings else None
-    table.add_row("A", names[0] if names else _short(a), f"{100 * result.mean_a:.2f}")
-    table.add_row("B", names[1] if names else _short(b), f"{100 * result.mean_b:.2f}")
+    names = (short("retrieval", settings[0]), short("retrieval", settings[1])) if settings else None
+    table.add_row("A", names[0] if names else _cell(a), f"{100 * result.mean_a:.2f}")
+    table.add_row("B", names[1] if names else _cell(b), f"{100 * result.mean_b:.2f}")
     console = Console()
     if settings:
-        console.print(f"cell: {_short(a)}", markup=False, highlight=False)
+        console.print(f"cell: {_cell(a)}", markup=False, highlight=False)
     console.print(table)
     console.print(
         f"A - B = {100 * result.difference:+.2f} points, {100 * result.level:.0f}% interval "
@@ -598,7 +159,7 @@ def _print(
         f"flips), t-test p = {_p(result.p_ttest)}, Wilcoxon p = {_p(result.p_wilcoxon)}; "
         f"A wins {result.wins}, ties {result.ties}, loses {result.losses}"
     )
-    console.print(f"[bold]verdict:[/] {verdict}")
+    console.print(f"[bold]verdict:[/] {found.verdict}")
 
 
 def questions_line(needed: QuestionsNeeded, n: int) -> str:
@@ -620,14 +181,5 @@ def _p(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}"
 
 
-def _short(cell: Cell) -> str:
-    from chunkmark.chunkers import CHUNKERS
-    from chunkmark.embedders import EMBEDDERS
-
-    return f"{CHUNKERS.short(cell[1])} x {EMBEDDERS.short(cell[2])}"
-
-
-def _short_setting(spec: str) -> str:
-    from chunkmark.retrieval import RETRIEVAL
-
-    return RETRIEVAL.short(spec)
+def _cell(cell: Cell) -> str:
+    return f"{short('chunker', cell[1])} x {short('embedder', cell[2])}"

@@ -15,113 +15,128 @@ def register(app: typer.Typer) -> None:
     app.command("label")(label)
 
 
+FolderOption = Annotated[
+    Path,
+    typer.Argument(
+        help="A dataset folder (documents.jsonl) or a corpus folder (corpora/ as datasets "
+        "import writes it, or .md/.txt files). Questions are written to its questions.jsonl.",
+        show_default=False,
+        metavar="DATASET_OR_CORPUS",
+    ),
+]
+QueriesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--queries",
+        help="Real queries to step through: .txt (one per line), .csv (a column) or .jsonl.",
+        show_default=False,
+    ),
+]
+ColumnOption = Annotated[
+    str | None,
+    typer.Option(
+        "--column",
+        help="The CSV column or JSONL key holding the queries. [default: query, question or text]",
+        show_default=False,
+    ),
+]
+PortOption = Annotated[
+    int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")
+]
+NoBrowserOption = Annotated[
+    bool, typer.Option("--no-browser", help="Print the address instead of opening it.")
+]
+EmbedderOption = Annotated[
+    str,
+    typer.Option(
+        "--embedder",
+        help="Embedder spec for the dense and hybrid suggestions; none for BM25 alone. "
+        "[default: auto: model2vec() when the distilled MiniLM is cached, else MiniLM]",
+        show_default=False,
+    ),
+]
+ChunkerOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--chunker",
+        "-c",
+        help="A chunking to pool, repeatable. [default: sentences(n=3), recursive(size=256), "
+        "recursive(size=512), paragraphs(), recursive(size=1024)]",
+        show_default=False,
+    ),
+]
+RankerOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ranker",
+        help="A ranker to pool over every chunking, repeatable: bm25, dense, hybrid. "
+        "[default: all three]",
+        show_default=False,
+    ),
+]
+PassageCharsOption = Annotated[
+    int,
+    typer.Option(
+        "--passage-chars", min=1, help="The longest passage that merging chunks may suggest."
+    ),
+]
+MaxCharsOption = Annotated[
+    int,
+    typer.Option("--max-chars", min=1, help="The longest document the page accepts."),
+]
+ImportLabelStudioOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--import-label-studio",
+        help="Add the spans of a Label Studio JSON export to the folder's questions (each "
+        "checked), then serve the page.",
+        show_default=False,
+    ),
+]
+ExportLabelStudioOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--export-label-studio",
+        help="Write the folder's questions as a Label Studio JSON export to this file and "
+        "exit (no page).",
+        show_default=False,
+    ),
+]
+ImportArgillaOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--import-argilla",
+        help="Add the spans of Argilla records (dataset.records.to_json) to the folder's "
+        "questions (each checked), then serve the page.",
+        show_default=False,
+    ),
+]
+ExportArgillaOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--export-argilla",
+        help="Write the folder's questions as Argilla records (their excerpts as the "
+        "suggestions of a span question named evidence) to this file and exit (no page).",
+        show_default=False,
+    ),
+]
+
+
 def label(
-    folder: Annotated[
-        Path,
-        typer.Argument(
-            help="A dataset folder (documents.jsonl) or a corpus folder (corpora/ as datasets "
-            "import writes it, or .md/.txt files). Questions are written to its questions.jsonl.",
-            show_default=False,
-            metavar="DATASET_OR_CORPUS",
-        ),
-    ],
-    queries: Annotated[
-        Path | None,
-        typer.Option(
-            "--queries",
-            help="Real queries to step through: .txt (one per line), .csv (a column) or .jsonl.",
-            show_default=False,
-        ),
-    ] = None,
-    column: Annotated[
-        str | None,
-        typer.Option(
-            "--column",
-            help="The CSV column or JSONL key holding the queries. [default: query, question or "
-            "text]",
-            show_default=False,
-        ),
-    ] = None,
-    port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="Port on 127.0.0.1 (0: any free one).")
-    ] = 0,
-    no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="Print the address instead of opening it.")
-    ] = False,
-    embedder: Annotated[
-        str,
-        typer.Option(
-            "--embedder",
-            help="Embedder spec for the dense and hybrid suggestions; none for BM25 alone. "
-            "[default: auto: model2vec() when the distilled MiniLM is cached, else MiniLM]",
-            show_default=False,
-        ),
-    ] = "auto",
-    chunker: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--chunker",
-            "-c",
-            help="A chunking to pool, repeatable. [default: sentences(n=3), recursive(size=256), "
-            "recursive(size=512), paragraphs(), recursive(size=1024)]",
-            show_default=False,
-        ),
-    ] = None,
-    ranker: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--ranker",
-            help="A ranker to pool over every chunking, repeatable: bm25, dense, hybrid. "
-            "[default: all three]",
-            show_default=False,
-        ),
-    ] = None,
-    passage_chars: Annotated[
-        int,
-        typer.Option(
-            "--passage-chars", min=1, help="The longest passage that merging chunks may suggest."
-        ),
-    ] = 3000,
-    max_chars: Annotated[
-        int,
-        typer.Option("--max-chars", min=1, help="The longest document the page accepts."),
-    ] = 2_000_000,
-    import_label_studio: Annotated[
-        Path | None,
-        typer.Option(
-            "--import-label-studio",
-            help="Add the spans of a Label Studio JSON export to the folder's questions (each "
-            "checked), then serve the page.",
-            show_default=False,
-        ),
-    ] = None,
-    export_label_studio: Annotated[
-        Path | None,
-        typer.Option(
-            "--export-label-studio",
-            help="Write the folder's questions as a Label Studio JSON export to this file and "
-            "exit (no page).",
-            show_default=False,
-        ),
-    ] = None,
-    import_argilla: Annotated[
-        Path | None,
-        typer.Option(
-            "--import-argilla",
-            help="Add the spans of Argilla records (dataset.records.to_json) to the folder's "
-            "questions (each checked), then serve the page.",
-            show_default=False,
-        ),
-    ] = None,
-    export_argilla: Annotated[
-        Path | None,
-        typer.Option(
-            "--export-argilla",
-            help="Write the folder's questions as Argilla records (their excerpts as the "
-            "suggestions of a span question named evidence) to this file and exit (no page).",
-            show_default=False,
-        ),
-    ] = None,
+    folder: FolderOption,
+    queries: QueriesOption = None,
+    column: ColumnOption = None,
+    port: PortOption = 0,
+    no_browser: NoBrowserOption = False,
+    embedder: EmbedderOption = "auto",
+    chunker: ChunkerOption = None,
+    ranker: RankerOption = None,
+    passage_chars: PassageCharsOption = 3000,
+    max_chars: MaxCharsOption = 2_000_000,
+    import_label_studio: ImportLabelStudioOption = None,
+    export_label_studio: ExportLabelStudioOption = None,
+    import_argilla: ImportArgillaOption = None,
+    export_argilla: ExportArgillaOption = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
 ) -> None:
@@ -135,7 +150,6 @@ def label(
     docs/label.md.
     """
     import importlib.util
-    import webbrowser
 
     from rich.console import Console
 
@@ -146,11 +160,10 @@ def label(
             "chunkmark label needs starlette and uvicorn, which are not installed.",
             "pip install 'chunkmark[label]'",
         )
-    import uvicorn
-
     from chunkmark.label.pool import DEFAULT_CHUNKERS, RANKERS
     from chunkmark.label.server import create_app
     from chunkmark.label.session import build_embedder, open_session
+    from chunkmark.service.labels import interchange
 
     console = Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
     for tool, source, target in (
@@ -158,7 +171,7 @@ def label(
         ("argilla", import_argilla, export_argilla),
     ):
         if source is not None or target is not None:
-            _interop(tool, folder, max_chars, source, target, console.print)
+            interchange(tool, folder, max_chars, source, target, console.print)
     if export_label_studio is not None or export_argilla is not None:
         return
     session = open_session(
@@ -177,58 +190,7 @@ def label(
         f"{len(session.pool.documents)} documents, {counts.answered} questions labeled, "
         f"{counts.unanswered} not answered, {len(session.queries)} queries to step through"
     )
-    config = uvicorn.Config(create_app(session), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-
-    def opened() -> None:
-        address = f"http://127.0.0.1:{_bound_port(server, port)}/"
-        console.print(f"labeling {session.folder} at {address} (Ctrl-C to stop)")
-        if not no_browser:
-            webbrowser.open(address)
-
-    _serve(server, opened)
-
-
-def _interop(
-    tool: str, folder: Path, max_chars: int, source: Path | None, target: Path | None, say: Any
-) -> None:
-    """Import an export of ``tool`` (label-studio, argilla) into the folder's questions, or
-    export them."""
-    import json
-
-    from chunkmark.errors import ChunkmarkError
-    from chunkmark.files import write_bytes_atomic
-    from chunkmark.label import interop
-    from chunkmark.label.store import QuestionStore, open_documents
-
-    studio = tool == "label-studio"
-    read = interop.from_label_studio if studio else interop.from_argilla
-    write = interop.to_label_studio if studio else interop.to_argilla
-    documents = open_documents(folder, max_chars)
-    store = QuestionStore(folder, documents)
-    texts = {d.id: d.text for d in documents}
-    if source is not None:
-        try:
-            exported = json.loads(source.read_text("utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ChunkmarkError(
-                f"{source}: cannot be read as JSON ({exc}).",
-                "Export the Label Studio project as JSON (not JSON-MIN or CSV)."
-                if studio
-                else "Export the records with dataset.records.to_json(path).",
-            ) from None
-        taken = {q["id"] for q in store.questions()}
-        imported = read(exported, texts, str(source))
-        for q in imported:
-            spans = [(e["start"], e["end"]) for e in q["excerpts"]]
-            qid = q["id"] if q["id"] not in taken else None
-            store.save(q["question"], q["doc_id"], spans, qid=qid, metadata={"from": tool})
-        say(f"imported {len(imported)} questions from {source}")
-    if target is not None:
-        data = write(store.questions(), texts)
-        write_bytes_atomic(target, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode())
-        kind = "Label Studio tasks" if studio else "Argilla records"
-        say(f"wrote {len(data)} {kind} to {target}")
+    _serve(create_app(session), port, f"labeling {session.folder} at", no_browser, console.print)
 
 
 def _bound_port(server: object, asked: int) -> int:
@@ -238,16 +200,24 @@ def _bound_port(server: object, asked: int) -> int:
     return asked
 
 
-def _serve(server: object, opened: object) -> None:
-    """Run ``server`` and call ``opened`` once it listens."""
+def _serve(app: Any, port: int, what: str, no_browser: bool, say: Any) -> None:
+    """Serve ``app`` on 127.0.0.1:``port``; once it listens, say where (and open a browser)."""
     import asyncio
+    import webbrowser
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
 
     async def main() -> None:
-        task = asyncio.create_task(server.serve())  # type: ignore[attr-defined]
-        while not getattr(server, "started", False) and not task.done():
+        task = asyncio.create_task(server.serve())
+        while not server.started and not task.done():
             await asyncio.sleep(0.05)
-        if getattr(server, "started", False):
-            opened()  # type: ignore[operator]
+        if server.started:
+            address = f"http://127.0.0.1:{_bound_port(server, port)}/"
+            say(f"{what} {address} (Ctrl-C to stop)")
+            if not no_browser:
+                webbrowser.open(address)
         await task
 
     asyncio.run(main())

@@ -2,9 +2,10 @@
 an agent list components, preview a chunking, plan a grid's cost, run it under a cost cap and
 poll it, read the recommendation with its intervals, compare two cells and find the report.
 
-The tools answer with :mod:`chunkmark.cli.mcp_tools`; this module is the SDK's side: each
-answer is sent as structured content and as its JSON text, at most
-:data:`~chunkmark.cli.mcp_tools.REPLY_LIMIT` bytes in all; a ChunkmarkError is a structured
+The tools answer with the library functions the command line calls too
+(:mod:`chunkmark.service`); this module is the SDK's side: each answer is sent as structured
+content and as its JSON text, at most :data:`~chunkmark.service.replies.REPLY_LIMIT` bytes in
+all; a ChunkmarkError is a structured
 error reply (``isError``) with its one line and fix, and the server goes on serving. Blocking
 work runs in worker threads; a run runs in a background thread of its own.
 """
@@ -22,10 +23,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from chunkmark.cli import mcp_tools as tools
-from chunkmark.cli.mcp_tools import Grid, Payload, Runs
 from chunkmark.cli.options import help_text
 from chunkmark.errors import ChunkmarkError
+from chunkmark.report.compare import compare_cells as paired_comparison  # a tool has its name
+from chunkmark.service import catalog, reading
+from chunkmark.service.replies import Payload, dumps, error_payload, fit, jsonable
+from chunkmark.service.runs import Grid, Job, Runs, plan
 
 INSTRUCTIONS = """chunkmark measures which chunking strategy and embedding model retrieve the text
 a set of questions needs, with 95% intervals and paired tests, and what each costs.
@@ -94,13 +97,13 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 def reply(payload: Payload) -> CallToolResult:
     """``payload`` as a tool result (structured, and as JSON text), cut to fit the limit."""
-    fitted = tools.fit(tools.jsonable(payload), reply_size)
+    fitted = fit(jsonable(payload), reply_size)
     return _result(fitted)
 
 
 def _result(payload: Payload, is_error: bool = False) -> CallToolResult:
     return CallToolResult(
-        content=[TextContent(type="text", text=tools.dumps(payload))],
+        content=[TextContent(type="text", text=dumps(payload))],
         structured_content=payload,
         is_error=is_error,
     )
@@ -112,8 +115,9 @@ def reply_size(payload: Payload) -> int:
 
 
 def error_reply(exc: BaseException) -> CallToolResult:
-    """A structured error reply (``isError``): see :func:`~chunkmark.cli.mcp_tools.error_payload`."""
-    payload = tools.fit(tools.jsonable(tools.error_payload(exc)), reply_size)
+    """A structured error reply (``isError``): see
+    :func:`~chunkmark.service.replies.error_payload`."""
+    payload = fit(jsonable(error_payload(exc)), reply_size)
     return _result(payload, is_error=True)
 
 
@@ -139,10 +143,21 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         log_level="WARNING",
     )
 
-    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """``server.tool`` described by the function's docstring, each paragraph on one line
-        (the SDK passes the indented source lines on as they are)."""
+    tool = _described(server)
+    _grid_tools(tool, runs)
+    _run_tools(tool, runs)
+    _reading_tools(tool, runs)
+    return server
 
+
+Tool = Callable[[ToolAnnotations], Callable[[Callable[..., Any]], Callable[..., Any]]]
+
+
+def _described(server: MCPServer[Any]) -> Tool:
+    """``server.tool`` described by the function's docstring, each paragraph on one line (the
+    SDK passes the indented source lines on as they are)."""
+
+    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         def register(function: Callable[..., Any]) -> Callable[..., Any]:
             described = server.tool(
                 annotations=annotations, description=help_text(function.__doc__)
@@ -150,6 +165,12 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
             return described(function)
 
         return register
+
+    return tool
+
+
+def _grid_tools(tool: Tool, runs: Runs) -> None:
+    """list_components, preview_chunks and plan_grid: what a grid can hold and would cost."""
 
     @tool(READ_ONLY)
     async def list_components(
@@ -165,7 +186,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         """The components a grid can use: chunkers, embedders, retrieval settings, rankers and
         metrics. Without kind, their names; with kind, each one's summary; with kind and name,
         that one in full: its spec signature (parameters and defaults) and traits."""
-        return await answer(partial(tools.components, kind, name))
+        return await answer(partial(catalog.components, kind, name))
 
     @tool(READ_ONLY)
     async def preview_chunks(
@@ -183,7 +204,7 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         their token counts (cl100k_base: total, min, median, mean, max) and the first few
         chunks with their character spans."""
         return await answer(
-            partial(tools.preview, file, chunker, embedder, show, chars, runs.cache_dir)
+            partial(reading.preview, file, chunker, embedder, show, chars, runs.cache_dir)
         )
 
     @tool(READ_ONLY)
@@ -202,7 +223,11 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         (dataset x chunker x embedder), per embedder the texts and tokens to embed, the cached
         share and the dollars, per LLM chunker its calls and dollars, and the total."""
         grid = Grid(datasets, chunkers, embedders, retrieval, k, experiment)
-        return await answer(partial(tools.plan, grid, max_cost, runs.cache_dir))
+        return await answer(partial(plan, grid, max_cost, runs.cache_dir))
+
+
+def _run_tools(tool: Tool, runs: Runs) -> None:
+    """start_run and run_status: a run in the background, polled by id."""
 
     @tool(ToolAnnotations(destructive_hint=False, open_world_hint=True))
     async def start_run(
@@ -257,6 +282,10 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         await _wait(job, wait_seconds, ctx)
         return reply(job.status())
 
+
+def _reading_tools(tool: Tool, runs: Runs) -> None:
+    """recommend, compare_cells and report_path: what a finished run says."""
+
     @tool(READ_ONLY)
     async def recommend(
         run: Run,
@@ -284,7 +313,9 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         a retrieved-token budget."""
 
         def work() -> Payload:
-            return tools.recommendation(runs.folder(run), metric, retrieval, k, max_context_tokens)
+            return reading.recommendation(
+                runs.folder(run), metric, retrieval, k, max_context_tokens
+            )
 
         return await answer(work)
 
@@ -311,9 +342,11 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
         it), wins/ties/losses and a verdict, as `chunkmark compare --json` gives them."""
 
         def work() -> Payload:
-            return tools.comparison(
-                [runs.folder(run)], a, b, metric, retrieval, k, pick_chunker, pick_embedder, dataset
-            )
+            pair = paired_comparison(
+                [runs.folder(run)], a, b, metric=metric, retrieval=retrieval, k=k, dataset=dataset,
+                chunker=pick_chunker, embedder=pick_embedder,
+            )  # fmt: skip
+            return pair.to_dict()
 
         return await answer(work)
 
@@ -321,12 +354,10 @@ def build_server(runs_dir: Path, cache_dir: Path | None = None) -> MCPServer[Any
     async def report_path(run: Run) -> CallToolResult:
         """The path of a run's report.html (every cell, plots, the inspector) and of its
         files; why there is no report when there is none."""
-        return await answer(lambda: tools.report_files(runs.folder(run)))
-
-    return server
+        return await answer(lambda: reading.report_files(runs.folder(run)))
 
 
-async def _wait(job: tools.Job, seconds: float, ctx: Context) -> None:
+async def _wait(job: Job, seconds: float, ctx: Context) -> None:
     """Wait until ``job`` ends or ``seconds`` pass, reporting its cells as progress."""
     deadline = time.monotonic() + min(seconds, WAIT_LIMIT)
     said = -1

@@ -15,20 +15,11 @@ The grammar the commands follow:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
-from chunkmark.errors import ConfigError
-from chunkmark.experiments.config import (
-    DEFAULT_DATASET,
-    ExperimentConfig,
-    load_config,
-    make_config,
-    parse_k,
-)
-
-T = TypeVar("T")
+from chunkmark.experiments.config import DEFAULT_DATASET
 
 EXPERIMENT_HELP = "Experiment YAML (keys: datasets, chunkers, embedders, retrieval, ...)."
 ConfigFile = Annotated[
@@ -153,6 +144,12 @@ Permutations = Annotated[
         callback=_enough_permutations,
     ),
 ]
+RunOut = Annotated[
+    Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
+]
+BootstrapSeed = Annotated[
+    int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
+]
 NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/report.html.")]
 
 
@@ -208,37 +205,12 @@ RecommendRetrieval = Annotated[
 ]
 
 
-def recommended_retrieval(config: ExperimentConfig, asked: str | None) -> str | None:
-    """The setting the run's recommendation reads: ``--pick-retrieval`` (one of the grid's
-    settings, else a ConfigError naming them), else the file's ``recommend.retrieval``."""
-    if asked is None:
-        return config.recommend.retrieval
-    from chunkmark.report.settings import match_retrieval
-
-    settings = config.retrieval_specs()
-    try:
-        return match_retrieval(asked, settings, ConfigError)
-    except ConfigError:
-        raise ConfigError(
-            f"--pick-retrieval {asked!r} is not one of the grid's retrieval settings: "
-            f"{', '.join(settings)}.",
-            "Pick one of them, or add it to the grid with --retrieval.",
-        ) from None
-
-
-def recommended_metric(config: ExperimentConfig, asked: str | None) -> str | None:
-    """The metric the run's recommendation reads: ``--metric``, else ``recommend.metric``."""
-    if asked is None:
-        return config.recommend.metric
-    from chunkmark.metrics import METRICS
-
-    if asked not in METRICS:
-        raise ConfigError(
-            f"--metric {asked!r} is not a metric.", f"Use one of: {', '.join(METRICS.names())}."
-        )
-    return asked
-
-
+PickDataset = Annotated[
+    str | None,
+    typer.Option(
+        "--pick-dataset", help="The dataset, when the runs hold several.", show_default=False
+    ),
+]
 PickK = Annotated[
     str | None,
     typer.Option(
@@ -249,33 +221,6 @@ PickK = Annotated[
 ]
 
 
-def old_spelling(flag: str) -> Any:
-    """A deprecated spelling of an option, hidden from help; :func:`renamed` reads it."""
-    return typer.Option(flag, hidden=True, show_default=False)
-
-
-def renamed(command: str, new_flag: str, new: T, old_flag: str, old: T | None) -> T:
-    """The value of ``new_flag``, or of its deprecated spelling ``old_flag`` with a one-line note
-    on stderr; both given is an error unless they agree."""
-    if old is None:
-        return new
-    if new is not None and new != old:
-        raise ConfigError(
-            f"{old_flag} and {new_flag} were both given to `chunkmark {command}`.",
-            f"Give only {new_flag}: {old_flag} is its deprecated spelling.",
-        )
-    typer.echo(deprecation_note(command, old_flag, new_flag), err=True)
-    return old
-
-
-def deprecation_note(command: str, old: str, new: str) -> str:
-    """The one line printed when a deprecated spelling is used."""
-    return (
-        f"note: `chunkmark {command} {old}` is deprecated and stops working in the next "
-        f"release; use {new}."
-    )
-
-
 def help_text(text: str | None) -> str:
     """A docstring as command help: each paragraph on one line, so the terminal's width (not
     the source's line breaks) decides where lines end."""
@@ -283,27 +228,3 @@ def help_text(text: str | None) -> str:
 
     paragraphs = inspect.cleandoc(text or "").split("\n\n")
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
-
-
-def experiment(
-    config_file: Path | None, no_cache: bool = False, **overrides: Any
-) -> ExperimentConfig:
-    """The experiment file (or the defaults) with the options given on the command line: a
-    ``None`` or empty option leaves the file's value."""
-    given = {k: v for k, v in overrides.items() if v is not None and v != [] and v != {}}
-    if "k" in given and "retrieval" in given:
-        raise ConfigError(
-            "--k cannot be combined with --retrieval: --k sets the depths of the default "
-            "top_k retrieval, and --retrieval replaces that default.",
-            f"Give the depths as one more --retrieval: --retrieval '{top_k_spec(given['k'])}'.",
-        )
-    if no_cache:
-        given["no_cache"] = True
-    return load_config(config_file, given) if config_file else make_config(given)
-
-
-def top_k_spec(k: str) -> str:
-    """The ``top_k`` retrieval spec of ``--k`` values, to write in single quotes on a command
-    line: ``5`` -> ``top_k(k=5)``, ``1,min`` -> ``top_k(k=[1, "min"])``."""
-    values = [f'"{v}"' if isinstance(v, str) else str(v) for v in parse_k(k)]
-    return f"top_k(k={values[0]})" if len(values) == 1 else f"top_k(k=[{', '.join(values)}])"

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chunkmark.cli import options
+from chunkmark.service.runs import Grid
 
 if TYPE_CHECKING:
     from chunkmark.experiments.plan import EmbedderPlan, LLMChunkerPlan, Plan
@@ -51,17 +52,9 @@ def plan(
     from chunkmark.answers.analysis import answer_analyses
     from chunkmark.experiments.plan import check_budget, plan_grid
 
-    config = options.experiment(
-        config_file,
-        no_cache,
-        datasets=dataset,
-        chunkers=chunker,
-        embedders=embedder,
-        k=k,
-        retrieval=retrieval,
-        max_cost=max_cost,
-        price_file=prices,
-        cache_dir=cache_dir,
+    grid = Grid(dataset, chunker, embedder, retrieval, k, config_file)
+    config = grid.config(
+        no_cache=no_cache, max_cost=max_cost, price_file=prices, cache_dir=cache_dir
     )
     result = plan_grid(config, answer_analyses(config))
     if as_json:

@@ -21,7 +21,7 @@ from chunkmark.relations.redocred import (
 )
 
 if TYPE_CHECKING:
-    from chunkmark.relations.extract import ExtractionEstimate
+    from chunkmark.relations.extract import ExtractionEstimate, LLMExtractor
     from chunkmark.relations.silver import SilverStats
 
 
@@ -38,94 +38,106 @@ def register(app: typer.Typer) -> typer.Typer:
     return group
 
 
+OutOption = Annotated[
+    Path,
+    typer.Option("--out", help="Folder to write the relation set into.", show_default=False),
+]
+RedocredOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--redocred",
+        help="A Re-DocRED file (e.g. test_revised.json). Without it the test split is "
+        "downloaded from github.com/tonytan48/Re-DocRED into the cache.",
+        show_default=False,
+    ),
+]
+RelInfoOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--rel-info",
+        help=f"Property id -> label file (default: {REL_INFO_FILE} beside --redocred).",
+        show_default=False,
+    ),
+]
+DocsOption = Annotated[
+    int | None,
+    typer.Option("--docs", min=1, help="Documents to draw (default: all).", show_default=False),
+]
+SeedOption = Annotated[
+    int,
+    typer.Option(
+        "--seed", help="Random seed for drawing and order; with --silver, the LLM's seed."
+    ),
+]
+DocsPerCorpusOption = Annotated[
+    int,
+    typer.Option("--docs-per-corpus", min=1, help="Documents joined into each corpus file."),
+]
+ForceOption = Annotated[bool, typer.Option("--force", help="Write into a non-empty --out folder.")]
+SilverOption = Annotated[
+    str | None,
+    typer.Option(
+        "--silver",
+        metavar="DATASET",
+        help="Build a silver set from this dataset (a folder, or a built-in name such as "
+        "demo) instead of Re-DocRED: relations are those --llm extracts from each "
+        "question's excerpts.",
+        show_default=False,
+    ),
+]
+LlmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        metavar="SPEC",
+        help="With --silver: the LLM that extracts, e.g. \"openai(model='gpt-4o-mini')\".",
+        show_default=False,
+    ),
+]
+GleaningsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--gleanings",
+        min=0,
+        max=2,
+        help="With --silver: extra rounds asking for missed records, 0 (the default) to 2.",
+        show_default=False,
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="With --silver: print the calls, tokens and cost of extracting; ask nothing, "
+        "write nothing.",
+    ),
+]
+MaxCallsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-calls",
+        min=0,
+        help="With --silver: stop before sending more than this many LLM requests.",
+        show_default=False,
+    ),
+]
+
+
 def prepare(
-    out: Annotated[
-        Path,
-        typer.Option("--out", help="Folder to write the relation set into.", show_default=False),
-    ],
-    redocred: Annotated[
-        Path | None,
-        typer.Option(
-            "--redocred",
-            help="A Re-DocRED file (e.g. test_revised.json). Without it the test split is "
-            "downloaded from github.com/tonytan48/Re-DocRED into the cache.",
-            show_default=False,
-        ),
-    ] = None,
-    rel_info: Annotated[
-        Path | None,
-        typer.Option(
-            "--rel-info",
-            help=f"Property id -> label file (default: {REL_INFO_FILE} beside --redocred).",
-            show_default=False,
-        ),
-    ] = None,
-    docs: Annotated[
-        int | None,
-        typer.Option("--docs", min=1, help="Documents to draw (default: all).", show_default=False),
-    ] = None,
-    seed: Annotated[
-        int,
-        typer.Option(
-            "--seed", help="Random seed for drawing and order; with --silver, the LLM's seed."
-        ),
-    ] = 0,
-    docs_per_corpus: Annotated[
-        int,
-        typer.Option("--docs-per-corpus", min=1, help="Documents joined into each corpus file."),
-    ] = DEFAULT_DOCS_PER_CORPUS,
-    force: Annotated[
-        bool, typer.Option("--force", help="Write into a non-empty --out folder.")
-    ] = False,
-    silver: Annotated[
-        str | None,
-        typer.Option(
-            "--silver",
-            metavar="DATASET",
-            help="Build a silver set from this dataset (a folder, or a built-in name such as "
-            "demo) instead of Re-DocRED: relations are those --llm extracts from each "
-            "question's excerpts.",
-            show_default=False,
-        ),
-    ] = None,
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            metavar="SPEC",
-            help="With --silver: the LLM that extracts, e.g. \"openai(model='gpt-4o-mini')\".",
-            show_default=False,
-        ),
-    ] = None,
-    gleanings: Annotated[
-        int | None,
-        typer.Option(
-            "--gleanings",
-            min=0,
-            max=2,
-            help="With --silver: extra rounds asking for missed records, 0 (the default) to 2.",
-            show_default=False,
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="With --silver: print the calls, tokens and cost of extracting; ask nothing, "
-            "write nothing.",
-        ),
-    ] = False,
+    out: OutOption,
+    redocred: RedocredOption = None,
+    rel_info: RelInfoOption = None,
+    docs: DocsOption = None,
+    seed: SeedOption = 0,
+    docs_per_corpus: DocsPerCorpusOption = DEFAULT_DOCS_PER_CORPUS,
+    force: ForceOption = False,
+    silver: SilverOption = None,
+    llm: LlmOption = None,
+    gleanings: GleaningsOption = None,
+    dry_run: DryRunOption = False,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
-    max_calls: Annotated[
-        int | None,
-        typer.Option(
-            "--max-calls",
-            min=0,
-            help="With --silver: stop before sending more than this many LLM requests.",
-            show_default=False,
-        ),
-    ] = None,
+    max_calls: MaxCallsOption = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
 ) -> None:
@@ -146,20 +158,26 @@ def prepare(
     """
     if silver is not None:
         _refuse_redocred_options(redocred, rel_info, docs)
-        _prepare_silver(
-            silver,
-            out,
-            llm=llm,
+        if llm is None:
+            raise ConfigError(
+                "--silver needs the LLM that extracts the relations.",
+                "Add --llm SPEC, e.g. --llm \"openai(model='gpt-4o-mini')\".",
+            )
+        if not dry_run:
+            _check_out(out, force)
+        from chunkmark.relations.silver import silver_extractor
+
+        extractor = silver_extractor(
+            llm,
             gleanings=gleanings or 0,
-            dry_run=dry_run,
-            max_cost=max_cost,
-            prices=prices,
-            max_calls=max_calls,
             cache_dir=cache_dir,
             no_cache=no_cache,
+            max_calls=max_calls,
+            max_cost=None if dry_run else max_cost,
             seed=seed,
-            force=force,
+            price_file=prices,
         )
+        _prepare_silver(silver, out, extractor, dry_run=dry_run, max_cost=max_cost)
         return
     _refuse_silver_options(
         llm=llm,
@@ -175,12 +193,7 @@ def prepare(
     console = Console(soft_wrap=True, highlight=False)
     source = redocred if redocred is not None else ensure_redocred(progress=console.print)
     relation_set, stats = prepare_redocred(
-        source,
-        out,
-        rel_info=rel_info,
-        docs=docs,
-        seed=seed,
-        docs_per_corpus=docs_per_corpus,
+        source, out, rel_info=rel_info, docs=docs, seed=seed, docs_per_corpus=docs_per_corpus
     )
     console.print(_counts_table(stats))
     console.print(
@@ -226,41 +239,12 @@ def _refuse_silver_options(**given: object) -> None:
 
 
 def _prepare_silver(
-    source: str,
-    out: Path,
-    *,
-    llm: str | None,
-    gleanings: int,
-    dry_run: bool,
-    max_cost: float | None,
-    prices: Path | None,
-    max_calls: int | None,
-    cache_dir: Path | None,
-    no_cache: bool,
-    seed: int,
-    force: bool,
+    source: str, out: Path, extractor: LLMExtractor, *, dry_run: bool, max_cost: float | None
 ) -> None:
     from chunkmark.datasets import load_dataset
-    from chunkmark.relations.silver import estimate_silver, prepare_silver, silver_extractor
+    from chunkmark.relations.silver import estimate_silver, prepare_silver
 
-    if llm is None:
-        raise ConfigError(
-            "--silver needs the LLM that extracts the relations.",
-            "Add --llm SPEC, e.g. --llm \"openai(model='gpt-4o-mini')\".",
-        )
-    if not dry_run:
-        _check_out(out, force)
     console = Console(soft_wrap=True, highlight=False)
-    extractor = silver_extractor(
-        llm,
-        gleanings=gleanings,
-        cache_dir=cache_dir,
-        no_cache=no_cache,
-        max_calls=max_calls,
-        max_cost=None if dry_run else max_cost,
-        seed=seed,
-        price_file=prices,
-    )
     if dry_run:
         dataset = load_dataset(source)
         estimate = estimate_silver(dataset, extractor)
@@ -279,7 +263,6 @@ def _prepare_silver(
 
 
 def _estimate_table(estimate: ExtractionEstimate, questions: int) -> Table:
-    table = Table("what", "count", title=f"dry run: extracting with {estimate.model}")
     usd = "unknown price" if estimate.usd is None else f"{estimate.usd:.4f}-{estimate.usd_max:.4f}"
     rows = [
         ("questions", f"{questions:,}"),
@@ -290,13 +273,10 @@ def _estimate_table(estimate: ExtractionEstimate, questions: int) -> Table:
         ("output tokens", f"{estimate.output_tokens:,}-{estimate.output_tokens_max:,}"),
         ("USD", usd),
     ]
-    for label, value in rows:
-        table.add_row(label, value)
-    return table
+    return _what_table(f"dry run: extracting with {estimate.model}", rows)
 
 
 def _silver_table(stats: SilverStats) -> Table:
-    table = Table("what", "count", title="silver relation set")
     rows = [
         ("documents", stats.documents),
         ("questions read", stats.questions),
@@ -319,13 +299,10 @@ def _silver_table(stats: SilverStats) -> Table:
         ("relations", stats.relations),
         ("  head and tail in one sentence", stats.same_sentence),
     ]
-    for label, value in rows:
-        table.add_row(label, f"{value:,}")
-    return table
+    return _what_table("silver relation set", [(label, f"{value:,}") for label, value in rows])
 
 
 def _counts_table(stats: PrepareStats) -> Table:
-    table = Table("what", "count", title="relation set")
     rows = [
         ("documents", stats.documents),
         ("corpus files", stats.corpus_files),
@@ -341,6 +318,11 @@ def _counts_table(stats: PrepareStats) -> Table:
         ("duplicate relations skipped", stats.duplicates_skipped),
         ("self-relations skipped", stats.self_relations_skipped),
     ]
+    return _what_table("relation set", [(label, f"{value:,}") for label, value in rows])
+
+
+def _what_table(title: str, rows: list[tuple[str, str]]) -> Table:
+    table = Table("what", "count", title=title)
     for label, value in rows:
-        table.add_row(label, f"{value:,}")
+        table.add_row(label, value)
     return table

@@ -15,6 +15,9 @@ from rich.text import Text
 
 from chunkmark.cli import listing, options
 from chunkmark.errors import ConfigError
+from chunkmark.service import catalog
+from chunkmark.service.runs import Grid
+from chunkmark.specs import short
 
 RUN_HELP = """Run the grid on a relation set's dataset (as `chunkmark run` does: summary.csv,
 results.parquet, manifest.json, resumable with the same --out), then extract entity pairs from
@@ -40,71 +43,70 @@ def add_commands(group: typer.Typer) -> None:
     group.command("metrics")(list_relation_metrics)
 
 
+RelationSetOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dataset",
+        "-d",
+        metavar="RELATION_SET",
+        help="The relation-set folder (from `chunkmark relations prepare`); it replaces "
+        "the experiment's datasets.",
+        show_default=False,
+    ),
+]
+ExtractorOption = Annotated[
+    str,
+    typer.Option(
+        help="Extractor spec: 'cooccurrence' (the oracle) or 'llm(llm=..., gleanings=...)' "
+        "(see `chunkmark extractors`)."
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Print each chunker's chunks and the extractor's calls, tokens and cost; "
+        "ask and embed nothing.",
+    ),
+]
+MaxCallsOption = Annotated[
+    int | None,
+    typer.Option(help="Stop before the extractor sends more than this many LLM requests."),
+]
+
+
 def run(
     config_file: options.ConfigFile = None,
-    relation_set: Annotated[
-        Path | None,
-        typer.Option(
-            "--dataset",
-            "-d",
-            metavar="RELATION_SET",
-            help="The relation-set folder (from `chunkmark relations prepare`); it replaces "
-            "the experiment's datasets.",
-            show_default=False,
-        ),
-    ] = None,
+    relation_set: RelationSetOption = None,
     chunker: options.Chunkers = None,
     embedder: options.Embedders = None,
     k: options.Depths = None,
     retrieval: options.Retrieval = None,
-    extractor: Annotated[
-        str,
-        typer.Option(
-            help="Extractor spec: 'cooccurrence' (the oracle) or 'llm(llm=..., gleanings=...)' "
-            "(see `chunkmark extractors`)."
-        ),
-    ] = "cooccurrence",
-    out: Annotated[
-        Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
-    ] = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run",
-            help="Print each chunker's chunks and the extractor's calls, tokens and cost; "
-            "ask and embed nothing.",
-        ),
-    ] = False,
+    extractor: ExtractorOption = "cooccurrence",
+    out: options.RunOut = None,
+    dry_run: DryRunOption = False,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
-    max_calls: Annotated[
-        int | None,
-        typer.Option(help="Stop before the extractor sends more than this many LLM requests."),
-    ] = None,
+    max_calls: MaxCallsOption = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
-    ] = None,
+    seed: options.BootstrapSeed = None,
     quiet: options.Quiet = False,
-    old_second: Annotated[Path | None, typer.Argument(hidden=True, show_default=False)] = None,
 ) -> None:
     from chunkmark.relations.runner import ExtractorSetup, estimate_extraction, run_relations
 
-    config_file, relation_set = _experiment_and_set(config_file, relation_set, old_second)
-    config = options.experiment(
-        config_file,
-        no_cache,
-        datasets=[str(relation_set)],
-        chunkers=chunker,
-        embedders=embedder,
-        k=k,
-        retrieval=retrieval,
+    if relation_set is None:
+        raise ConfigError(
+            "`chunkmark relations run` needs the relation set.",
+            "Add --dataset RELATION_SET (a folder written by `chunkmark relations prepare`).",
+        )
+    config = Grid([str(relation_set)], chunker, embedder, retrieval, k, config_file).config(
+        no_cache=no_cache,
         max_cost=max_cost,
         price_file=prices,
-        out=out,
         cache_dir=cache_dir,
+        out=out,
         seed=seed,
         report=False if no_report else None,
     )
@@ -136,51 +138,12 @@ def run(
         f"({totals['cache_hits']} cached), {totals['input_tokens']:,} input and "
         f"{totals['output_tokens']:,} output tokens."
     )
-    grid = results.grid
-    failed = f", [bold red]{len(grid.failures)}[/] failed" if grid.failures else ""
-    console.print(
-        f"[bold]{grid.cells_computed}[/] cells computed, [bold]{grid.cells_resumed}[/] resumed"
-        f"{failed}. Files: {grid.out}/relations.csv, summary.csv, results.parquet, "
-        "manifest.json"
-    )
-    if grid.report_error is not None:
-        from chunkmark.cli.run import report_error_line
+    from chunkmark.cli.run import FAILED_EXIT, grid_summary
 
-        console.print(report_error_line(grid.out, grid.report_error), highlight=False)
-    if grid.failures:
-        from chunkmark.cli.run import FAILED_EXIT, failure_lines
-
-        for line in failure_lines(grid.failures):
-            console.print(line)
+    files = "relations.csv, summary.csv, results.parquet, manifest.json"
+    grid_summary(console, results.grid, "", files)
+    if results.grid.failures:
         raise typer.Exit(FAILED_EXIT)
-
-
-def _experiment_and_set(
-    experiment: Path | None, relation_set: Path | None, second: Path | None
-) -> tuple[Path | None, Path]:
-    """The experiment file and the relation set, from ``[EXPERIMENT] --dataset SET`` or the
-    deprecated ``SET [EXPERIMENT]`` (with a note)."""
-    if relation_set is None and experiment is not None and experiment.is_dir():
-        typer.echo(
-            "note: `chunkmark relations run RELATION_SET [EXPERIMENT]` is deprecated and stops "
-            "working in the next release; use chunkmark relations run [EXPERIMENT] "
-            "--dataset RELATION_SET.",
-            err=True,
-        )
-        return second, experiment
-    if second is not None:
-        raise ConfigError(
-            f"`chunkmark relations run` takes one argument, the experiment file; {second} "
-            "is one too many.",
-            "Give the relation set with --dataset: chunkmark relations run [EXPERIMENT] "
-            "--dataset RELATION_SET.",
-        )
-    if relation_set is None:
-        raise ConfigError(
-            "`chunkmark relations run` needs the relation set.",
-            "Add --dataset RELATION_SET (a folder written by `chunkmark relations prepare`).",
-        )
-    return experiment, relation_set
 
 
 def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
@@ -193,7 +156,7 @@ def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
     with_extraction = any("recall_mean" in r for r in rows)
     for (dataset, embedder, retrieval), group in groups.items():
         table = Table(
-            title=f"{dataset} x {_short('embedder', embedder)} x {_short('retrieval', retrieval)}"
+            title=f"{dataset} x {short('embedder', embedder)} x {short('retrieval', retrieval)}"
             f": relations, percent [95% interval] ({group[0]['support']} support, extractor "
             f"{group[0]['extractor']})",
             title_justify="left",
@@ -221,7 +184,7 @@ def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
             key=lambda r: (-_num(r.get("support_containment_mean")), -_num(r.get("recall_mean"))),
         )
         for r in ranked:
-            cells = [_short("chunker", r["chunker"])]
+            cells = [short("chunker", r["chunker"])]
             cells += [_with_interval(r, name) for name in columns]
             if with_extraction:
                 cells += [
@@ -244,7 +207,7 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
     for item in found:
         e = item.estimate
         if e is None:
-            name = _short("chunker", item.chunker)
+            name = short("chunker", item.chunker)
             if item.note:  # its chunks are unknown before it runs: the note says why
                 notes.append(f"{name}: {item.note}")
                 table.add_row(name, "?", *["?"] * 6)
@@ -253,7 +216,7 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
             continue
         usd = "unknown price" if e.usd is None else f"{e.usd:.4f}-{e.usd_max:.4f}"
         table.add_row(
-            _short("chunker", item.chunker),
+            short("chunker", item.chunker),
             str(item.chunks),
             str(e.texts),
             str(e.cached_calls),
@@ -270,7 +233,7 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
 
 def list_relation_metrics(as_json: options.Json = False) -> None:
     """List the relation metrics of `chunkmark relations run`: column, unit, definition."""
-    listing.show(listing.relation_metrics(), as_json)
+    listing.show(catalog.relation_metrics(), as_json)
 
 
 def _num(value: Any) -> float:
@@ -292,12 +255,3 @@ def _with_interval(row: dict[str, Any], name: str) -> str:
         return "-"
     low, high = row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
     return f"{_pct(mean)} [{_pct(low)}-{_pct(high)}]"
-
-
-def _short(kind: str, spec: str) -> str:
-    from chunkmark.chunkers import CHUNKERS
-    from chunkmark.embedders import EMBEDDERS
-    from chunkmark.retrieval import RETRIEVAL
-
-    registry: Any = {"chunker": CHUNKERS, "embedder": EMBEDDERS, "retrieval": RETRIEVAL}[kind]
-    return str(registry.short(spec))

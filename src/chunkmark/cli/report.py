@@ -80,16 +80,10 @@ def report(
             "tracking URI (needs the mlflow extra).",
         ),
     ] = None,
-    old_retrieval: Annotated[str | None, options.old_spelling("--retrieval")] = None,
-    old_k: Annotated[str | None, options.old_spelling("--k")] = None,
 ) -> None:
     """Build the HTML report and print what it recommends."""
     from chunkmark.report import ReportOptions, build_report
 
-    retrieval = options.renamed(
-        "report", "--pick-retrieval", retrieval, "--retrieval", old_retrieval
-    )
-    k = options.renamed("report", "--pick-k", k, "--k", old_k)
     if fmt != "html":
         _export(runs, fmt, retrieval, k, prices, mlflow)
         return
@@ -107,7 +101,7 @@ def report(
         title=title,
         min_p_best=min_p_best,
     )
-    result = build_report(runs, report_path(out), settings)
+    result = build_report(runs, out / "report.html", settings)
     console = Console(stderr=True)
     _print_recommendations(result, console)
     if mlflow is not None:
@@ -115,20 +109,6 @@ def report(
 
         ids = log_to_mlflow(result.data, result.path, mlflow)
         console.print(f"logged {len(ids)} cells to MLflow at {mlflow}", markup=False)
-
-
-def report_path(out: Path) -> Path:
-    """The page ``--out`` names: OUT/report.html; an ``.html`` path (the old meaning of --out)
-    is still the file itself, with a note."""
-    if out.suffix.lower() in (".html", ".htm") and not out.is_dir():
-        typer.echo(
-            f"note: `chunkmark report --out {out}` naming the page is deprecated and stops "
-            f"working in the next release; --out is a folder: --out {out.parent} writes "
-            f"{out.parent / 'report.html'}.",
-            err=True,
-        )
-        return out
-    return out / "report.html"
 
 
 def _print_recommendations(result: Report, console: Console) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,7 +21,9 @@ from rich.progress import (
 from rich.table import Table
 
 from chunkmark.cli import options
-from chunkmark.cli.recommend import recommendation_lines
+from chunkmark.report.recommendation_text import recommendation_lines
+from chunkmark.service.runs import Grid, recommended_metric, recommended_retrieval
+from chunkmark.specs import short
 
 RUN_HELP = """Chunk, embed, retrieve and score: one cell per (dataset, chunker, embedder), every
 retrieval setting and scoring option from one search per ranker.
@@ -47,9 +49,45 @@ Data batch inference), with the same rows.
 """
 FAILED_EXIT = 3
 
+if TYPE_CHECKING:
+    from chunkmark.experiments.config import ExperimentConfig
+    from chunkmark.experiments.runner import ReportWriter, Results
+
 
 def register(app: typer.Typer) -> None:
     app.command("run", help=RUN_HELP)(run)
+
+
+ExcerptsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Scoring: 'position' (an excerpt is found where it is) or 'text' (also in an identical copy elsewhere in its document); repeatable. [default: position]"
+    ),
+]
+UnitOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Scoring: measure spans in 'chars' or cl100k 'tokens'; repeatable. [default: chars]"
+    ),
+]
+DenominatorOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Scoring: 'sum' of retrieved chunk lengths (the reference's) or their 'union'; repeatable. [default: sum]"
+    ),
+]
+ExecutorOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Where cells run: 'local' (this process) or 'ray' (a Ray cluster; needs the ray extra). Rows are the same. [default: local]"
+    ),
+]
+AddressOption = Annotated[
+    str | None,
+    typer.Option(
+        help="With --executor ray: the cluster for ray.init ('auto': the one on this machine; 'ray://HOST:10001': a remote one). [default: a local Ray started for this run]"
+    ),
+]
 
 
 def run(
@@ -59,47 +97,18 @@ def run(
     embedder: options.Embedders = None,
     k: options.Depths = None,
     retrieval: options.Retrieval = None,
-    excerpts: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Scoring: 'position' (an excerpt is found where it is) or 'text' (also in an identical copy elsewhere in its document); repeatable. [default: position]"
-        ),
-    ] = None,
-    unit: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Scoring: measure spans in 'chars' or cl100k 'tokens'; repeatable. [default: chars]"
-        ),
-    ] = None,
-    denominator: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="Scoring: 'sum' of retrieved chunk lengths (the reference's) or their 'union'; repeatable. [default: sum]"
-        ),
-    ] = None,
+    excerpts: ExcerptsOption = None,
+    unit: UnitOption = None,
+    denominator: DenominatorOption = None,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
-    out: Annotated[
-        Path | None, typer.Option(help="Results folder. [default: results/run-DATE-TIME]")
-    ] = None,
+    out: options.RunOut = None,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     no_report: options.NoReport = False,
-    seed: Annotated[
-        int | None, typer.Option(help="Seed for bootstrap intervals. [default: 0]")
-    ] = None,
-    executor: Annotated[
-        str | None,
-        typer.Option(
-            help="Where cells run: 'local' (this process) or 'ray' (a Ray cluster; needs the ray extra). Rows are the same. [default: local]"
-        ),
-    ] = None,
-    address: Annotated[
-        str | None,
-        typer.Option(
-            help="With --executor ray: the cluster for ray.init ('auto': the one on this machine; 'ray://HOST:10001': a remote one). [default: a local Ray started for this run]"
-        ),
-    ] = None,
+    seed: options.BootstrapSeed = None,
+    executor: ExecutorOption = None,
+    address: AddressOption = None,
     metric: options.RecommendMetric = None,
     pick_retrieval: options.RecommendRetrieval = None,
     min_p_best: options.MinPBest = 0.9,
@@ -107,23 +116,15 @@ def run(
 ) -> None:
     from functools import partial
 
-    from chunkmark.answers.analysis import answer_analyses
-    from chunkmark.experiments.runner import evaluate
     from chunkmark.report import ReportOptions, write_run_report
 
     scoring = {"excerpts": excerpts, "unit": unit, "denominator": denominator}
-    config = options.experiment(
-        config_file,
-        no_cache,
-        datasets=dataset,
-        chunkers=chunker,
-        embedders=embedder,
-        k=k,
-        retrieval=retrieval,
+    config = Grid(dataset, chunker, embedder, retrieval, k, config_file).config(
+        no_cache=no_cache,
         max_cost=max_cost,
         price_file=prices,
-        out=out,
         cache_dir=cache_dir,
+        out=out,
         seed=seed,
         scoring={key: v for key, v in scoring.items() if v} or None,
         report=False if no_report else None,
@@ -135,62 +136,18 @@ def run(
         )
 
     asked = ReportOptions(
-        metric=options.recommended_metric(config, metric),
-        retrieval=options.recommended_retrieval(config, pick_retrieval),
+        metric=recommended_metric(config, metric),
+        retrieval=recommended_retrieval(config, pick_retrieval),
         min_p_best=min_p_best,
     )
     console = Console(stderr=True, quiet=quiet, log_path=False)
-    bar = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
-    tasks: dict[str, TaskID] = {}
-
-    def progress(message: str) -> None:
-        console.log(message)
-
-    def embed_progress(what: str, done: int, total: int) -> None:
-        if what not in tasks:
-            tasks[what] = bar.add_task(f"embedding {what}", total=total)
-        bar.update(tasks[what], completed=done)
-
-    with bar:
-        results = evaluate(
-            config,
-            progress=progress,
-            embed_progress=embed_progress,
-            analyses=answer_analyses(config),
-            report_writer=partial(write_run_report, options=asked),
-        )
+    results = _evaluate(config, partial(write_run_report, options=asked), console)
     screen = Console(width=None if sys.stdout.isatty() else 140)
     for table in results_tables(results.overall()):
         screen.print(table)
-    for spec, entry in results.manifest["embedding"].items():
-        for line in embedding_lines(_short_embedder(spec), entry["stats"]):
-            console.print(line)
-    for line in chunking_lines(results.manifest["cells"]):
-        console.print(line)
-    for line in query_check_lines(results.manifest["cells"]):
-        console.print(line)
-    for line in answer_lines(results.manifest.get("answers")):
-        console.print(line, highlight=False)
-    timings = results.manifest["timings"]
-    failed = f", [bold red]{len(results.failures)}[/] failed" if results.failures else ""
-    console.print(
-        f"[bold]{results.cells_computed}[/] cells computed, [bold]{results.cells_resumed}[/] resumed"
-        f"{failed} in {timings['wall']:.1f}s. Files: {results.out}/results.parquet, summary.csv, "
-        "manifest.json"
-    )
-    if results.failures:
-        for line in failure_lines(results.failures):
-            console.print(line)
-    if results.report_error is not None:
-        console.print(report_error_line(results.out, results.report_error), highlight=False)
+    _print_notes(results.manifest, console)
+    took = f" in {results.manifest['timings']['wall']:.1f}s"
+    grid_summary(console, results, took, "results.parquet, summary.csv, manifest.json")
     # The answer last: what the report recommends, then where the report is (no cell, no answer).
     finished = results.cells_computed + results.cells_resumed
     report_page = results.files.get("report")
@@ -201,6 +158,58 @@ def run(
         raise typer.Exit(FAILED_EXIT)
 
 
+def _evaluate(config: ExperimentConfig, writer: ReportWriter, console: Console) -> Results:
+    """Run the grid, its progress lines and embedding bars on ``console``."""
+    from chunkmark.answers.analysis import answer_analyses
+    from chunkmark.experiments.runner import evaluate
+
+    spinner, text = SpinnerColumn(), TextColumn("{task.description}")
+    counts = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    bar = Progress(spinner, text, *counts, console=console, transient=True)
+    tasks: dict[str, TaskID] = {}
+
+    def embed_progress(what: str, done: int, total: int) -> None:
+        if what not in tasks:
+            tasks[what] = bar.add_task(f"embedding {what}", total=total)
+        bar.update(tasks[what], completed=done)
+
+    with bar:
+        return evaluate(
+            config,
+            console.log,
+            embed_progress,
+            analyses=answer_analyses(config),
+            report_writer=writer,
+        )
+
+
+def _print_notes(manifest: dict[str, Any], console: Console) -> None:
+    """What the embedders, LLM chunkers, query checks and answers did."""
+    for spec, entry in manifest["embedding"].items():
+        for line in embedding_lines(short("embedder", spec), entry["stats"]):
+            console.print(line)
+    for line in chunking_lines(manifest["cells"]):
+        console.print(line)
+    for line in query_check_lines(manifest["cells"]):
+        console.print(line)
+    for line in answer_lines(manifest.get("answers")):
+        console.print(line, highlight=False)
+
+
+def grid_summary(console: Console, results: Results, took: str, files: str) -> None:
+    """The cells computed, resumed and failed, where ``files`` are; each failure and how to
+    retry; why report.html was not written."""
+    failed = f", [bold red]{len(results.failures)}[/] failed" if results.failures else ""
+    console.print(
+        f"[bold]{results.cells_computed}[/] cells computed, [bold]{results.cells_resumed}[/] resumed"
+        f"{failed}{took}. Files: {results.out}/{files}"
+    )
+    for line in failure_lines(results.failures) if results.failures else []:
+        console.print(line)
+    if results.report_error is not None:
+        console.print(report_error_line(results.out, results.report_error), highlight=False)
+
+
 def answer_lines(section: dict[str, Any] | None) -> list[str]:
     """With ``answers:``, one line per dataset x cell: the answer score (token F1, or label
     accuracy) with its interval, and the rank agreement of span and answer metrics."""
@@ -208,7 +217,7 @@ def answer_lines(section: dict[str, Any] | None) -> list[str]:
         return []
     lines = [f"answers ({escape(str(section.get('setting')))}; answers.csv, answers_summary.csv):"]
     for cell in section.get("cells") or []:
-        name = _short_chunker(cell["chunker"]) if cell.get("chunker") else "whole document"
+        name = short("chunker", cell["chunker"]) if cell.get("chunker") else "whole document"
         mean = cell.get("score_mean")
         ci = (cell.get("score_ci_low"), cell.get("score_ci_high"))
         shown = "n/a" if mean is None else f"{100 * mean:.1f}"
@@ -251,7 +260,7 @@ def failure_lines(failures: list[dict[str, Any]]) -> list[str]:
     lines = [f"[bold red]{len(failures)} cell(s) failed[/] (details in manifest.json and cells/):"]
     for f in failures:
         lines.append(
-            f"  {f['dataset']}: {_short_chunker(f['chunker'])} x {_short_embedder(f['embedder'])}: "
+            f"  {f['dataset']}: {short('chunker', f['chunker'])} x {short('embedder', f['embedder'])}: "
             f"{f['error']}"
         )
     lines.append("Fix the cause and rerun with the same --out: only the failed cells run again.")
@@ -265,8 +274,8 @@ def query_check_lines(cells: list[dict[str, Any]]) -> list[str]:
     for cell in cells:
         check = cell.get("query_check")
         where = (
-            f"{cell['dataset']}: {_short_chunker(cell['chunker'])} x "
-            f"{_short_embedder(cell['embedder'])}"
+            f"{cell['dataset']}: {short('chunker', cell['chunker'])} x "
+            f"{short('embedder', cell['embedder'])}"
         )
         if check and check.get("flagged"):
             lines.append(
@@ -329,7 +338,7 @@ def chunking_lines(cells: list[dict[str, Any]]) -> list[str]:
         if stats.get("fallbacks"):
             why = f": {stats['error']}" if stats.get("error") else ""
             parts.append(f"[yellow]{stats['fallbacks']} fallbacks[/]{why}")
-        lines.append(f"{_short_chunker(cell['chunker'])}: " + ", ".join(parts))
+        lines.append(f"{short('chunker', cell['chunker'])}: " + ", ".join(parts))
     return lines
 
 
@@ -351,7 +360,7 @@ def results_tables(rows: list[dict[str, Any]]) -> list[Table]:
     for (dataset, embedder, *scoring), group in groups.items():
         how = "" if scoring == ["position", "chars", "sum"] else f" ({', '.join(scoring)})"
         table = Table(
-            title=f"{dataset} x {_short_embedder(embedder)}: percent, mean over questions{how}",
+            title=f"{dataset} x {short('embedder', embedder)}: percent, mean over questions{how}",
             title_justify="left",
         )
         table.add_column("chunker", justify="left", overflow="fold")
@@ -360,8 +369,8 @@ def results_tables(rows: list[dict[str, Any]]) -> list[Table]:
             table.add_column(name, justify="right", no_wrap=True)
         for r in group:
             table.add_row(
-                _short_chunker(r["chunker"]),
-                _short_retrieval(r["retrieval"]),
+                short("chunker", r["chunker"]),
+                short("retrieval", r["retrieval"]),
                 str(r["n_chunks"]),
                 f"{r['mean_chunk_tokens']:.0f}",
                 f"{r['mean_retrieved_tokens']:.0f}",
@@ -373,21 +382,3 @@ def results_tables(rows: list[dict[str, Any]]) -> list[Table]:
 
 def _pct(x: float, digits: int = 1) -> str:
     return f"{100 * x:.{digits}f}"
-
-
-def _short_chunker(spec: str) -> str:
-    from chunkmark.chunkers import CHUNKERS
-
-    return CHUNKERS.short(spec)
-
-
-def _short_retrieval(spec: str) -> str:
-    from chunkmark.retrieval import RETRIEVAL
-
-    return RETRIEVAL.short(spec)
-
-
-def _short_embedder(spec: str) -> str:
-    from chunkmark.embedders import EMBEDDERS
-
-    return EMBEDDERS.short(spec)

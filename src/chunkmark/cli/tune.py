@@ -57,7 +57,6 @@ def tune(
             show_default=False,
         ),
     ] = None,
-    old_retrieval: Annotated[str | None, options.old_spelling("--retrieval")] = None,
     recall_floor: Annotated[
         float,
         typer.Option(
@@ -81,27 +80,19 @@ def tune(
     from chunkmark.experiments.tune import tune as run_tune
     from chunkmark.report import write_run_report
 
-    setting = options.renamed("tune", "--pick-retrieval", retrieval, "--retrieval", old_retrieval)
-
-    overrides: dict[str, Any] = {}
-    if out is not None:
-        overrides["out"] = out
-    if dataset:
-        overrides["datasets"] = dataset
-    if cache_dir is not None:
-        overrides["cache_dir"] = cache_dir
-    if no_cache:
-        overrides["no_cache"] = True
-    if no_report:
-        overrides["report"] = False
-    if prices is not None:
-        overrides["price_file"] = prices
+    given: dict[str, Any] = {"out": out, "datasets": dataset or None, "cache_dir": cache_dir}
+    given |= {
+        "price_file": prices,
+        "no_cache": no_cache or None,
+        "report": False if no_report else None,
+    }
+    overrides = {key: value for key, value in given.items() if value is not None}
     console = Console(stderr=True, quiet=quiet or as_json, log_path=False)
     result = run_tune(
         config_file,
         trials,
         metric=metric,
-        retrieval=setting or DEFAULT_RETRIEVAL,
+        retrieval=retrieval or DEFAULT_RETRIEVAL,
         recall_floor=recall_floor,
         seed=seed,
         max_cost=max_cost,

@@ -8,7 +8,7 @@ prints in its last lines.
     (advice,) = recommendations("results/demo")
     advice.best.name, advice.mean, advice.single_winner, advice.questions_needed
 
-``chunkmark run`` (:mod:`chunkmark.cli.recommend`), the MCP server and
+``chunkmark run`` (:mod:`chunkmark.report.recommendation_text`), the MCP server and
 :meth:`chunkmark.Results.recommendation` all call :func:`recommend`.
 """
 

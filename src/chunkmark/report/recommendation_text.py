@@ -1,6 +1,6 @@
-"""The last lines of ``chunkmark run``: the cell the report recommends (a single winner only when
-its P(best) and the paired tests agree), else the group tied with the best and its cheapest
-cell, and where the report is, computed by the report's own analysis
+"""The recommendation as plain lines (the last lines of ``chunkmark run``): the cell the report
+recommends (a single winner only when its P(best) and the paired tests agree), else the group
+tied with the best and its cheapest cell, and where the report is, computed by the report's own analysis
 (:func:`chunkmark.report.recommendation.recommend`), which needs no plotly."""
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ def recommendation_lines(
     except ChunkmarkError as exc:
         lines = [f"No recommendation: {exc}"]
     else:
-        lines = [line for r in recommendations for line in _lines(data, r)]
+        lines = [line for r in recommendations for line in dataset_lines(data, r)]
     if report is not None:
         lines.append(f"Report: {report}")
     return lines
 
 
-def _lines(data: ReportData, r: Recommendation) -> list[str]:
+def dataset_lines(data: ReportData, r: Recommendation) -> list[str]:
     """A single winner when P(best) and the paired tests agree; else the group tied with the
     best, to be chosen from on cost, and the questions it would take to separate the top two."""
     from chunkmark.metrics import METRICS
