@@ -8,6 +8,9 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from cli.app_runner import error_line, invoke
 
@@ -114,3 +117,28 @@ def test_the_chunker_help_names_the_pools_default_chunkings() -> None:
     text = " ".join(done.output.replace("│", " ").split())
     default = text.split("A chunking to pool, repeatable. [default: ", 1)[1].split("]", 1)[0]
     assert default == ", ".join(DEFAULT_CHUNKERS)
+
+
+def test_the_page_uses_the_pools_passage_length_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line carries no passage length of its own: without --passage-chars the page's
+    pool merges passages up to the pool's default (the one docs/label.md measured)."""
+    import chunkmark.cli.label
+    import chunkmark.label.session
+    from chunkmark.label.pool import DEFAULT_MAX_CHARS
+
+    (tmp_path / "a.md").write_text("The answer is forty-two.", "utf-8")
+    opened: list[chunkmark.label.session.LabelSession] = []
+    real = chunkmark.label.session.open_session
+
+    def recording(*args: Any, **kwargs: Any) -> chunkmark.label.session.LabelSession:
+        opened.append(real(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(chunkmark.label.session, "open_session", recording)
+    monkeypatch.setattr(chunkmark.cli.label, "_serve", lambda *args: None)
+    for extra, expected in (([], DEFAULT_MAX_CHARS), (["--passage-chars", "1200"], 1200)):
+        done = invoke("label", str(tmp_path), "--no-browser", "--embedder", "none", *extra)
+        assert done.exit_code == 0, done.output
+        assert opened[-1].pool.max_chars == expected

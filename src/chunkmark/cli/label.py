@@ -75,9 +75,13 @@ RankerOption = Annotated[
     ),
 ]
 PassageCharsOption = Annotated[
-    int,
+    int | None,
     typer.Option(
-        "--passage-chars", min=1, help="The longest passage that merging chunks may suggest."
+        "--passage-chars",
+        min=1,
+        help="The longest passage that merging chunks may suggest (default: the pool's, 5000 "
+        "characters; docs/label.md says how it was chosen).",
+        show_default=False,
     ),
 ]
 MaxCharsOption = Annotated[
@@ -131,7 +135,7 @@ def label(
     embedder: EmbedderOption = "auto",
     chunker: ChunkerOption = None,
     ranker: RankerOption = None,
-    passage_chars: PassageCharsOption = 3000,
+    passage_chars: PassageCharsOption = None,
     max_chars: MaxCharsOption = 2_000_000,
     import_label_studio: ImportLabelStudioOption = None,
     export_label_studio: ExportLabelStudioOption = None,

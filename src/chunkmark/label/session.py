@@ -49,7 +49,7 @@ def open_session(
     column: str | None = None,
     chunkers: Sequence[str] = DEFAULT_CHUNKERS,
     rankers: Sequence[str] = RANKERS,
-    passage_chars: int = DEFAULT_MAX_CHARS,
+    passage_chars: int | None = None,
     max_chars: int = MAX_DOCUMENT_CHARS,
     progress: Callable[[str], None] | None = None,
 ) -> LabelSession:
@@ -58,5 +58,12 @@ def open_session(
     documents = open_documents(folder, max_chars)
     store = QuestionStore(folder, documents)
     wanted = read_queries(queries, column) if queries is not None else []
-    pool = Pool(documents, embedder, chunkers, rankers, max_chars=passage_chars, progress=progress)
+    pool = Pool(
+        documents,
+        embedder,
+        chunkers,
+        rankers,
+        max_chars=passage_chars or DEFAULT_MAX_CHARS,
+        progress=progress,
+    )
     return LabelSession(folder.resolve(), pool, store, wanted)
