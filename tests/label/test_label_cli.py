@@ -127,12 +127,13 @@ def test_the_page_uses_the_pools_passage_length_unless_told(
     import chunkmark.cli.label
     import chunkmark.label.session
     from chunkmark.label.pool import DEFAULT_MAX_CHARS
+    from chunkmark.label.server import LabelSession
 
     (tmp_path / "a.md").write_text("The answer is forty-two.", "utf-8")
-    opened: list[chunkmark.label.session.LabelSession] = []
+    opened: list[LabelSession] = []
     real = chunkmark.label.session.open_session
 
-    def recording(*args: Any, **kwargs: Any) -> chunkmark.label.session.LabelSession:
+    def recording(*args: Any, **kwargs: Any) -> LabelSession:
         opened.append(real(*args, **kwargs))
         return opened[-1]
 
