@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -69,3 +71,11 @@ def read_text(path: Path) -> str:
             f"{path} is not UTF-8 text (invalid byte at offset {exc.start}).",
             "Convert it to UTF-8, e.g. `iconv -f latin1 -t utf-8`.",
         ) from None
+
+
+@cache
+def shipped_prompt(package: str, file: str) -> str:
+    """The text of ``prompts/<file>`` shipped in the package ``chunkmark.<package>`` (the
+    chunkers', the answers'...), without leading and trailing newlines; read once."""
+    path = resources.files(f"chunkmark.{package}").joinpath("prompts").joinpath(file)
+    return path.read_text(encoding="utf-8").strip("\n")

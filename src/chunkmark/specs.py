@@ -18,7 +18,7 @@ import ast
 import functools
 import inspect
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -579,17 +579,33 @@ def _fix_for(command: str) -> str:
     return f"See `chunkmark {command}` for the parameters and their types."
 
 
-def class_factory(cls: Callable[..., T], *, exclude: tuple[str, ...] = ()) -> Callable[..., T]:
+def class_factory(
+    cls: Callable[..., T],
+    *,
+    exclude: tuple[str, ...] = (),
+    needs: tuple[str, ...] = (),
+    defaults: Mapping[str, ParamValue] | None = None,
+) -> Callable[..., T]:
     """A factory for :meth:`Registry.register` read off a class: its ``__init__`` parameters
     (minus ``exclude``, which must have defaults: hooks such as a test's ``sleep``) become the
     spec parameters, in their order, with their types and defaults, and its docstring is the
     factory's. A component whose class is its declaration registers as
     ``EMBEDDERS.register("fake")(class_factory(FakeEmbedder))``: its parameters are written once.
+    ``needs`` stay keyword-only (the registry hands them over: declare them in ``register`` as
+    well); ``defaults`` replace the class's own, for a class whose parameters several
+    components share (each provider's model and key variable over one client class).
     """
     declared = [p for p in _signature(cls).parameters.values() if p.name not in exclude]
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in declared):
         raise ValueError(f"{cls!r}: a class declaring spec parameters cannot take *args/**kwargs")
-    params = [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in declared]
+    given = defaults or {}
+    params = [
+        p.replace(
+            kind=p.KEYWORD_ONLY if p.name in needs else p.POSITIONAL_OR_KEYWORD,
+            default=given.get(p.name, p.default),
+        )
+        for p in declared
+    ]
 
     def factory(**values: ParamValue) -> T:
         return cls(**values)

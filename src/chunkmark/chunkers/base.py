@@ -142,6 +142,15 @@ def _checked(pieces: Sequence[Span | Chunk], doc_id: str, text: str) -> list[Chu
     return out
 
 
+def trimmed(text: str, start: int, end: int) -> Span | None:
+    """``[start, end)`` of ``text`` without surrounding whitespace, or None when nothing is left."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return Span(start, end) if end > start else None
+
+
 def whole_overlap(overlap: float, size: int) -> int:
     """An overlap as a whole count: a value below 1 (and above 0) is a fraction of ``size``,
     rounded half up (``0.25`` of ``400`` is ``100``); a whole number is itself."""

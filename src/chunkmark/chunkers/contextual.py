@@ -41,8 +41,6 @@ import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
@@ -50,6 +48,7 @@ from chunkmark.chunkers.markdown import Block, parse_blocks, sections
 from chunkmark.chunkers.sentences import sentence_spans, word_bounds
 from chunkmark.counters import ChunkerStats
 from chunkmark.errors import SpecError
+from chunkmark.files import shipped_prompt
 from chunkmark.llm.estimate import Asking, LLMUsage, Request, count_requests
 from chunkmark.spans import Span
 from chunkmark.specs import Canonicalise, Traits
@@ -75,11 +74,9 @@ _HEADING_MARKS = re.compile(r"^\s*#{1,6}\s*|\s+#+\s*$|^#+$")
 # --- shared with the propositions chunker --------------------------------------------------------
 
 
-@cache
 def prompt_text(name: str) -> str:
     """The text of the prompt file ``chunkers/prompts/<name>.txt`` shipped in the package."""
-    path = resources.files("chunkmark.chunkers").joinpath("prompts").joinpath(f"{name}.txt")
-    return path.read_text(encoding="utf-8").strip("\n")
+    return shipped_prompt("chunkers", f"{name}.txt")
 
 
 def fill(template: str, **values: str) -> str:

@@ -33,7 +33,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, ChunkerFn, llm_identity
+from chunkmark.chunkers.base import (
+    CHUNKERS,
+    Chunk,
+    ChunkerContext,
+    ChunkerFn,
+    llm_identity,
+    trimmed,
+)
 from chunkmark.chunkers.llm_semantic import LLMSplitter, estimate_splits
 from chunkmark.chunkers.recursive import recursive
 from chunkmark.counters import ChunkerStats
@@ -75,18 +82,10 @@ def section_spans(text: str) -> list[Span]:
         pos += len(line) + 1
     out = []
     for start, end in zip(starts, [*starts[1:], len(text)], strict=True):
-        span = _trim(text, start, end)
+        span = trimmed(text, start, end)
         if span is not None:
             out.append(span)
     return out
-
-
-def _trim(text: str, start: int, end: int) -> Span | None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return Span(start, end) if end > start else None
 
 
 @dataclass

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Literal
 
-from chunkmark.chunkers.base import CHUNKERS, overlap_fraction, whole_overlap
+from chunkmark.chunkers.base import CHUNKERS, overlap_fraction, trimmed, whole_overlap
 from chunkmark.chunkers.tokens import check_window
 from chunkmark.spans import Span
 from chunkmark.tokenizers import check_encoding_name, count_tokens, get_encoding
@@ -181,12 +181,9 @@ def _merge(
 
 def _emit(text: str, start: int, end: int, out: list[Span]) -> None:
     """Append ``[start, end)`` without surrounding whitespace, unless nothing is left."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start:
-        out.append(Span(start, end))
+    span = trimmed(text, start, end)
+    if span is not None:
+        out.append(span)
 
 
 def _token_lengths(

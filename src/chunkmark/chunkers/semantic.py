@@ -72,7 +72,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext
+from chunkmark.chunkers.base import CHUNKERS, Chunk, ChunkerContext, trimmed
 from chunkmark.chunkers.recursive import recursive
 from chunkmark.chunkers.sentences import sentence_spans
 from chunkmark.embedders.base import Embedder
@@ -118,9 +118,8 @@ def kamradt(
         starts, ends = split(text)
         if len(starts) < 3:  # a percentile of one distance is that distance: no break
             return _group_spans(text, starts, ends, _NO_BREAKS)
-        texts = [text[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-        vectors = _embed(model, neighbour_texts(texts, buffer_size))
-        breaks = percentile_breaks(consecutive_distances(vectors), breakpoint_percentile)
+        _, distances = _neighbour_distances(model, text, starts, ends, buffer_size)
+        breaks = percentile_breaks(distances, breakpoint_percentile)
         return _group_spans(text, starts, ends, breaks)
 
     return chunk
@@ -158,9 +157,7 @@ def kamradt_modified(
         starts, ends = _piece_bounds(pieces(text))
         if len(starts) < 2:
             return _group_spans(text, starts, ends, _NO_BREAKS)
-        texts = [text[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-        combined = neighbour_texts(texts, buffer_size)
-        distances = consecutive_distances(_embed(model, combined))
+        texts, distances = _neighbour_distances(model, text, starts, ends, buffer_size)
         cuts = sum(count_tokens(texts, enc)) // avg_size
         breaks = np.flatnonzero(distances > cut_threshold(distances, cuts)).astype(np.int64)
         return _group_spans(text, starts, ends, breaks)
@@ -201,8 +198,7 @@ def cluster_semantic(
         starts, ends = _piece_bounds(pieces(text))
         if len(starts) < 2:
             return _group_spans(text, starts, ends, _NO_BREAKS)
-        texts = [text[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-        vectors = _embed(model, texts)
+        vectors = _embed(model, _piece_texts(text, starts, ends))
         lasts = np.array([last for _, last in cluster_segments(vectors, max_pieces)])
         return _group_spans(text, starts, ends, lasts[:-1].astype(np.int64))
 
@@ -333,6 +329,19 @@ def _embed(embedder: Embedder, texts: list[str]) -> FloatArray:
     return np.asarray(embedder.embed(texts, kind="document"), dtype=np.float64)
 
 
+def _piece_texts(text: str, starts: IntArray, ends: IntArray) -> list[str]:
+    return [text[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+def _neighbour_distances(
+    model: Embedder, text: str, starts: IntArray, ends: IntArray, buffer_size: int
+) -> tuple[list[str], FloatArray]:
+    """The pieces' texts, and the distance between each piece and the next, each embedded with
+    ``buffer_size`` neighbours on each side."""
+    texts = _piece_texts(text, starts, ends)
+    return texts, consecutive_distances(_embed(model, neighbour_texts(texts, buffer_size)))
+
+
 def _piece_bounds(spans: Sequence[Span | Chunk]) -> tuple[IntArray, IntArray]:
     starts = np.array([s.start for s in spans], dtype=np.int64)
     ends = np.array([s.end for s in spans], dtype=np.int64)
@@ -361,12 +370,8 @@ def _group_spans(text: str, starts: IntArray, ends: IntArray, breaks: IntArray) 
         return []
     lasts = np.append(breaks, len(starts) - 1)
     firsts = np.append(0, breaks + 1)
-    out: list[Span] = []
-    for s, e in zip(starts[firsts].tolist(), ends[lasts].tolist(), strict=True):
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            out.append(Span(s, e))
-    return out
+    spans = (
+        trimmed(text, s, e)
+        for s, e in zip(starts[firsts].tolist(), ends[lasts].tolist(), strict=True)
+    )
+    return [span for span in spans if span is not None]

@@ -57,11 +57,10 @@ from chunkmark.metrics import (
 )
 from chunkmark.retrieval import (
     RETRIEVAL,
-    RETRIEVERS,
     RankContext,
     RetrievalSetting,
     Retriever,
-    rank_with,
+    rank,
 )
 from chunkmark.retrieval.settings import valid_depth
 from chunkmark.retrieval.vectors import VectorFile
@@ -427,9 +426,8 @@ class _Scored:
         query_docs = [q.doc_id for q in dataset.questions]
         with timer("search"):
             for ranker, depth in _depths(settings, ctx).items():
-                built = rankers.get(str(ranker)) or RETRIEVERS.build(ranker)[0]
-                ranking, scores, ranker_stats = rank_with(
-                    built,
+                ranking, scores, ranker_stats = rank(
+                    rankers.get(str(ranker)) or ranker,
                     vectors,
                     texts,
                     query_vectors,

@@ -19,15 +19,22 @@ means every prompt token, as for OpenAI.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
-from chunkmark.llm.base import LLMS, Answer
-from chunkmark.llm.remote import Prompt, RemoteLLM
+from chunkmark.llm.base import Answer
+from chunkmark.llm.remote import Prompt, RemoteLLM, register_provider
 
 
 class AnthropicLLM(RemoteLLM):
-    """A Claude model behind the Messages API (or a server that speaks it)."""
+    """Anthropic Claude models through the Messages API.
+
+    The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
+    ``$ANTHROPIC_BASE_URL``, else Anthropic. The API has no seed parameter: the seed only keys
+    the cache. Retries with backoff on 429/5xx/529.
+    ``concurrency`` is how many requests may be in flight at once (default: 1 for an endpoint
+    on this machine, 4 otherwise); it, ``timeout`` and ``max_retries`` change how answers are
+    fetched, not what they are, so they are no part of any result's identity.
+    """
 
     provider: ClassVar[str] = "anthropic"
     api: ClassVar[str] = "messages"
@@ -79,29 +86,4 @@ def _count(usage: Any, name: str) -> int:
     return int(getattr(usage, name, 0) or 0)
 
 
-@LLMS.register("anthropic", needs=("cache_dir", "seed"))
-def anthropic_llm(
-    model: str = "claude-haiku-4-5",
-    base_url: str | None = None,
-    api_key_env: str = "ANTHROPIC_API_KEY",
-    temperature: float | None = 0.0,
-    max_retries: int = 5,
-    timeout: float = 60.0,
-    concurrency: int | None = None,
-    *,
-    cache_dir: Path | None = None,
-    seed: int = 0,
-) -> AnthropicLLM:
-    """Anthropic Claude models through the Messages API.
-
-    The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
-    ``$ANTHROPIC_BASE_URL``, else Anthropic. The API has no seed parameter: the seed only keys
-    the cache. Retries with backoff on 429/5xx/529.
-    ``concurrency`` is how many requests may be in flight at once (default: 1 for an endpoint
-    on this machine, 4 otherwise); it, ``timeout`` and ``max_retries`` change how answers are
-    fetched, not what they are, so they are no part of any result's identity.
-    """
-    return AnthropicLLM(
-        model, base_url, api_key_env, temperature, max_retries, timeout, concurrency,
-        seed=seed, cache_dir=cache_dir,
-    )  # fmt: skip
+register_provider("anthropic", AnthropicLLM, "claude-haiku-4-5", "ANTHROPIC_API_KEY")

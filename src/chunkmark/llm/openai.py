@@ -16,15 +16,22 @@ compatible servers: 0) as ``cached_input_tokens``; OpenAI bills no cache writes.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, ClassVar
 
-from chunkmark.llm.base import LLMS, Answer
-from chunkmark.llm.remote import Prompt, RemoteLLM
+from chunkmark.llm.base import Answer
+from chunkmark.llm.remote import Prompt, RemoteLLM, register_provider
 
 
 class OpenAIChatLLM(RemoteLLM):
-    """A model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
+    """OpenAI chat models, or any OpenAI-compatible endpoint given by base_url.
+
+    The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
+    ``$OPENAI_BASE_URL``, else OpenAI. The run's seed is sent with every request;
+    ``temperature=None`` leaves it to the endpoint. Retries with backoff on 429/5xx.
+    ``concurrency`` is how many requests may be in flight at once (default: 1 for an endpoint
+    on this machine, 4 otherwise); it, ``timeout`` and ``max_retries`` change how answers are
+    fetched, not what they are, so they are no part of any result's identity.
+    """
 
     provider: ClassVar[str] = "openai"
     api: ClassVar[str] = "chat.completions"
@@ -77,29 +84,4 @@ def response_format(json_schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@LLMS.register("openai", needs=("cache_dir", "seed"))
-def openai_llm(
-    model: str = "gpt-4o-mini",
-    base_url: str | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
-    temperature: float | None = 0.0,
-    max_retries: int = 5,
-    timeout: float = 60.0,
-    concurrency: int | None = None,
-    *,
-    cache_dir: Path | None = None,
-    seed: int = 0,
-) -> OpenAIChatLLM:
-    """OpenAI chat models, or any OpenAI-compatible endpoint given by base_url.
-
-    The key is read from the environment variable ``api_key_env``; ``base_url`` defaults to
-    ``$OPENAI_BASE_URL``, else OpenAI. The run's seed is sent with every request;
-    ``temperature=None`` leaves it to the endpoint. Retries with backoff on 429/5xx.
-    ``concurrency`` is how many requests may be in flight at once (default: 1 for an endpoint
-    on this machine, 4 otherwise); it, ``timeout`` and ``max_retries`` change how answers are
-    fetched, not what they are, so they are no part of any result's identity.
-    """
-    return OpenAIChatLLM(
-        model, base_url, api_key_env, temperature, max_retries, timeout, concurrency,
-        seed=seed, cache_dir=cache_dir,
-    )  # fmt: skip
+register_provider("openai", OpenAIChatLLM, "gpt-4o-mini", "OPENAI_API_KEY")

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from chunkmark.errors import LLMError
-from chunkmark.llm.base import LOCAL_CONCURRENCY, REMOTE_CONCURRENCY, Answer, BaseLLM
+from chunkmark.llm.base import LLMS, LOCAL_CONCURRENCY, REMOTE_CONCURRENCY, Answer, BaseLLM
 from chunkmark.remote import RemoteClient, Wording
+from chunkmark.specs import class_factory
 
 
 class Prompt(NamedTuple):
@@ -42,7 +43,7 @@ class RemoteLLM(BaseLLM, RemoteClient):
 
     A provider sets the class attributes (``client_class``: the SDK's client class, built with
     ``api_key``, ``base_url``, ``max_retries=0`` and ``timeout``) and implements :meth:`_send`.
-    Its factory passes its parameters in the order of :meth:`__init__`."""
+    It registers with :func:`register_provider`; the class's docstring is its help."""
 
     api: ClassVar[str] = ""  # the endpoint kind, e.g. "chat.completions"
     base_url_hint: ClassVar[str] = ""  # what base_url looks like, for the 404 fix
@@ -126,3 +127,17 @@ class RemoteLLM(BaseLLM, RemoteClient):
             "rate, or raise max_retries.",
             rejected_fix="Check the model name, temperature and max_tokens for this endpoint.",
         )
+
+
+def register_provider(name: str, cls: type[RemoteLLM], model: str, api_key_env: str) -> None:
+    """Register ``cls`` in :data:`~chunkmark.llm.base.LLMS` as ``name``: the parameters of
+    :meth:`RemoteLLM.__init__` with the provider's default ``model`` and ``api_key_env``, less
+    the retry loop's test hooks; the cache folder and seed are the run's."""
+    needs = ("cache_dir", "seed")
+    factory = class_factory(
+        cls,
+        exclude=("backoff_base", "backoff_max", "sleep"),
+        needs=needs,
+        defaults={"model": model, "api_key_env": api_key_env},
+    )
+    LLMS.register(name, needs=needs)(factory)

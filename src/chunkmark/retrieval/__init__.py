@@ -10,7 +10,7 @@ from chunkmark.retrieval.bm25 import BM25Retriever
 from chunkmark.retrieval.dense import ExactRetriever
 from chunkmark.retrieval.exact import ExactIndex
 from chunkmark.retrieval.hybrid import HybridRetriever, fuse
-from chunkmark.retrieval.ranking import rank, rank_with
+from chunkmark.retrieval.ranking import rank
 from chunkmark.retrieval.rerank import (
     FakeCrossEncoder,
     RerankerError,
@@ -58,7 +58,6 @@ __all__ = [
     "fuse",
     "hybrid",
     "rank",
-    "rank_with",
     "ranker_stats",
     "rerank",
     "scoped",

@@ -30,6 +30,7 @@ from chunkmark.errors import MissingDependencyError
 from chunkmark.retrieval.base import FloatArray, IntArray
 from chunkmark.retrieval.exact import ExactIndex
 from chunkmark.retrieval.settings import ranker
+from chunkmark.specs import class_factory
 
 AnnIndex = Literal["hnsw", "ivf_flat"]
 _ADD_ROWS = 65_536  # vectors handed to faiss per call (a memory map is read a slice at a time)
@@ -37,7 +38,21 @@ _MIN_POINTS_PER_LIST = 39  # faiss's k-means wants this many training points per
 
 
 class FaissRetriever:
-    """HNSW or IVF-flat search over the chunk vectors (see the module docstring)."""
+    """Approximate dense search with faiss (the ``ann`` extra), reporting its recall against
+    exact search on a sample of the questions.
+
+    Args:
+        index: ``'hnsw'`` (a graph) or ``'ivf_flat'`` (inverted lists of full vectors).
+        m: HNSW links per node.
+        ef_construction: HNSW candidate list while building.
+        ef_search: HNSW candidate list while searching (at least ``candidates`` is used).
+        nlist: IVF lists (at most the number of chunks); ``None`` for about 4 * sqrt(chunks).
+        nprobe: IVF lists searched per question.
+        candidates: neighbours asked of the index per question; deeper rankings continue with
+            the other chunks in index order, score ``-inf``.
+        sample: questions ranked exactly too, to measure recall (0 for none).
+        seed: picks the sampled questions.
+    """
 
     def __init__(
         self,
@@ -51,6 +66,7 @@ class FaissRetriever:
         sample: int = 100,
         seed: int = 0,
     ) -> None:
+        check_faiss(m, ef_construction, ef_search, nlist, nprobe, candidates, sample)
         self.kind: AnnIndex = index
         self.m = m
         self.ef_construction = ef_construction
@@ -227,38 +243,8 @@ def check_faiss(
         raise ValueError(f"sample must be at least 0, got {sample!r}")
 
 
-@ranker(
+ranker(
     "faiss",
     setting="The top k chunks by approximate dense search with faiss (the ``ann`` extra); its "
     "recall against exact search is in the manifest.",
-)
-def faiss_ranker(
-    index: AnnIndex = "hnsw",
-    m: int = 32,
-    ef_construction: int = 200,
-    ef_search: int = 128,
-    nlist: int | None = None,
-    nprobe: int = 8,
-    candidates: int = 100,
-    sample: int = 100,
-    seed: int = 0,
-) -> FaissRetriever:
-    """Approximate dense search with faiss (the ``ann`` extra), reporting its recall against
-    exact search on a sample of the questions.
-
-    Args:
-        index: ``'hnsw'`` (a graph) or ``'ivf_flat'`` (inverted lists of full vectors).
-        m: HNSW links per node.
-        ef_construction: HNSW candidate list while building.
-        ef_search: HNSW candidate list while searching (at least ``candidates`` is used).
-        nlist: IVF lists (at most the number of chunks); ``None`` for about 4 * sqrt(chunks).
-        nprobe: IVF lists searched per question.
-        candidates: neighbours asked of the index per question; deeper rankings continue with
-            the other chunks in index order, score ``-inf``.
-        sample: questions ranked exactly too, to measure recall (0 for none).
-        seed: picks the sampled questions.
-    """
-    check_faiss(m, ef_construction, ef_search, nlist, nprobe, candidates, sample)
-    return FaissRetriever(
-        index, m, ef_construction, ef_search, nlist, nprobe, candidates, sample, seed
-    )
+)(class_factory(FaissRetriever))

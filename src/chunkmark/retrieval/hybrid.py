@@ -41,6 +41,7 @@ from chunkmark.retrieval.bm25 import Bm25Method, BM25Retriever, check_bm25
 from chunkmark.retrieval.dense import ExactRetriever
 from chunkmark.retrieval.settings import ranker
 from chunkmark.retrieval.topk import top_k
+from chunkmark.specs import class_factory
 
 Fusion = Literal["rrf", "convex"]
 F64 = npt.NDArray[np.float64]
@@ -51,7 +52,18 @@ MIN_MAX_FLOOR = 1e-9  # ranx's smallest min-max denominator
 
 
 class HybridRetriever:
-    """Dense exact search and BM25, fused (see the module docstring)."""
+    """Exact dense search and BM25, each cut to its top candidates, fused by reciprocal rank
+    (``rrf``) or a convex combination of min-max normalised scores (``convex``).
+
+    Args:
+        fusion: ``'rrf'`` or ``'convex'``.
+        alpha: the dense list's weight in ``convex`` fusion (0 to 1; BM25 gets ``1 - alpha``).
+        rrf_k: the rank offset of ``rrf`` fusion (greater than 0).
+        candidates: how many of each list are fused (at least 1).
+        method: the BM25 variant, as bm25s names it.
+        k1: BM25 term-frequency saturation (at least 0).
+        b: BM25 length normalisation (0 to 1).
+    """
 
     def __init__(
         self,
@@ -63,12 +75,14 @@ class HybridRetriever:
         k1: float = 1.5,
         b: float = 0.75,
     ) -> None:
+        check_hybrid(fusion, alpha, rrf_k, candidates)
+        check_bm25(k1, b)
         self.fusion: Fusion = fusion
-        self.alpha = alpha
+        self.alpha = float(alpha)
         self.rrf_k = rrf_k
         self.candidates = candidates
         self._dense = ExactRetriever()
-        self._bm25 = BM25Retriever(method, k1, b)
+        self._bm25 = BM25Retriever(method, float(k1), float(b))
         self._n_chunks = 0
 
     def index(self, vectors: FloatArray, texts: Sequence[str]) -> None:
@@ -185,31 +199,7 @@ def check_hybrid(fusion: str, alpha: float, rrf_k: int, candidates: int) -> None
         raise ValueError(f"candidates must be at least 1, got {candidates!r}")
 
 
-@ranker(
+ranker(
     "hybrid",
     setting="The top k chunks of the fused dense and BM25 rankings (see the ``hybrid`` retriever).",
-)
-def hybrid(
-    fusion: Fusion = "rrf",
-    alpha: float = 0.5,
-    rrf_k: int = 60,
-    candidates: int = 100,
-    method: Bm25Method = "lucene",
-    k1: float = 1.5,
-    b: float = 0.75,
-) -> HybridRetriever:
-    """Exact dense search and BM25, each cut to its top candidates, fused by reciprocal rank
-    (``rrf``) or a convex combination of min-max normalised scores (``convex``).
-
-    Args:
-        fusion: ``'rrf'`` or ``'convex'``.
-        alpha: the dense list's weight in ``convex`` fusion (0 to 1; BM25 gets ``1 - alpha``).
-        rrf_k: the rank offset of ``rrf`` fusion (greater than 0).
-        candidates: how many of each list are fused (at least 1).
-        method: the BM25 variant, as bm25s names it.
-        k1: BM25 term-frequency saturation (at least 0).
-        b: BM25 length normalisation (0 to 1).
-    """
-    check_hybrid(fusion, alpha, rrf_k, candidates)
-    check_bm25(k1, b)
-    return HybridRetriever(fusion, float(alpha), rrf_k, candidates, method, float(k1), float(b))
+)(class_factory(HybridRetriever))

@@ -24,7 +24,7 @@ class DocumentScoped(Protocol):
 
 
 def rank(
-    ranker_spec: str | Spec,
+    ranker: str | Spec | Retriever,
     vectors: FloatArray,
     texts: Sequence[str],
     query_vectors: FloatArray,
@@ -34,8 +34,9 @@ def rank(
     chunk_docs: Sequence[str] | None = None,
     query_docs: Sequence[str] | None = None,
 ) -> tuple[IntArray, FloatArray, RankerStats]:
-    """The ranking, scores and stats of the ranker a spec names, ``depth`` deep (capped at the
-    number of chunks).
+    """The ranking, scores and stats of a ranker, ``depth`` deep (capped at the number of
+    chunks): the ranker a spec names, or one already built (one whose search a spec cannot
+    carry, such as a vector store's own search for ``chunkmark audit``).
 
     ``vectors``/``texts`` are the chunks' (L2-normalised) vectors and the texts that were
     embedded, ``query_vectors``/``query_texts`` the questions'. Call it once per distinct ranker
@@ -46,32 +47,8 @@ def rank(
     ``-1`` entries where a question's document has no more chunks.
     Raises :class:`~chunkmark.errors.SpecError` for a bad spec.
     """
-    ranker, _ = RETRIEVERS.build(ranker_spec)
-    return rank_with(
-        ranker,
-        vectors,
-        texts,
-        query_vectors,
-        query_texts,
-        depth,
-        chunk_docs=chunk_docs,
-        query_docs=query_docs,
-    )
-
-
-def rank_with(
-    ranker: Retriever,
-    vectors: FloatArray,
-    texts: Sequence[str],
-    query_vectors: FloatArray,
-    query_texts: Sequence[str],
-    depth: int,
-    *,
-    chunk_docs: Sequence[str] | None = None,
-    query_docs: Sequence[str] | None = None,
-) -> tuple[IntArray, FloatArray, RankerStats]:
-    """:func:`rank` with a ranker already built (one whose search a spec cannot carry, such as
-    a vector store's own search for ``chunkmark audit``)."""
+    if isinstance(ranker, str | Spec):
+        ranker, _ = RETRIEVERS.build(ranker)
     if depth < 0:
         raise ValueError(f"depth must be at least 0, got {depth}")
     if len(vectors) != len(texts):

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -322,9 +322,7 @@ class TokenBudget:
     ranker: Spec
     tokens: int
 
-    @property
-    def k_label(self) -> str:
-        return ""
+    k_label: ClassVar[str] = ""  # no fixed k
 
     def depth(self, ctx: RankContext) -> int:
         # Every chunk added but the last leaves budget unspent, so the chunks before the last
@@ -382,9 +380,7 @@ class Threshold:
     min_similarity: float
     max_k: int
 
-    @property
-    def k_label(self) -> str:
-        return ""
+    k_label: ClassVar[str] = ""  # no fixed k
 
     def depth(self, ctx: RankContext) -> int:
         return min(self.max_k, ctx.n_chunks)

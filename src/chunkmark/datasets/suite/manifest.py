@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from chunkmark.files import write_bytes_atomic
 
@@ -23,7 +23,7 @@ MANIFEST_FILE = "manifest.json"
 # stated wrongly (COVID-QA); pieces of a passage its annotators shortened, found in order (CUAD's
 # ``<omitted>``).
 Placed = Literal["exact", "normalised", "structural", "repaired", "elided"]
-PLACED: tuple[Placed, ...] = ("exact", "normalised", "structural", "repaired", "elided")
+PLACED: tuple[Placed, ...] = get_args(Placed)
 
 # Why a source question was dropped.
 Reason = Literal[
@@ -34,14 +34,7 @@ Reason = Literal[
     "flagged incorrect by the set's authors",
     "no evidence accepted",
 ]
-REASONS: tuple[Reason, ...] = (
-    "evidence not found",
-    "ambiguous evidence",
-    "empty evidence",
-    "document missing",
-    "flagged incorrect by the set's authors",
-    "no evidence accepted",
-)
+REASONS: tuple[Reason, ...] = get_args(Reason)
 
 # Why :meth:`Locator.locate <chunkmark.datasets.suite.locate.Locator.locate>` placed nothing,
 # as a drop reason.
