@@ -4,7 +4,6 @@ retrieval setting and one scoring (:mod:`chunkmark.report.compare`), as a table 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -23,9 +22,6 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare)
 
 
-RunsOption = Annotated[
-    list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
-]
 AOption = Annotated[
     str,
     typer.Option(
@@ -79,7 +75,7 @@ EmbedderOption = Annotated[
 
 
 def compare(
-    runs: RunsOption,
+    runs: options.Runs,
     a: AOption,
     b: Annotated[str, typer.Option("--b", help="Cell B, the same way.", show_default=False)],
     metric: Annotated[str, typer.Option(help="The metric compared.")] = "iou",
@@ -93,7 +89,7 @@ def compare(
     dataset: options.PickDataset = None,
     permutations: options.Permutations = 10_000,
     alpha: Annotated[float, typer.Option(help="Significance level of the verdict.")] = 0.05,
-    seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
+    seed: options.DrawSeed = 0,
     as_json: options.Json = False,
 ) -> None:
     """Is cell A better than cell B? The paired difference over the same questions, its 95%

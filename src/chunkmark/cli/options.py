@@ -170,6 +170,11 @@ MinPBest = Annotated[
     ),
 ]
 
+Runs = Annotated[
+    list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
+]
+DrawSeed = Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")]
+
 # --- selecting rows of finished runs (compare, report, tune): never a grid flag -----------------
 
 PickRetrieval = Annotated[
