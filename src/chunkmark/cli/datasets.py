@@ -296,9 +296,7 @@ def stitch_command(
         Literal["chroma", "jsonl"],
         typer.Option("--layout", help="Dataset layout to write (docs/formats.md)."),
     ] = "chroma",
-    force: Annotated[
-        bool, typer.Option("--force", help="Write into a non-empty --out folder.")
-    ] = False,
+    force: options.Force = False,
 ) -> None:
     """Build a corpus of short segments of different sources with known topic boundaries.
 
@@ -309,12 +307,7 @@ def stitch_command(
     it with: chunkmark chunkers diagnose --boundaries OUT
     """
     bounds = _segment_chars(segment_chars)
-    if out.exists() and not out.is_dir():
-        raise DatasetError(f"--out {out} is a file.", "Give a folder for the stitched dataset.")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise DatasetError(
-            f"--out {out} is not empty.", "Give a new or empty folder, or add --force."
-        )
+    options.check_out_folder(out, force, "the stitched dataset")
     datasets = [load_dataset(source) for source in sources]
     stitched = stitch(
         datasets,
