@@ -186,6 +186,33 @@ _API: dict[str, tuple[_Handler, list[str] | None]] = {
 }
 
 
+def serve(app: Starlette, port: int, listening: Callable[[str], None]) -> None:
+    """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) until stopped; once it listens,
+    ``listening`` is told its address."""
+    import asyncio
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+
+    async def main() -> None:
+        task = asyncio.create_task(server.serve())
+        while not server.started and not task.done():
+            await asyncio.sleep(0.05)
+        if server.started:
+            listening(f"http://127.0.0.1:{_bound_port(server, port)}/")
+        await task
+
+    asyncio.run(main())
+
+
+def _bound_port(server: Any, asked: int) -> int:
+    for each in getattr(server, "servers", []):
+        for sock in each.sockets:
+            return int(sock.getsockname()[1])
+    return asked
+
+
 _NO_STORE = {"Cache-Control": "no-store"}
 _CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
