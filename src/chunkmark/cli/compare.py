@@ -13,7 +13,7 @@ from rich.table import Table
 from chunkmark.cli import options
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.selection import QuestionsNeeded
-from chunkmark.report.compare import Cell, CellComparison, compare_cells
+from chunkmark.report.compare import Cell, CellComparison, compare_cells, p_text
 from chunkmark.specs import short
 
 
@@ -151,8 +151,8 @@ def _print(found: CellComparison) -> None:
     console.print(
         f"A - B = {100 * result.difference:+.2f} points, {100 * result.level:.0f}% interval "
         f"[{100 * result.ci_low:+.2f}, {100 * result.ci_high:+.2f}] (paired bootstrap); "
-        f"p = {_p(result.p_permutation)} (sign-flip randomisation, {result.permutations:,} "
-        f"flips), t-test p = {_p(result.p_ttest)}, Wilcoxon p = {_p(result.p_wilcoxon)}; "
+        f"p = {p_text(result.p_permutation)} (sign-flip randomisation, {result.permutations:,} "
+        f"flips), t-test p = {p_text(result.p_ttest)}, Wilcoxon p = {p_text(result.p_wilcoxon)}; "
         f"A wins {result.wins}, ties {result.ties}, loses {result.losses}"
     )
     console.print(f"[bold]verdict:[/] {found.verdict}")
@@ -170,11 +170,6 @@ def questions_line(needed: QuestionsNeeded, n: int) -> str:
         f"{100 * abs(needed.difference):.2f} points with {100 * needed.power:.0f}% power at "
         f"alpha {needed.alpha:g} ({needed.method}; these cells share {n})"
     )
-
-
-def _p(value: float | None) -> str:
-    """A p-value as printed: "n/a" when its test cannot be computed (one question, NaN)."""
-    return "n/a" if value is None else f"{value:.3g}"
 
 
 def _cell(cell: Cell) -> str:
