@@ -124,7 +124,7 @@ def test_the_page_uses_the_pools_passage_length_unless_told(
 ) -> None:
     """The command line carries no passage length of its own: without --passage-chars the page's
     pool merges passages up to the pool's default (the one docs/label.md measured)."""
-    import chunkmark.cli.label
+    import chunkmark.label.server
     import chunkmark.label.session
     from chunkmark.label.pool import DEFAULT_MAX_CHARS
     from chunkmark.label.server import LabelSession
@@ -138,7 +138,7 @@ def test_the_page_uses_the_pools_passage_length_unless_told(
         return opened[-1]
 
     monkeypatch.setattr(chunkmark.label.session, "open_session", recording)
-    monkeypatch.setattr(chunkmark.cli.label, "_serve", lambda *args: None)
+    monkeypatch.setattr(chunkmark.label.server, "serve", lambda *args: None)
     for extra, expected in (([], DEFAULT_MAX_CHARS), (["--passage-chars", "1200"], 1200)):
         done = invoke("label", str(tmp_path), "--no-browser", "--embedder", "none", *extra)
         assert done.exit_code == 0, done.output

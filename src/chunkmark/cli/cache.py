@@ -141,8 +141,10 @@ def _chunks_table(cache: dict[str, Any]) -> Table:
     for column in ("chunker", "dataset", "embedder", "chunkings", "chunks", "bytes"):
         numeric = column in ("chunkings", "chunks", "bytes")
         table.add_column(column, justify="right" if numeric else "left")
+    from chunkmark.report.data import short_name
+
     for g in cache["chunkers"]:
-        chunker = _short(g["chunker"])
+        chunker = "?" if g["chunker"] is None else short_name("chunker", g["chunker"])
         if g["current"] is False:
             chunker += f" (chunkmark {g['chunkmark']}: stale)"
         table.add_row(
@@ -154,19 +156,6 @@ def _chunks_table(cache: dict[str, Any]) -> Table:
             _size(g["bytes"]),
         )
     return table
-
-
-def _short(spec: str | None) -> str:
-    """A chunker spec as the run's tables show it, else as stored."""
-    if spec is None:
-        return "?"
-    from chunkmark.chunkers import CHUNKERS
-    from chunkmark.errors import ChunkmarkError
-
-    try:
-        return CHUNKERS.short(spec)
-    except ChunkmarkError:  # a chunker this installation does not have
-        return spec
 
 
 _TABLES: dict[str, Callable[[dict[str, Any]], Table]] = {

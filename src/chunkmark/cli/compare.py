@@ -4,7 +4,6 @@ retrieval setting and one scoring (:mod:`chunkmark.report.compare`), as a table 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -14,7 +13,7 @@ from rich.table import Table
 from chunkmark.cli import options
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.selection import QuestionsNeeded
-from chunkmark.report.compare import Cell, CellComparison, compare_cells
+from chunkmark.report.compare import Cell, CellComparison, compare_cells, p_text
 from chunkmark.specs import short
 
 
@@ -23,9 +22,6 @@ def register(app: typer.Typer) -> None:
     app.command("compare")(compare)
 
 
-RunsOption = Annotated[
-    list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
-]
 AOption = Annotated[
     str,
     typer.Option(
@@ -79,7 +75,7 @@ EmbedderOption = Annotated[
 
 
 def compare(
-    runs: RunsOption,
+    runs: options.Runs,
     a: AOption,
     b: Annotated[str, typer.Option("--b", help="Cell B, the same way.", show_default=False)],
     metric: Annotated[str, typer.Option(help="The metric compared.")] = "iou",
@@ -93,7 +89,7 @@ def compare(
     dataset: options.PickDataset = None,
     permutations: options.Permutations = 10_000,
     alpha: Annotated[float, typer.Option(help="Significance level of the verdict.")] = 0.05,
-    seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
+    seed: options.DrawSeed = 0,
     as_json: options.Json = False,
 ) -> None:
     """Is cell A better than cell B? The paired difference over the same questions, its 95%
@@ -155,8 +151,8 @@ def _print(found: CellComparison) -> None:
     console.print(
         f"A - B = {100 * result.difference:+.2f} points, {100 * result.level:.0f}% interval "
         f"[{100 * result.ci_low:+.2f}, {100 * result.ci_high:+.2f}] (paired bootstrap); "
-        f"p = {_p(result.p_permutation)} (sign-flip randomisation, {result.permutations:,} "
-        f"flips), t-test p = {_p(result.p_ttest)}, Wilcoxon p = {_p(result.p_wilcoxon)}; "
+        f"p = {p_text(result.p_permutation)} (sign-flip randomisation, {result.permutations:,} "
+        f"flips), t-test p = {p_text(result.p_ttest)}, Wilcoxon p = {p_text(result.p_wilcoxon)}; "
         f"A wins {result.wins}, ties {result.ties}, loses {result.losses}"
     )
     console.print(f"[bold]verdict:[/] {found.verdict}")
@@ -174,11 +170,6 @@ def questions_line(needed: QuestionsNeeded, n: int) -> str:
         f"{100 * abs(needed.difference):.2f} points with {100 * needed.power:.0f}% power at "
         f"alpha {needed.alpha:g} ({needed.method}; these cells share {n})"
     )
-
-
-def _p(value: float | None) -> str:
-    """A p-value as printed: "n/a" when its test cannot be computed (one question, NaN)."""
-    return "n/a" if value is None else f"{value:.3g}"
 
 
 def _cell(cell: Cell) -> str:

@@ -4,7 +4,7 @@ datasets."""
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -28,6 +28,7 @@ from chunkmark.datasets.stitch import (
 from chunkmark.datasets.suite import Sample
 from chunkmark.datasets.validate import JSONL_QUESTIONS, detect_layout
 from chunkmark.errors import DatasetError
+from chunkmark.service import catalog
 from chunkmark.suite import sets as suite_download
 from chunkmark.synth.importing import NothingImportedError, SkippedSource, import_documents
 
@@ -165,60 +166,12 @@ def datasets_group(ctx: typer.Context, as_json: options.Json = False) -> None:
     Its commands validate, download, show, import and stitch datasets.
     """
     if ctx.invoked_subcommand is None:
-        listing.show([datasets_listing()], as_json)
+        listing.show(catalog.datasets(), as_json)
 
 
 def list_datasets(as_json: options.Json = False) -> None:
     """List the built-in datasets and whether each is available (as `chunkmark datasets`)."""
-    listing.show([datasets_listing()], as_json)
-
-
-def datasets_listing() -> listing.Listing:
-    """The built-in datasets: name, description, status (and folder, once downloaded)."""
-    demo = load_dataset(DEMO_NAME)
-    rows: list[listing.Row] = [
-        {
-            "kind": "dataset",
-            "name": DEMO_NAME,
-            "description": f"{len(demo.documents)} short markdown documents, "
-            f"{len(demo.questions)} questions.",
-            "status": "built in",
-            "folder": None,
-        }
-    ]
-    for name in suite_download.names():
-        if name == suite_download.CHROMA:
-            continue
-        line, folder_or_none = suite_download.status(name)
-        rows.append(
-            {
-                "kind": "dataset",
-                "name": name,
-                "description": suite_download.description(name),
-                "status": line,
-                "folder": None if folder_or_none is None else str(folder_or_none),
-            }
-        )
-    for name, remote in downloads.DOWNLOADABLE.items():
-        ready = downloads.is_downloaded(name)
-        folder = downloads.dataset_dir(name)
-        rows.append(
-            {
-                "kind": "dataset",
-                "name": name,
-                "description": remote.description,
-                "status": f"downloaded: {folder}"
-                if ready
-                else f"not downloaded (chunkmark datasets download {name})",
-                "folder": str(folder) if ready else None,
-            }
-        )
-    columns: list[tuple[str, Callable[[listing.Row], str]]] = [
-        ("name", lambda row: row["name"]),
-        ("description", lambda row: row["description"]),
-        ("status", lambda row: row["status"]),
-    ]
-    return listing.Listing("Datasets", rows, columns)
+    listing.show(catalog.datasets(), as_json)
 
 
 def show(path: PathArg) -> None:
@@ -343,9 +296,7 @@ def stitch_command(
         Literal["chroma", "jsonl"],
         typer.Option("--layout", help="Dataset layout to write (docs/formats.md)."),
     ] = "chroma",
-    force: Annotated[
-        bool, typer.Option("--force", help="Write into a non-empty --out folder.")
-    ] = False,
+    force: options.Force = False,
 ) -> None:
     """Build a corpus of short segments of different sources with known topic boundaries.
 
@@ -356,12 +307,7 @@ def stitch_command(
     it with: chunkmark chunkers diagnose --boundaries OUT
     """
     bounds = _segment_chars(segment_chars)
-    if out.exists() and not out.is_dir():
-        raise DatasetError(f"--out {out} is a file.", "Give a folder for the stitched dataset.")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise DatasetError(
-            f"--out {out} is not empty.", "Give a new or empty folder, or add --force."
-        )
+    options.check_out_folder(out, force, "the stitched dataset")
     datasets = [load_dataset(source) for source in sources]
     stitched = stitch(
         datasets,

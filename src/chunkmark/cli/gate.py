@@ -123,7 +123,7 @@ def gate(
     update_baseline: UpdateBaselineOption = False,
     markdown_file: MarkdownFileOption = None,
     permutations: options.Permutations = 10_000,
-    seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
+    seed: options.DrawSeed = 0,
     as_json: options.Json = False,
 ) -> None:
     """Does RUN regress against BASELINE? Each gated cell is paired with the baseline's by

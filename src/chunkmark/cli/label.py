@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -154,6 +154,7 @@ def label(
     docs/label.md.
     """
     import importlib.util
+    import webbrowser
 
     from rich.console import Console
 
@@ -165,7 +166,7 @@ def label(
             "pip install 'chunkmark[label]'",
         )
     from chunkmark.label.pool import DEFAULT_CHUNKERS, RANKERS
-    from chunkmark.label.server import create_app
+    from chunkmark.label.server import create_app, serve
     from chunkmark.label.session import build_embedder, open_session
     from chunkmark.service.labels import interchange
 
@@ -194,34 +195,10 @@ def label(
         f"{len(session.pool.documents)} documents, {counts.answered} questions labeled, "
         f"{counts.unanswered} not answered, {len(session.queries)} queries to step through"
     )
-    _serve(create_app(session), port, f"labeling {session.folder} at", no_browser, console.print)
 
+    def listening(address: str) -> None:
+        console.print(f"labeling {session.folder} at {address} (Ctrl-C to stop)")
+        if not no_browser:
+            webbrowser.open(address)
 
-def _bound_port(server: object, asked: int) -> int:
-    for each in getattr(server, "servers", []):
-        for sock in each.sockets:
-            return int(sock.getsockname()[1])
-    return asked
-
-
-def _serve(app: Any, port: int, what: str, no_browser: bool, say: Any) -> None:
-    """Serve ``app`` on 127.0.0.1:``port``; once it listens, say where (and open a browser)."""
-    import asyncio
-    import webbrowser
-
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-
-    async def main() -> None:
-        task = asyncio.create_task(server.serve())
-        while not server.started and not task.done():
-            await asyncio.sleep(0.05)
-        if server.started:
-            address = f"http://127.0.0.1:{_bound_port(server, port)}/"
-            say(f"{what} {address} (Ctrl-C to stop)")
-            if not no_browser:
-                webbrowser.open(address)
-        await task
-
-    asyncio.run(main())
+    serve(create_app(session), port, listening)

@@ -15,11 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chunkmark.cli import options
-
-# Listing and Row also for the commands that build a listing of their own (datasets).
-from chunkmark.service.catalog import Listing as Listing
-from chunkmark.service.catalog import Row as Row
-from chunkmark.service.catalog import embedders, extractors, llms, metrics, retrieval
+from chunkmark.service.catalog import Listing, Row, embedders, extractors, llms, metrics, retrieval
 
 
 def show(listings: Sequence[Listing], as_json: bool) -> None:

@@ -12,7 +12,6 @@ work runs in worker threads; a run runs in a background thread of its own.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -28,7 +27,7 @@ from chunkmark.errors import ChunkmarkError
 from chunkmark.report.compare import compare_cells as paired_comparison  # a tool has its name
 from chunkmark.service import catalog, reading
 from chunkmark.service.replies import Payload, dumps, error_payload, fit, jsonable
-from chunkmark.service.runs import Grid, Job, Runs, plan
+from chunkmark.service.runs import WAIT_LIMIT, Grid, Runs, plan
 
 INSTRUCTIONS = """chunkmark measures which chunking strategy and embedding model retrieve the text
 a set of questions needs, with 95% intervals and paired tests, and what each costs.
@@ -41,9 +40,6 @@ report_path. list_components names the chunkers, embedders, retrieval settings a
 preview_chunks shows one chunker on one file. Specs are strings like
 'fixed_tokens(size=[200, 400], overlap=0)' (a list is a grid). Errors come back as
 {"error": {"kind", "message", "problem", "fix"}}."""
-
-WAIT_LIMIT = 600.0  # seconds a tool call may wait for a run
-POLL_SECONDS = 0.25
 
 Datasets = Annotated[
     list[str] | None,
@@ -262,7 +258,7 @@ def _run_tools(tool: Tool, runs: Runs) -> None:
             job = await anyio.to_thread.run_sync(partial(runs.start, grid, max_cost, out))
         except Exception as exc:
             return error_reply(exc)
-        await _wait(job, wait_seconds, ctx)
+        await job.wait(wait_seconds, ctx.report_progress)
         return reply(job.status())
 
     @tool(READ_ONLY)
@@ -279,7 +275,7 @@ def _run_tools(tool: Tool, runs: Runs) -> None:
             job = runs.get(run_id)
         except ChunkmarkError as exc:
             return error_reply(exc)
-        await _wait(job, wait_seconds, ctx)
+        await job.wait(wait_seconds, ctx.report_progress)
         return reply(job.status())
 
 
@@ -355,18 +351,6 @@ def _reading_tools(tool: Tool, runs: Runs) -> None:
         """The path of a run's report.html (every cell, plots, the inspector) and of its
         files; why there is no report when there is none."""
         return await answer(lambda: reading.report_files(runs.folder(run)))
-
-
-async def _wait(job: Job, seconds: float, ctx: Context) -> None:
-    """Wait until ``job`` ends or ``seconds`` pass, reporting its cells as progress."""
-    deadline = time.monotonic() + min(seconds, WAIT_LIMIT)
-    said = -1
-    while not job.finished.is_set() and time.monotonic() < deadline:
-        if job.started_cells != said:
-            said = job.started_cells
-            last = job.messages[-1] if job.messages else "starting"
-            await ctx.report_progress(said, job.cells, last)
-        await anyio.sleep(POLL_SECONDS)
 
 
 def serve(

@@ -153,6 +153,22 @@ BootstrapSeed = Annotated[
 NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/report.html.")]
 
 
+Force = Annotated[bool, typer.Option("--force", help="Write into a non-empty --out folder.")]
+
+
+def check_out_folder(out: Path, force: bool, what: str) -> None:
+    """Refuse an ``--out`` that is a file, or a folder with files in it unless ``--force``;
+    ``what`` names what would be written there."""
+    from chunkmark.errors import DatasetError
+
+    if out.exists() and not out.is_dir():
+        raise DatasetError(f"--out {out} is a file.", f"Give a folder for {what}.")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise DatasetError(
+            f"--out {out} is not empty.", "Give a new or empty folder, or add --force."
+        )
+
+
 def _share(value: float) -> float:
     if not 0.0 < value <= 1.0:
         raise typer.BadParameter(f"{value:g} is not a share: use a number in (0, 1], e.g. 0.9.")
@@ -169,6 +185,11 @@ MinPBest = Annotated[
         callback=_share,
     ),
 ]
+
+Runs = Annotated[
+    list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
+]
+DrawSeed = Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")]
 
 # --- selecting rows of finished runs (compare, report, tune): never a grid flag -----------------
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chunkmark.cli import options
-from chunkmark.errors import ConfigError, DatasetError
+from chunkmark.errors import ConfigError
 from chunkmark.relations.redocred import (
     DEFAULT_DOCS_PER_CORPUS,
     REL_INFO_FILE,
@@ -73,7 +73,6 @@ DocsPerCorpusOption = Annotated[
     int,
     typer.Option("--docs-per-corpus", min=1, help="Documents joined into each corpus file."),
 ]
-ForceOption = Annotated[bool, typer.Option("--force", help="Write into a non-empty --out folder.")]
 SilverOption = Annotated[
     str | None,
     typer.Option(
@@ -130,7 +129,7 @@ def prepare(
     docs: DocsOption = None,
     seed: SeedOption = 0,
     docs_per_corpus: DocsPerCorpusOption = DEFAULT_DOCS_PER_CORPUS,
-    force: ForceOption = False,
+    force: options.Force = False,
     silver: SilverOption = None,
     llm: LlmOption = None,
     gleanings: GleaningsOption = None,
@@ -164,7 +163,7 @@ def prepare(
                 "Add --llm SPEC, e.g. --llm \"openai(model='gpt-4o-mini')\".",
             )
         if not dry_run:
-            _check_out(out, force)
+            options.check_out_folder(out, force, "the relation set")
         from chunkmark.relations.silver import silver_extractor
 
         extractor = silver_extractor(
@@ -189,7 +188,7 @@ def prepare(
         cache_dir=cache_dir,
         no_cache=no_cache,
     )
-    _check_out(out, force)
+    options.check_out_folder(out, force, "the relation set")
     console = Console(soft_wrap=True, highlight=False)
     source = redocred if redocred is not None else ensure_redocred(progress=console.print)
     relation_set, stats = prepare_redocred(
@@ -202,15 +201,6 @@ def prepare(
         f"{relation_set.name} with {len(relation_set.dataset.questions):,} questions, "
         f"fingerprint {relation_set.dataset.fingerprint}"
     )
-
-
-def _check_out(out: Path, force: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise DatasetError(f"--out {out} is a file.", "Give a folder for the relation set.")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise DatasetError(
-            f"--out {out} is not empty.", "Give a new or empty folder, or add --force."
-        )
 
 
 def _refuse_redocred_options(

@@ -30,9 +30,7 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    runs: Annotated[
-        list[Path], typer.Argument(help="Results folders of `chunkmark run` (one or more).")
-    ],
+    runs: options.Runs,
     out: Annotated[
         Path,
         typer.Option("--out", "-o", help="Folder to write report.html into (created if missing)."),
@@ -62,7 +60,7 @@ def report(
     bootstrap: Annotated[
         int, typer.Option(help="Resamples of each paired-bootstrap interval.")
     ] = 10_000,
-    seed: Annotated[int, typer.Option(help="Seed of the permutation and bootstrap draws.")] = 0,
+    seed: options.DrawSeed = 0,
     min_p_best: options.MinPBest = 0.9,
     title: Annotated[str | None, typer.Option(help="The page's title.")] = None,
     fmt: Annotated[
@@ -181,20 +179,10 @@ def _export(
     mlflow: str | None,
 ) -> None:
     """The leaderboard as markdown, LaTeX or CSV on stdout (and to MLflow when asked)."""
-    from chunkmark.errors import ConfigError
-    from chunkmark.report.data import load_prices, load_runs
-    from chunkmark.report.exports import FORMATS, export_table, log_to_mlflow
-    from chunkmark.report.settings import choose_retrieval
+    from chunkmark.report.exports import export_runs, log_to_mlflow
 
-    if fmt not in FORMATS:
-        raise ConfigError(
-            f"Unknown --format {fmt!r}.", f"Use html or one of: {', '.join(FORMATS)}."
-        )
-    data = load_runs(runs, load_prices(prices) if prices is not None else None)
-    setting = None
-    if retrieval is not None or k is not None:
-        setting = choose_retrieval(data.retrievals, retrieval, k, ConfigError)
-    typer.echo(export_table(data, fmt, setting), nl=False)
+    data, table = export_runs(runs, fmt, retrieval, k, prices)
+    typer.echo(table, nl=False)
     if mlflow is not None:
         ids = log_to_mlflow(data, None, mlflow)
         Console(stderr=True).print(f"logged {len(ids)} cells to MLflow at {mlflow}", markup=False)

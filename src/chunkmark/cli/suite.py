@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,65 +40,71 @@ def suite_group() -> None:
     """
 
 
+SetNames = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="The sets to run (default: suite, all seven, or none when --dataset is given): "
+        + ", ".join(suite_sets.names())
+        + ".",
+        show_default=False,
+        metavar="[SET...]",
+    ),
+]
+OwnDatasets = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--dataset",
+        "-d",
+        help="A dataset folder of your own (Chroma or JSONL layout), repeatable: a set named "
+        "by its folder, run whole beside the SETs given (instead of the suite when none is).",
+        metavar="FOLDER",
+        show_default=False,
+    ),
+]
+SuiteOut = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        help="The suite folder: one results folder per set, suite.json and combined.csv.",
+    ),
+]
+GridName = Annotated[
+    str,
+    typer.Option(
+        "--grid",
+        help="default: fixed tokens 128-1024, recursive 256/512, sentences, paragraphs, "
+        "cluster_semantic x MiniLM, MiniLM with late chunking, model2vec; fast: the same "
+        "chunkers x model2vec only. Both read top_k(5), dense token budgets 512/1024/2048 "
+        "and BM25 and hybrid at 1024 tokens.",
+    ),
+]
+DocsPerSet = Annotated[
+    int | None,
+    typer.Option(
+        "--docs",
+        min=1,
+        help="Documents to draw per set (default: a per-set sample of about 100k-500k "
+        "characters; see docs/suite.md).",
+        show_default=False,
+    ),
+]
+Full = Annotated[bool, typer.Option("--full", help="Run the full sets (hours on a laptop).")]
+Seed = Annotated[int, typer.Option("--seed", help="Random seed for drawing documents.")]
+WriteReports = Annotated[bool, typer.Option("--report", help="Write each set's report.html too.")]
+
+
 def run_command(
-    names: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="The sets to run (default: suite, all seven, or none when --dataset is given): "
-            + ", ".join(suite_sets.names())
-            + ".",
-            show_default=False,
-            metavar="[SET...]",
-        ),
-    ] = None,
-    datasets: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--dataset",
-            "-d",
-            help="A dataset folder of your own (Chroma or JSONL layout), repeatable: a set named "
-            "by its folder, run whole beside the SETs given (instead of the suite when none is).",
-            metavar="FOLDER",
-            show_default=False,
-        ),
-    ] = None,
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out",
-            help="The suite folder: one results folder per set, suite.json and combined.csv.",
-        ),
-    ] = Path("results/suite"),
-    grid: Annotated[
-        str,
-        typer.Option(
-            "--grid",
-            help="default: fixed tokens 128-1024, recursive 256/512, sentences, paragraphs, "
-            "cluster_semantic x MiniLM, MiniLM with late chunking, model2vec; fast: the same "
-            "chunkers x model2vec only. Both read top_k(5), dense token budgets 512/1024/2048 "
-            "and BM25 and hybrid at 1024 tokens.",
-        ),
-    ] = "default",
+    names: SetNames = None,
+    datasets: OwnDatasets = None,
+    out: SuiteOut = Path("results/suite"),
+    grid: GridName = "default",
     chunkers: options.Chunkers = None,
     embedders: options.Embedders = None,
     from_dir: options.FromDir = None,
-    docs: Annotated[
-        int | None,
-        typer.Option(
-            "--docs",
-            min=1,
-            help="Documents to draw per set (default: a per-set sample of about 100k-500k "
-            "characters; see docs/suite.md).",
-            show_default=False,
-        ),
-    ] = None,
-    full: Annotated[
-        bool, typer.Option("--full", help="Run the full sets (hours on a laptop).")
-    ] = False,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed for drawing documents.")] = 0,
-    report: Annotated[
-        bool, typer.Option("--report", help="Write each set's report.html too.")
-    ] = False,
+    docs: DocsPerSet = None,
+    full: Full = False,
+    seed: Seed = 0,
+    report: WriteReports = False,
     cache_dir: options.CacheDir = None,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
@@ -136,16 +141,10 @@ def run_command(
         from chunkmark.report import write_run_report
 
         writer = write_run_report
-    chosen = GRIDS[grid]
-    chosen = replace(
-        chosen,
-        chunkers=tuple(chunkers or chosen.chunkers),
-        embedders=tuple(embedders or chosen.embedders),
-    )
     result = run_suite(
         sets,
         out,
-        chosen,
+        GRIDS[grid].replacing(chunkers or (), embedders or ()),
         cache_dir=cache_dir,
         max_cost=max_cost,
         report_writer=writer,
@@ -154,17 +153,7 @@ def run_command(
     )
     for name, line in result.failures.items():
         console.print(f"failed: {escape(name)}: {escape(line)}")
-    seconds = time.perf_counter() - started
-    summary = {
-        "out": str(out),
-        "grid": grid,
-        "sets": {name: str(r.out) for name, r in result.results.items()},
-        "scopes": result.scopes,
-        "failed": [*failures, *result.failures],
-        "seconds": round(seconds, 1),
-        "cells_computed": sum(r.cells_computed for r in result.results.values()),
-        "cells_resumed": sum(r.cells_resumed for r in result.results.values()),
-    }
+    summary = result.summary(grid, list(failures), time.perf_counter() - started)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
     else:

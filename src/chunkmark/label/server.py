@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -61,115 +62,155 @@ def _escape(text: str) -> str:
 
 def create_app(session: LabelSession) -> Starlette:
     """The Starlette app serving ``session`` (see the module docstring)."""
-    folder = session.folder.resolve()
-    store = session.store
-    pool = session.pool
 
     async def index(request: Request) -> Response:
-        html = page_html(session.token, folder.name)
+        html = page_html(session.token, session.folder.resolve().name)
         return HTMLResponse(html, headers=_NO_STORE | {"Content-Security-Policy": _CSP})
 
-    async def state(request: Request) -> Response:
-        return _json(_state(session))
-
-    async def document(request: Request) -> Response:
-        doc_id = request.query_params.get("id", "")
-        text = pool.documents.get(doc_id)
-        if text is None:
-            return _error(404, f"no document {doc_id!r} in this folder.")
-        return _json({"id": doc_id, "text": text})
-
-    async def suggest(request: Request) -> Response:
-        body = await _body(request)
-        question = _str(body, "question")
-        doc_id = _optional_doc(body, pool)
-        n = int(body.get("n", 10))
-        passages = await run_in_threadpool(pool.suggest, question, doc_id, max(1, min(n, 50)))
-        return _json(
-            {
-                "passages": [
-                    asdict(p) | {"text": pool.documents[p.doc_id][p.start : p.end]}
-                    for p in passages
-                ]
-            }
-        )
-
-    async def search(request: Request) -> Response:
-        body = await _body(request)
-        doc_id = _optional_doc(body, pool)
-        hits = pool.search(_str(body, "text"), doc_id, limit=50, words=bool(body.get("words")))
-        out = []
-        for h in hits:
-            text = pool.documents[h.doc_id]
-            out.append(
-                asdict(h)
-                | {
-                    "before": text[max(0, h.start - CONTEXT_CHARS) : h.start],
-                    "match": text[h.start : h.end],
-                    "after": text[h.end : h.end + CONTEXT_CHARS],
-                }
-            )
-        return _json({"hits": out})
-
-    async def save(request: Request) -> Response:
-        body = await _body(request)
-        excerpts = body.get("excerpts")
-        if not isinstance(excerpts, list) or not all(
-            isinstance(e, list) and len(e) == 2 and all(isinstance(v, int) for v in e)
-            for e in excerpts
-        ):
-            return _error(400, "excerpts must be a list of [start, end] integer pairs.")
-        saved = store.save(
-            _str(body, "question"),
-            _str(body, "doc_id"),
-            [(e[0], e[1]) for e in excerpts],
-            qid=_optional_str(body, "id"),
-            metadata=_metadata(body),
-        )
-        return _json({"saved": saved} | _state(session))
-
-    async def unanswered(request: Request) -> Response:
-        body = await _body(request)
-        saved = store.mark_unanswered(
-            _str(body, "question"), qid=_optional_str(body, "id"), metadata=_metadata(body)
-        )
-        return _json({"saved": saved} | _state(session))
-
-    async def delete(request: Request) -> Response:
-        body = await _body(request)
-        store.delete(_str(body, "id"))
-        return _json(_state(session))
-
-    async def undo(request: Request) -> Response:
-        await _body(request)
-        done = store.undo()
-        return _json({"undone": done} | _state(session))
-
-    async def export(request: Request) -> Response:
-        from chunkmark.label.interop import to_label_studio
-
-        body = await _body(request)
-        target = inside(folder, _str(body, "path"))
-        data = to_label_studio(store.questions(), pool.documents)
-        write_bytes_atomic(target, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode())
-        return _json({"written": str(target.relative_to(folder))})
-
-    routes = [
-        Route("/", index),
-        Route("/api/state", _guarded(session, state)),
-        Route("/api/document", _guarded(session, document)),
-        Route("/api/suggest", _guarded(session, suggest), methods=["POST"]),
-        Route("/api/search", _guarded(session, search), methods=["POST"]),
-        Route("/api/questions", _guarded(session, save), methods=["POST"]),
-        Route("/api/unanswered", _guarded(session, unanswered), methods=["POST"]),
-        Route("/api/delete", _guarded(session, delete), methods=["POST"]),
-        Route("/api/undo", _guarded(session, undo), methods=["POST"]),
-        Route("/api/export", _guarded(session, export), methods=["POST"]),
-    ]
+    routes = [Route("/", index)]
+    for path, (handler, methods) in _API.items():
+        routes.append(Route(path, _guarded(session, handler), methods=methods))
     hosts = ["127.0.0.1", "localhost", "testserver"]
     return Starlette(
         routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)]
     )
+
+
+async def _state_reply(session: LabelSession, request: Request) -> Response:
+    return _json(_state(session))
+
+
+async def _document(session: LabelSession, request: Request) -> Response:
+    doc_id = request.query_params.get("id", "")
+    text = session.pool.documents.get(doc_id)
+    if text is None:
+        return _error(404, f"no document {doc_id!r} in this folder.")
+    return _json({"id": doc_id, "text": text})
+
+
+async def _suggest(session: LabelSession, request: Request) -> Response:
+    pool = session.pool
+    body = await _body(request)
+    question = _str(body, "question")
+    doc_id = _optional_doc(body, pool)
+    n = int(body.get("n", 10))
+    passages = await run_in_threadpool(pool.suggest, question, doc_id, max(1, min(n, 50)))
+    return _json(
+        {
+            "passages": [
+                asdict(p) | {"text": pool.documents[p.doc_id][p.start : p.end]} for p in passages
+            ]
+        }
+    )
+
+
+async def _search(session: LabelSession, request: Request) -> Response:
+    pool = session.pool
+    body = await _body(request)
+    doc_id = _optional_doc(body, pool)
+    hits = pool.search(_str(body, "text"), doc_id, limit=50, words=bool(body.get("words")))
+    out = []
+    for h in hits:
+        text = pool.documents[h.doc_id]
+        out.append(
+            asdict(h)
+            | {
+                "before": text[max(0, h.start - CONTEXT_CHARS) : h.start],
+                "match": text[h.start : h.end],
+                "after": text[h.end : h.end + CONTEXT_CHARS],
+            }
+        )
+    return _json({"hits": out})
+
+
+async def _save(session: LabelSession, request: Request) -> Response:
+    body = await _body(request)
+    excerpts = body.get("excerpts")
+    if not isinstance(excerpts, list) or not all(
+        isinstance(e, list) and len(e) == 2 and all(isinstance(v, int) for v in e) for e in excerpts
+    ):
+        return _error(400, "excerpts must be a list of [start, end] integer pairs.")
+    saved = session.store.save(
+        _str(body, "question"),
+        _str(body, "doc_id"),
+        [(e[0], e[1]) for e in excerpts],
+        qid=_optional_str(body, "id"),
+        metadata=_metadata(body),
+    )
+    return _json({"saved": saved} | _state(session))
+
+
+async def _unanswered(session: LabelSession, request: Request) -> Response:
+    body = await _body(request)
+    saved = session.store.mark_unanswered(
+        _str(body, "question"), qid=_optional_str(body, "id"), metadata=_metadata(body)
+    )
+    return _json({"saved": saved} | _state(session))
+
+
+async def _delete(session: LabelSession, request: Request) -> Response:
+    body = await _body(request)
+    session.store.delete(_str(body, "id"))
+    return _json(_state(session))
+
+
+async def _undo(session: LabelSession, request: Request) -> Response:
+    await _body(request)
+    done = session.store.undo()
+    return _json({"undone": done} | _state(session))
+
+
+async def _export(session: LabelSession, request: Request) -> Response:
+    from chunkmark.label.interop import to_label_studio
+
+    folder = session.folder.resolve()
+    body = await _body(request)
+    target = inside(folder, _str(body, "path"))
+    data = to_label_studio(session.store.questions(), session.pool.documents)
+    write_bytes_atomic(target, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode())
+    return _json({"written": str(target.relative_to(folder))})
+
+
+_Handler = Callable[[LabelSession, Request], Awaitable[Response]]
+# Every /api/ route, its handler and methods; each is served behind the session token.
+_API: dict[str, tuple[_Handler, list[str] | None]] = {
+    "/api/state": (_state_reply, None),
+    "/api/document": (_document, None),
+    "/api/suggest": (_suggest, ["POST"]),
+    "/api/search": (_search, ["POST"]),
+    "/api/questions": (_save, ["POST"]),
+    "/api/unanswered": (_unanswered, ["POST"]),
+    "/api/delete": (_delete, ["POST"]),
+    "/api/undo": (_undo, ["POST"]),
+    "/api/export": (_export, ["POST"]),
+}
+
+
+def serve(app: Starlette, port: int, listening: Callable[[str], None]) -> None:
+    """Serve ``app`` on 127.0.0.1:``port`` (0: a free port) until stopped; once it listens,
+    ``listening`` is told its address."""
+    import asyncio
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+
+    async def main() -> None:
+        task = asyncio.create_task(server.serve())
+        while not server.started and not task.done():
+            await asyncio.sleep(0.05)
+        if server.started:
+            listening(f"http://127.0.0.1:{_bound_port(server, port)}/")
+        await task
+
+    asyncio.run(main())
+
+
+def _bound_port(server: Any, asked: int) -> int:
+    for each in getattr(server, "servers", []):
+        for sock in each.sockets:
+            return int(sock.getsockname()[1])
+    return asked
 
 
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -192,13 +233,13 @@ def inside(folder: Path, relative: str) -> Path:
     return target
 
 
-def _guarded(session: LabelSession, handler: Any) -> Any:
+def _guarded(session: LabelSession, handler: _Handler) -> Callable[[Request], Awaitable[Response]]:
     async def checked(request: Request) -> Response:
         given = request.headers.get(TOKEN_HEADER, "")
         if not secrets.compare_digest(given.encode(), session.token.encode()):
             return _error(403, f"missing or wrong {TOKEN_HEADER}; reload the page.")
         try:
-            response: Response = await handler(request)
+            response = await handler(session, request)
         except _BadRequest as exc:
             return _error(400, str(exc))
         except ChunkmarkError as exc:

@@ -29,12 +29,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from chunkmark.datasets.model import Dataset
 from chunkmark.errors import DatasetError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.spans import Span
+
+StatsT = TypeVar("StatsT")
 
 ENTITIES_FILE = "entities.jsonl"
 RELATIONS_FILE = "relations.jsonl"
@@ -263,6 +265,40 @@ def _read_spans(value: Any, where: str) -> tuple[Span, ...]:
         raise DatasetError(
             f"{where}: bad spans ({exc}).", 'Spans are [{"start": int, "end": int}, ...].'
         ) from None
+
+
+@dataclass(frozen=True)
+class BuiltSet(Generic[StatsT]):
+    """A relation set built in memory (from Re-DocRED, or by an LLM for a silver set): the
+    dataset, its entities and relations, and the counts of how it was built."""
+
+    dataset: Dataset
+    entities: tuple[Entity, ...]
+    relations: tuple[Relation, ...]
+    stats: StatsT
+
+    def write(self, folder: str | Path, *, silver: bool = False) -> RelationSet:
+        """Write the set into ``folder`` (the dataset in the JSONL layout, ``entities.jsonl``,
+        ``relations.jsonl``), read it back with :func:`load_relation_set` and return what was
+        read. A DatasetError when what was read back differs from what was written (or, for a
+        ``silver`` set, does not read as silver)."""
+        from chunkmark.datasets.jsonl import write_jsonl
+
+        out = Path(folder)
+        write_jsonl(self.dataset, out)
+        write_relation_files(out, self.entities, self.relations)
+        loaded = load_relation_set(out)
+        if (
+            loaded.dataset.fingerprint != self.dataset.fingerprint
+            or loaded.relations != self.relations
+            or tuple(loaded.entities.values()) != self.entities
+            or (silver and not loaded.silver)
+        ):
+            raise DatasetError(
+                f"{out} does not read back as the relation set written into it.",
+                "Write into a new or empty folder.",
+            )
+        return loaded
 
 
 def load_relation_set(folder: str | Path) -> RelationSet:

@@ -62,12 +62,11 @@ from chunkmark.errors import ConfigError, DatasetError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.paths import resolve_cache_dir
 from chunkmark.relations.model import (
+    BuiltSet,
     Entity,
     Relation,
     RelationSet,
     SupportKind,
-    load_relation_set,
-    write_relation_files,
 )
 from chunkmark.spans import Span
 
@@ -435,14 +434,8 @@ class PrepareStats:
     supports_checked: int
 
 
-@dataclass(frozen=True)
-class PreparedSet:
-    """A relation set built in memory: the dataset, its entities and relations, the counts."""
-
-    dataset: Dataset
-    entities: tuple[Entity, ...]
-    relations: tuple[Relation, ...]
-    stats: PrepareStats
+# A relation set built from Re-DocRED, before it is written.
+PreparedSet = BuiltSet[PrepareStats]
 
 
 def choose_documents(total: int, docs: int | None, seed: int) -> list[int]:
@@ -717,29 +710,6 @@ def smallest_window(heads: set[int], tails: set[int]) -> tuple[int, int]:
 # --- writing and downloading --------------------------------------------------------------------
 
 
-def write_prepared(prepared: PreparedSet, folder: str | Path) -> RelationSet:
-    """Write ``prepared`` into ``folder`` (``documents.jsonl``, ``questions.jsonl`` with
-    chunkmark's dataset writer, ``entities.jsonl``, ``relations.jsonl``), read it back with
-    :func:`load_relation_set` and return what was read.
-
-    Raises :class:`DatasetError` when what was read back differs from what was written.
-    """
-    out = Path(folder)
-    write_jsonl(prepared.dataset, out)
-    write_relation_files(out, prepared.entities, prepared.relations)
-    loaded = load_relation_set(out)
-    if (
-        loaded.dataset.fingerprint != prepared.dataset.fingerprint
-        or loaded.relations != prepared.relations
-        or tuple(loaded.entities.values()) != prepared.entities
-    ):
-        raise DatasetError(
-            f"{out} does not read back as the relation set written into it.",
-            "Write into a new or empty folder.",
-        )
-    return loaded
-
-
 def prepare_redocred(
     redocred: str | Path,
     out: str | Path,
@@ -767,7 +737,7 @@ def prepare_redocred(
         name=Path(out).resolve().name,
         source=str(source),
     )
-    return write_prepared(prepared, out), prepared.stats
+    return prepared.write(out), prepared.stats
 
 
 def redocred_dir() -> Path:

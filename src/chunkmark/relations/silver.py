@@ -46,19 +46,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chunkmark.chunkers.sentences import sentence_spans
-from chunkmark.datasets.jsonl import write_jsonl
 from chunkmark.datasets.model import Dataset, Document, Question
 from chunkmark.errors import DatasetError
 from chunkmark.relations.matching import normalise
 from chunkmark.relations.model import (
+    BuiltSet,
     ChunkInput,
     Entity,
     Extraction,
     Extractor,
     Relation,
     RelationSet,
-    load_relation_set,
-    write_relation_files,
 )
 from chunkmark.spans import Span
 
@@ -107,14 +105,8 @@ class SilverStats:
     same_sentence: int
 
 
-@dataclass(frozen=True)
-class SilverSet:
-    """A silver relation set built in memory: the dataset, entities, relations and counts."""
-
-    dataset: Dataset
-    entities: tuple[Entity, ...]
-    relations: tuple[Relation, ...]
-    stats: SilverStats
+# A silver relation set built in memory, before it is written.
+SilverSet = BuiltSet[SilverStats]
 
 
 # --- excerpts ---------------------------------------------------------------------------------
@@ -412,30 +404,7 @@ def build_silver(
     return SilverSet(new, tuple(entities), tuple(relations), stats)
 
 
-# --- writing ----------------------------------------------------------------------------------
-
-
-def write_silver(silver: SilverSet, folder: str | Path) -> RelationSet:
-    """Write ``silver`` into ``folder`` (the dataset in the JSONL layout, ``entities.jsonl``,
-    ``relations.jsonl``), read it back and return what was read.
-
-    Raises :class:`DatasetError` when what was read back differs from what was written.
-    """
-    out = Path(folder)
-    write_jsonl(silver.dataset, out)
-    write_relation_files(out, silver.entities, silver.relations)
-    loaded = load_relation_set(out)
-    if (
-        loaded.dataset.fingerprint != silver.dataset.fingerprint
-        or loaded.relations != silver.relations
-        or tuple(loaded.entities.values()) != silver.entities
-        or not loaded.silver
-    ):
-        raise DatasetError(
-            f"{out} does not read back as the relation set written into it.",
-            "Write into a new or empty folder.",
-        )
-    return loaded
+# --- the extractor and the whole preparation ----------------------------------------------
 
 
 def silver_extractor(
@@ -531,4 +500,4 @@ def prepare_silver(
     if max_cost is not None:
         check_cost(estimate_silver(dataset, extractor), max_cost)
     silver = build_silver(dataset, extractor, name=Path(out).resolve().name, progress=progress)
-    return write_silver(silver, out), silver.stats
+    return silver.write(out, silver=True), silver.stats

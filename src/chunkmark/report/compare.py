@@ -127,6 +127,11 @@ def compare_cells(
     return _compared(pair, where, metric, alpha, permutations, seed)
 
 
+def p_text(value: float | None) -> str:
+    """A p-value as printed: "n/a" when its test cannot be computed (one question, NaN)."""
+    return "n/a" if value is None else f"{value:.3g}"
+
+
 def _settings_pair(a: str, b: str, available: Sequence[str]) -> tuple[str, str] | None:
     """The two retrieval settings of the runs that ``a`` and ``b`` name, when both name one
     (and neither names a chunker or an embedder); else None (they name cells)."""

@@ -45,6 +45,28 @@ def export_table(data: ReportData, fmt: Format, retrieval: str | None = None) ->
     return _latex(header, body)
 
 
+def export_runs(
+    runs: Sequence[Path], fmt: str, retrieval: str | None, k: str | None, prices: Path | None
+) -> tuple[ReportData, str]:
+    """The runs' data and their leaderboard in ``fmt`` (only the setting ``retrieval`` or
+    ``k`` picks, when either is given), prices from ``prices`` when given. An unknown ``fmt``
+    is a ConfigError naming the formats."""
+    from chunkmark.errors import ConfigError
+    from chunkmark.report.data import load_prices, load_runs
+    from chunkmark.report.settings import choose_retrieval
+
+    chosen = next((name for name in FORMATS if name == fmt), None)
+    if chosen is None:
+        raise ConfigError(
+            f"Unknown --format {fmt!r}.", f"Use html or one of: {', '.join(FORMATS)}."
+        )
+    data = load_runs(runs, load_prices(prices) if prices is not None else None)
+    setting = None
+    if retrieval is not None or k is not None:
+        setting = choose_retrieval(data.retrievals, retrieval, k, ConfigError)
+    return data, export_table(data, chosen, setting)
+
+
 def _ordered_rows(data: ReportData, retrieval: str | None) -> list[LeaderRow]:
     settings = [retrieval] if retrieval is not None else data.retrievals
     first = table_metrics()[0].name if table_metrics() else None

@@ -40,6 +40,7 @@ from chunkmark.experiments.config import Nesting
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import DECIMALS, holm, paired_bootstrap_ci, permutation_test
 from chunkmark.metrics.selection import POWER, min_detectable_difference, questions_for
+from chunkmark.report.compare import p_text
 from chunkmark.report.gate_sides import (
     BAD_BASELINE,
     EXIT_CODES,
@@ -556,8 +557,8 @@ def markdown(result: GateResult, labels: Mapping[Cell, str] | None = None) -> st
             verdict += f" (about {c.needed:,} questions needed)"
         lines.append(
             f"| {name} | {100 * c.baseline:.2f} | {100 * c.run:.2f} | {100 * c.change:+.2f} | "
-            f"[{100 * c.ci_low:+.2f}, {100 * c.ci_high:+.2f}] | {_p(c.p_value)} | "
-            f"{_p(c.p_holm)} | {_points(c.detectable)} | {verdict} |"
+            f"[{100 * c.ci_low:+.2f}, {100 * c.ci_high:+.2f}] | {p_text(c.p_value)} | "
+            f"{p_text(c.p_holm)} | {_points(c.detectable)} | {verdict} |"
         )
     lines += [""] + [f"- {note}" for note in result.notes]
     return "\n".join(lines).rstrip() + "\n"
@@ -628,10 +629,6 @@ def _swap_label(c: CellCheck) -> str:
         label = short_name(kind, old)
         parts.append(label if new == old else f"{label} → {short_name(kind, new)}")
     return " × ".join(parts)
-
-
-def _p(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}"
 
 
 def short_labels(cells: Iterable[Cell]) -> dict[Cell, str]:

@@ -4,7 +4,8 @@ alone by :func:`registry_listing`: each entry's name, spec parameters, summary, 
 dependencies it needs and, for components a plugin registered, its ``origin``.
 
 ``chunkmark chunkers``, ``embedders``, ``retrieval``, ``llms``, ``extractors`` and ``metrics``
-print these listings (:mod:`chunkmark.cli.listing`); the MCP tool ``list_components`` answers
+print these listings (:mod:`chunkmark.cli.listing`), as ``chunkmark datasets`` prints
+:func:`datasets`; the MCP tool ``list_components`` answers
 from the same ones (:func:`components`).
 """
 
@@ -136,6 +137,59 @@ def extractors() -> list[Listing]:
     from chunkmark.relations.extract import EXTRACTORS
 
     return [registry_listing(EXTRACTORS, "Relation extractors (relations run's --extractor)")]
+
+
+def datasets() -> list[Listing]:
+    """The built-in datasets: name, description, status (and folder, once downloaded)."""
+    from chunkmark.datasets import download as downloads
+    from chunkmark.datasets import load_dataset
+    from chunkmark.datasets.demo import DEMO_NAME
+    from chunkmark.suite import sets as suite_sets
+
+    demo = load_dataset(DEMO_NAME)
+    rows: list[Row] = [
+        {
+            "kind": "dataset",
+            "name": DEMO_NAME,
+            "description": f"{len(demo.documents)} short markdown documents, "
+            f"{len(demo.questions)} questions.",
+            "status": "built in",
+            "folder": None,
+        }
+    ]
+    for name in suite_sets.names():
+        if name == suite_sets.CHROMA:
+            continue
+        line, folder_or_none = suite_sets.status(name)
+        rows.append(
+            {
+                "kind": "dataset",
+                "name": name,
+                "description": suite_sets.description(name),
+                "status": line,
+                "folder": None if folder_or_none is None else str(folder_or_none),
+            }
+        )
+    for name, remote in downloads.DOWNLOADABLE.items():
+        ready = downloads.is_downloaded(name)
+        folder = downloads.dataset_dir(name)
+        rows.append(
+            {
+                "kind": "dataset",
+                "name": name,
+                "description": remote.description,
+                "status": f"downloaded: {folder}"
+                if ready
+                else f"not downloaded (chunkmark datasets download {name})",
+                "folder": str(folder) if ready else None,
+            }
+        )
+    columns: list[tuple[str, Callable[[Row], str]]] = [
+        ("name", lambda row: row["name"]),
+        ("description", lambda row: row["description"]),
+        ("status", lambda row: row["status"]),
+    ]
+    return [Listing("Datasets", rows, columns)]
 
 
 # --- metric catalogs ------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -59,6 +59,10 @@ def recommended_metric(config: ExperimentConfig, asked: str | None) -> str | Non
             f"--metric {asked!r} is not a metric.", f"Use one of: {', '.join(METRICS.names())}."
         )
     return asked
+
+
+WAIT_LIMIT = 600.0  # seconds a tool call may wait for a run
+POLL_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,21 @@ class Job:
     error: Payload | None = None
     finished: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def wait(
+        self, seconds: float, report: Callable[[int, int, str], Awaitable[None]]
+    ) -> None:
+        """Wait until the run ends or ``seconds`` pass (at most :data:`WAIT_LIMIT`), telling
+        ``report`` the cells started, of all, and the last progress line whenever they change."""
+        import anyio
+
+        deadline = time.monotonic() + min(seconds, WAIT_LIMIT)
+        said = -1
+        while not self.finished.is_set() and time.monotonic() < deadline:
+            if self.started_cells != said:
+                said = self.started_cells
+                await report(said, self.cells, self.messages[-1] if self.messages else "starting")
+            await anyio.sleep(POLL_SECONDS)
 
     def hear(self, message: str) -> None:
         """A progress line of the runner (``cell ...``, ``resumed ...``, ``failed ...``)."""

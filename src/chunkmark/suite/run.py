@@ -18,7 +18,7 @@ import csv
 import io
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -111,6 +111,14 @@ class Grid:
     embedders: tuple[str, ...]
     settings: tuple[Setting, ...] = DEFAULT_SETTINGS
 
+    def replacing(self, chunkers: Sequence[str] = (), embedders: Sequence[str] = ()) -> Grid:
+        """This grid with its chunkers and/or embedders replaced (those not given are kept)."""
+        return replace(
+            self,
+            chunkers=tuple(chunkers or self.chunkers),
+            embedders=tuple(embedders or self.embedders),
+        )
+
 
 # The grids ``chunkmark suite run --grid`` knows; a plugin adds one with
 # ``GRIDS.add(Grid(...))``.
@@ -166,6 +174,20 @@ class SuiteResult:
     results: dict[str, Results] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
     scopes: dict[str, Scope] = field(default_factory=dict)
+
+    def summary(self, grid: str, not_converted: Sequence[str], seconds: float) -> dict[str, Any]:
+        """What the run did as a JSON-ready dict: each set's folder and scope, the sets that
+        failed (``not_converted`` first: those that never reached the run), the cells."""
+        return {
+            "out": str(self.out),
+            "grid": grid,
+            "sets": {name: str(r.out) for name, r in self.results.items()},
+            "scopes": self.scopes,
+            "failed": [*not_converted, *self.failures],
+            "seconds": round(seconds, 1),
+            "cells_computed": sum(r.cells_computed for r in self.results.values()),
+            "cells_resumed": sum(r.cells_resumed for r in self.results.values()),
+        }
 
 
 def scope_of(dataset: Dataset) -> Scope:
