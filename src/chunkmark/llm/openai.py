@@ -12,6 +12,13 @@ prefix is reused), so ``complete(..., cache_system=True)`` changes nothing in th
 system prompt already comes first. ``usage.prompt_tokens`` (all prompt tokens) is counted as
 ``input_tokens``, and ``usage.prompt_tokens_details.cached_tokens`` (absent or null on many
 compatible servers: 0) as ``cached_input_tokens``; OpenAI bills no cache writes.
+
+A server on this machine (llama.cpp's ``llama-server``, as ``python -m chunkmark.llm.local
+serve`` starts it) is also sent ``cache_prompt: true``: it keeps the last prompt's state and
+reads the prefix a new prompt shares with it from there, so a request that repeats a long
+prefix (the same document window) only processes what follows. ``cache_prompt=False`` in the
+spec sends ``false`` instead (to measure the difference); ``True`` sends it to any endpoint.
+Other local servers ignore the key.
 """
 
 from __future__ import annotations
@@ -32,6 +39,13 @@ class OpenAIChatLLM(RemoteLLM):
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
     base_url_hint: ClassVar[str] = "for OpenAI-compatible servers it usually ends in /v1"
+    cache_prompt: bool | None = None  # None: send cache_prompt=true to a server on this machine
+
+    def prompt_cache_flag(self) -> bool | None:
+        """The ``cache_prompt`` value sent with each request (None: the key is not sent)."""
+        if self.cache_prompt is None:
+            return True if self.is_local else None
+        return self.cache_prompt
 
     def _make_client(self, sdk: Any, api_key: str) -> Any:
         return sdk.OpenAI(
@@ -54,6 +68,9 @@ class OpenAIChatLLM(RemoteLLM):
             extra["temperature"] = self.temperature
         if json_schema is not None:
             extra["response_format"] = response_format(json_schema)
+        flag = self.prompt_cache_flag()
+        if flag is not None:
+            extra["extra_body"] = {"cache_prompt": flag}
         response = client.chat.completions.create(
             model=self.model, messages=messages, max_tokens=max_tokens, seed=self.seed, **extra
         )
@@ -94,6 +111,7 @@ def openai_llm(
     max_retries: int = 5,
     timeout: float = 60.0,
     concurrency: int | None = None,
+    cache_prompt: bool | None = None,
     *,
     cache_dir: Path | None = None,
     seed: int = 0,
@@ -105,9 +123,11 @@ def openai_llm(
     ``temperature=None`` leaves it to the endpoint. Retries with backoff on 429/5xx.
     ``concurrency`` is how many requests may be in flight at once (default: 1 for an endpoint
     on this machine, 4 otherwise); it, ``timeout`` and ``max_retries`` change how answers are
-    fetched, not what they are, so they are no part of any result's identity.
+    fetched, not what they are, so they are no part of any result's identity; nor is
+    ``cache_prompt`` (sent to llama.cpp's server: reuse the shared prefix of the last prompt;
+    None sends true to a server on this machine only).
     """
-    return OpenAIChatLLM(
+    client = OpenAIChatLLM(
         model,
         base_url=base_url,
         api_key_env=api_key_env,
@@ -118,3 +138,5 @@ def openai_llm(
         cache_dir=cache_dir,
         concurrency=concurrency,
     )
+    client.cache_prompt = cache_prompt
+    return client

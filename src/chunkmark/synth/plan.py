@@ -102,19 +102,26 @@ def make_plan(
     seed: int,
     window_chars: int,
     styles: Sequence[str],
+    window_questions: int = 1,
 ) -> list[Slot]:
     """The whole sequence of slots, from the seed alone (see the module docs).
 
     Documents' slots are interleaved by their position within each document (the j-th of k
-    slots sits at (j + 1/2) / k), so every stretch of the plan covers the corpus evenly.
+    windows sits at (j + 1/2) / k), so every stretch of the plan covers the corpus evenly. With
+    ``window_questions`` above 1 a document's quota is asked about that many to a window (the
+    last window of a document may get fewer), and a window's slots follow each other in the
+    plan: one after the other, each sees the questions of the ones before, and a server's
+    prompt cache reads the window once.
     """
     rng = random.Random(f"chunkmark-synth-plan:{seed}")
     counts = quotas([len(d.text) for d in documents], questions, rng)
     placed: list[tuple[float, int, Span, str]] = []
     for order, (doc, k) in enumerate(zip(documents, counts, strict=True)):
-        for j, window in enumerate(document_windows(doc.text, k, window_chars, rng)):
-            placed.append(((j + 0.5) / k, order, window, doc.id))
-    placed.sort(key=lambda item: (item[0], item[1]))
+        n = math.ceil(k / window_questions)
+        for j, window in enumerate(document_windows(doc.text, n, window_chars, rng)):
+            for _ in range(min(window_questions, k - j * window_questions)):
+                placed.append(((j + 0.5) / n, order, window, doc.id))
+    placed.sort(key=lambda item: (item[0], item[1]))  # stable: a window's slots stay together
     dealt = deal_styles(styles, len(placed), rng)
     return [
         Slot(i, doc_id, window.start, window.end, dealt[i])

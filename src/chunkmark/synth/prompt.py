@@ -20,7 +20,7 @@ from chunkmark.synth import excerpts as ex
 from chunkmark.synth.plan import Slot
 from chunkmark.tokenizers import count_tokens
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
 ASKED_LIMIT = 40  # earlier questions of a document listed in a prompt (the latest ones)
 ENCODING = "cl100k_base"
@@ -92,10 +92,17 @@ def build_prompt(
     asked: Sequence[str] = (),
     examples: Sequence[str] = (),
     min_chars: int = 20,
+    evidence_chars: int | None = None,
 ) -> Prompt:
     """The request for ``slot``: the window (numbered pieces in the approximate mode), the
-    style's instructions, the examples, and the latest :data:`ASKED_LIMIT` questions already
-    asked about the document."""
+    style's instructions, the length of evidence asked for (``evidence_chars``, when given),
+    the examples, and the latest :data:`ASKED_LIMIT` questions already asked about the
+    document.
+
+    The system prompt and the window come first and the parts that change from one question
+    of a window to the next (the questions already asked) come last, so a server that keeps
+    its last prompt (llama.cpp's ``cache_prompt``) reads a window's later questions mostly from
+    its cache."""
     values = {
         "document": doc.id,
         "start": str(slot.start),
@@ -105,6 +112,7 @@ def build_prompt(
         "examples": _section("examples", examples, len(examples)),
         "asked": _section("asked", asked, ASKED_LIMIT),
         "min_chars": str(min_chars),
+        "evidence": _evidence(mode, evidence_chars),
     }
     system = prompt_text("system")
     if mode == "exact":
@@ -116,6 +124,29 @@ def build_prompt(
     values["pieces"] = str(len(pieces))
     user = Template(prompt_text("approximate")).substitute(values)
     return Prompt(system, user, style_schema(PIECES_SCHEMA, slot.style), pieces)
+
+
+def evidence_unit(chars: int) -> str:
+    """The length ``chars`` in words: a sentence, a few sentences, a paragraph, a section."""
+    if chars < 250:
+        return "a sentence or two"
+    if chars < 700:
+        return "a few sentences"
+    if chars < 1500:
+        return "a paragraph"
+    return "several paragraphs"
+
+
+def _evidence(mode: str, chars: int | None) -> str:
+    """The prompt's line asking for evidence of about ``chars`` characters ("" when None)."""
+    if chars is None:
+        return ""
+    values = {
+        "chars": f"{chars:,}",
+        "unit": evidence_unit(chars),
+        "pieces": str(max(1, round(chars / ex.PIECE_CHARS))),
+    }
+    return Template(prompt_text(f"evidence_{mode}")).substitute(values) + "\n"
 
 
 def _section(name: str, items: Sequence[str], limit: int) -> str:
