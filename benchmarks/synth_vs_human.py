@@ -48,6 +48,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -524,9 +525,11 @@ def timing(first: SetRun, args: argparse.Namespace, prices: Path | None) -> dict
         ("after", args.window_questions, llm_spec(args)),
     ):
         folder = args.out / "timing" / label
-        if (folder / "manifest.json").is_file():
+        if (folder / "result.json").is_file():  # measured by an earlier run of this command
             found[label] = json.loads((folder / "result.json").read_text(encoding="utf-8"))
             continue
+        if folder.exists():  # a measurement cut short: measure it again, whole
+            shutil.rmtree(folder)
         cmd = [
             "synth",
             "generate",
