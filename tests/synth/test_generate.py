@@ -34,7 +34,6 @@ from chunkmark.synth.plan import document_windows, make_plan, quotas, tiles
 from chunkmark.synth.prompt import EXACT_SCHEMA, build_prompt, style_schema
 from chunkmark.synth.run import RETRY_SEED_STEP, RETRY_TEMPERATURE, GenerationReport
 
-from .conftest import _user as user_of
 from .conftest import (
     FACT,
     KEY,
@@ -49,6 +48,7 @@ from .conftest import (
     window_text,
     write_corpus,
 )
+from .conftest import _user as user_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
