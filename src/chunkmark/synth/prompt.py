@@ -113,17 +113,45 @@ def build_prompt(
         "asked": _section("asked", asked, ASKED_LIMIT),
         "min_chars": str(min_chars),
         "evidence": _evidence(mode, evidence_chars),
+        "focus": "",
     }
     system = prompt_text("system")
+    pieces = tuple(ex.cut_pieces(doc.text, slot.window))
+    if slot.parts > 1:
+        values["focus"] = _focus(doc.text, pieces, slot.part, slot.parts, mode)
     if mode == "exact":
         values["text"] = doc.text[slot.start : slot.end]
         user = Template(prompt_text("exact")).substitute(values)
         return Prompt(system, user, style_schema(EXACT_SCHEMA, slot.style))
-    pieces = tuple(ex.cut_pieces(doc.text, slot.window))
     values["text"] = ex.number_pieces(doc.text, pieces)
     values["pieces"] = str(len(pieces))
     user = Template(prompt_text("approximate")).substitute(values)
     return Prompt(system, user, style_schema(PIECES_SCHEMA, slot.style), pieces)
+
+
+def focus_pieces(count: int, part: int, parts: int) -> tuple[int, int]:
+    """The 1-based piece numbers ``[first, last]`` of part ``part`` of ``parts`` equal parts of
+    ``count`` pieces (every piece in one part; a part has at least one piece)."""
+    first = 1 + part * count // parts
+    last = max(first, (part + 1) * count // parts)
+    return first, min(last, count)
+
+
+def _focus(text: str, pieces: Sequence[Span], part: int, parts: int, mode: str) -> str:
+    """The line pointing one of a window's several questions at its own part of the window:
+    the same window asked about again would otherwise get its most salient question again."""
+    first, last = focus_pieces(len(pieces), part, parts)
+    if mode == "approximate":
+        where = f"pieces {first} to {last}"
+    else:
+        start, end = pieces[first - 1].start, pieces[last - 1].end
+        head = " ".join(text[start:end].split()[:6])
+        tail = " ".join(text[start:end].split()[-6:])
+        where = f'the part of the text from "{head}" to "{tail}"'
+    return (
+        f"This is question {part + 1} of {parts} about this text: ask about {where}, "
+        "and start the passage you cite there.\n"
+    )
 
 
 def evidence_unit(chars: int) -> str:

@@ -249,6 +249,7 @@ class Generation:
             "doc_id": slot.doc_id,
             "window": [slot.start, slot.end],
             "style": slot.style,
+            **({"part": [slot.part, slot.parts]} if slot.parts > 1 else {}),
             "status": self._status(slot.index),
         }
 
