@@ -18,7 +18,7 @@ from chunkmark.synth.answers import duplicate_stage, near_duplicate
 from chunkmark.synth.generate import generate
 from chunkmark.synth.options import SynthError
 from chunkmark.synth.plan import make_plan
-from chunkmark.synth.prompt import build_prompt
+from chunkmark.synth.prompt import build_prompt, focus_pieces
 from cli.app_runner import error_line, invoke
 
 from .conftest import FACT, Scripted, SynthServer, asked_section, corpus_texts, window_text
@@ -234,6 +234,29 @@ def test_a_windows_questions_follow_each_other_and_share_the_prompt_prefix() -> 
     assert first.user.index(window) + len(window) <= shared  # the whole window is shared
     assert later.user.index(window) < later.user.index("about 300 characters")
     assert later.user.index("- E?") < later.user.index("- What does fact 0-0 say?")
+
+
+def test_each_question_of_a_window_is_pointed_at_its_own_part() -> None:
+    for count in range(1, 40):
+        for parts in range(1, 6):
+            ranges = [focus_pieces(count, part, parts) for part in range(parts)]
+            assert all(1 <= a <= b <= count for a, b in ranges)
+            if parts <= count:  # the parts tile the pieces, in order
+                covered = [n for a, b in ranges for n in range(a, b + 1)]
+                assert covered == list(range(1, count + 1))
+    doc = Document("atlas", corpus_texts()["atlas"])
+    plan = make_plan([doc], 3, seed=0, window_chars=WINDOW, styles=("factoid",), window_questions=3)
+    users = [build_prompt(doc, s, mode="approximate").user for s in plan]
+    pieces = len(build_prompt(doc, plan[0], mode="approximate").pieces)
+    for part, user in enumerate(users):
+        first, last = focus_pieces(pieces, part, 3)
+        assert (
+            f"question {part + 1} of 3 about this text: ask about pieces {first} to {last}," in user
+        )
+    exact = build_prompt(doc, plan[2], mode="exact").user
+    assert 'ask about the part of the text from "' in exact
+    single = make_plan([doc], 3, seed=0, window_chars=WINDOW, styles=("factoid",))
+    assert "about this text: ask about" not in build_prompt(doc, single[0], mode="exact").user
 
 
 def _common_prefix(a: str, b: str) -> str:
