@@ -233,7 +233,9 @@ def test_a_windows_questions_follow_each_other_and_share_the_prompt_prefix() -> 
     assert first.system == later.system
     assert first.user.index(window) + len(window) <= shared  # the whole window is shared
     assert later.user.index(window) < later.user.index("about 300 characters")
-    assert later.user.index("- E?") < later.user.index("- What does fact 0-0 say?")
+    # the questions asked come right after the window, the instructions after them
+    assert later.user.index(window) < later.user.index("- What does fact 0-0 say?")
+    assert later.user.index("- What does fact 0-0 say?") < later.user.index("- E?")
 
 
 def test_each_question_of_a_window_is_pointed_at_its_own_part() -> None:
@@ -251,7 +253,7 @@ def test_each_question_of_a_window_is_pointed_at_its_own_part() -> None:
     for part, user in enumerate(users):
         first, last = focus_pieces(pieces, part, 3)
         assert (
-            f"question {part + 1} of 3 about this text: ask about pieces {first} to {last}," in user
+            f"question {part + 1} of 3 about this text: ask about pieces {first} to {last} (" in user
         )
     exact = build_prompt(doc, plan[2], mode="exact").user
     assert 'ask about the part of the text from "' in exact

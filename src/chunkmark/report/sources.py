@@ -297,7 +297,10 @@ def check_recommendation(
         position = {q: i for i, q in enumerate(s.question_ids)}
         name = c.chunker_short if shared else c.label
         values[name] = np.asarray(s.values[metric][[position[q] for q in order]], dtype=float)
-    return check_sources(dataset, metric, values, order, sources, resamples=resamples)
+    from chunkmark.metrics import METRICS
+
+    label = METRICS[metric].label if metric in METRICS else metric
+    return check_sources(dataset, label, values, order, sources, resamples=resamples)
 
 
 def _load(source: str) -> Dataset | None:

@@ -100,9 +100,11 @@ def build_prompt(
     document.
 
     The system prompt and the window come first and the parts that change from one question
-    of a window to the next (the questions already asked) come last, so a server that keeps
-    its last prompt (llama.cpp's ``cache_prompt``) reads a window's later questions mostly from
-    its cache."""
+    of a window to the next (the questions already asked, the part of the window asked about)
+    follow it, so a server that keeps its last prompt (llama.cpp's ``cache_prompt``) reads a
+    window's later questions mostly from its cache. The questions already asked come right
+    after the window and the instructions last: a small model copies the last question it read
+    before answering."""
     values = {
         "document": doc.id,
         "start": str(slot.start),
@@ -141,12 +143,12 @@ def _focus(text: str, pieces: Sequence[Span], part: int, parts: int, mode: str) 
     """The line pointing one of a window's several questions at its own part of the window:
     the same window asked about again would otherwise get its most salient question again."""
     first, last = focus_pieces(len(pieces), part, parts)
+    start, end = pieces[first - 1].start, pieces[last - 1].end
+    head = " ".join(text[start:end].split()[:8])
+    tail = " ".join(text[start:end].split()[-8:])
     if mode == "approximate":
-        where = f"pieces {first} to {last}"
+        where = f'pieces {first} to {last} (from "{head}" to "{tail}")'
     else:
-        start, end = pieces[first - 1].start, pieces[last - 1].end
-        head = " ".join(text[start:end].split()[:6])
-        tail = " ".join(text[start:end].split()[-6:])
         where = f'the part of the text from "{head}" to "{tail}"'
     return (
         f"This is question {part + 1} of {parts} about this text: ask about {where}, "
