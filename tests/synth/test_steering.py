@@ -253,7 +253,8 @@ def test_each_question_of_a_window_is_pointed_at_its_own_part() -> None:
     for part, user in enumerate(users):
         first, last = focus_pieces(pieces, part, 3)
         assert (
-            f"question {part + 1} of 3 about this text: ask about pieces {first} to {last} (" in user
+            f"question {part + 1} of 3 about this text: ask about pieces {first} to {last} ("
+            in user
         )
     exact = build_prompt(doc, plan[2], mode="exact").user
     assert 'ask about the part of the text from "' in exact
