@@ -48,6 +48,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -68,6 +69,8 @@ SETS = ("fairytaleqa", "covid_qa", "qmsum", "evidence_inference", "cuad")
 DEFAULT_DOCS = {"fairytaleqa": 2, "covid_qa": 8, "qmsum": 8, "evidence_inference": 20, "cuad": 4}
 METRICS = ("recall", "iou")
 MODEL2VEC = "model2vec()"
+UNSTEERED, STEERED = "unsteered", "steered"
+CONDITIONS = (UNSTEERED, STEERED)
 
 
 @dataclass
@@ -87,6 +90,12 @@ class SetRun:
     recommendations: list[dict[str, Any]] = field(default_factory=list)
     inspect: dict[str, Any] = field(default_factory=dict)
     note: str | None = None
+    set_name: str = ""
+    condition: str = UNSTEERED
+    examples: Path | None = None  # the held-out human questions steering the generation
+    window_chars: int = 0
+    seconds: float | None = None  # wall seconds of this run's generation
+    accepted_now: int = 0  # questions accepted by this run's generation (not resumed)
 
 
 def chunkmark_cli(*args: str) -> list[str]:
@@ -125,7 +134,9 @@ def generate_args(one: SetRun, args: argparse.Namespace, prices: Path | None) ->
         "--seed",
         str(args.seed),
         "--window-chars",
-        str(args.window_chars),
+        str(one.window_chars or args.window_chars),
+        "--window-questions",
+        str(args.window_questions),
         "--excerpts",
         args.excerpts,
         "--concurrency",
@@ -133,6 +144,8 @@ def generate_args(one: SetRun, args: argparse.Namespace, prices: Path | None) ->
     ]
     for style in args.style:
         cmd += ["--style", style]
+    if one.examples is not None:
+        cmd += ["--examples", str(one.examples)]
     if prices is not None:
         cmd += ["--prices", str(prices)]
     if args.cache_dir is not None:
@@ -162,7 +175,11 @@ def dry_run(one: SetRun, args: argparse.Namespace, prices: Path | None) -> None:
 def generate(one: SetRun, args: argparse.Namespace, prices: Path | None) -> None:
     cmd = generate_args(one, args, prices)
     print(f"{one.name}: synth generate, {one.questions} questions (progress on stderr)", flush=True)
+    before = _accepted(one.synthetic)
+    started = time.perf_counter()
     done = subprocess.run(cmd, check=False)
+    one.seconds = time.perf_counter() - started
+    one.accepted_now = _accepted(one.synthetic) - before
     if done.returncode != 0:
         raise SystemExit(
             f"{one.name}: synth generate stopped (exit {done.returncode}); what it accepted is "
@@ -174,6 +191,58 @@ def generate(one: SetRun, args: argparse.Namespace, prices: Path | None) -> None
         "status": manifest.get("status"),
         "counts": manifest.get("counts"),
     }
+
+
+def _accepted(folder: Path) -> int:
+    """Questions a generation folder's manifest counts as accepted (0 when there is none)."""
+    path = folder / "manifest.json"
+    if not path.is_file():
+        return 0
+    return int(json.loads(path.read_text(encoding="utf-8"))["counts"]["accepted"])
+
+
+def hold_out(name: str, human: Path, out: Path, count: int, seed: int) -> tuple[Path, Path]:
+    """``count`` of the set's human questions, drawn by ``seed``, as the examples that steer the
+    generation (JSONL with their evidence), and the set without them (a dataset folder the
+    grid and the agreement use for both conditions): the examples are never evaluated."""
+    import random
+
+    rows = [
+        json.loads(line)
+        for line in (human / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    rng = random.Random(f"synth_vs_human-examples:{name}:{seed}")
+    held = set(rng.sample(range(len(rows)), min(count, len(rows) - 2)))
+    examples = out / "examples.jsonl"
+    evaluated = out / "human"
+    evaluated.mkdir(parents=True, exist_ok=True)
+    examples.write_text(
+        "".join(json.dumps(rows[i], ensure_ascii=False) + "\n" for i in sorted(held)),
+        encoding="utf-8",
+    )
+    (evaluated / "questions.jsonl").write_text(
+        "".join(
+            json.dumps(r, ensure_ascii=False) + "\n" for i, r in enumerate(rows) if i not in held
+        ),
+        encoding="utf-8",
+    )
+    (evaluated / "documents.jsonl").write_bytes((human / "documents.jsonl").read_bytes())
+    return examples, evaluated
+
+
+def steered_window(examples: Path, low: int, high: int) -> int:
+    """A window three times the examples' median evidence length, within [low, high]
+    characters: room for a passage of the examples' size and the text around it."""
+    lengths = [
+        len(e["text"])
+        for line in examples.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+        for e in json.loads(line).get("excerpts", [])
+    ]
+    if not lengths:
+        return low
+    return int(min(high, max(low, 3 * float(np.median(lengths)))))
 
 
 def settings(scope: str, budget: int) -> list[tuple[str, str]]:
@@ -300,6 +369,7 @@ def recommendations(one: SetRun, args: argparse.Namespace, scope: str) -> None:
             else:
                 row["agree"] = "differ"
             row["same_best_by_mean"] = h.get("best_by_mean") == s.get("best_by_mean")
+            row["in_human_group"] = s["cell"] in h["group"]
             one.recommendations.append(row)
 
 
@@ -370,39 +440,23 @@ def report_lines(
         "# Synthetic vs human questions",
         "",
         f"LLM: `{model}`. Grid: {len(chunkers(args))} chunkers x `{args.embedder}`, dense and "
-        f"BM25 token budgets of {args.budget} tokens, {' and '.join(scoped)} scope. tau: "
-        "Kendall's tau-b between the two orderings of the cells by mean, 95% bootstrap "
-        f"interval ({args.resamples} resamples, human and synthetic questions resampled "
-        "independently); ceiling: the interval of tau between two independent resamples of "
-        "the human set (what its own noise allows). Recommended: the report's recommendation "
-        "(IoU, dense) on each set.",
+        f"BM25 token budgets of {args.budget} tokens, {' and '.join(scoped)} scope. Steered: "
+        f"{args.examples_per_set} human questions of the set shown as examples (`synth generate "
+        "--examples`) and left out of the evaluation; unsteered: no examples; both evaluated "
+        "against the same remaining human questions. tau: Kendall's tau-b between the two "
+        "orderings of the cells by mean, 95% bootstrap interval "
+        f"({args.resamples} resamples, human and synthetic questions resampled independently); "
+        "ceiling: the interval of tau between two independent resamples of the human set. "
+        "Duplicates: answers rejected as duplicates / all answers. Recommended: the report's "
+        "recommendation (IoU, dense) on the synthetic set, inside the human set's tied group or "
+        "not. s/accepted: wall seconds of the generation / questions it accepted.",
         "",
-        "| set | human questions | synthetic questions | tau recall | ceiling | tau IoU | "
-        "ceiling | recommended cell | best by mean |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| set | condition | human questions | accepted / asked | duplicates / answers | "
+        "excerpt chars (median) synthetic vs human | tau recall | ceiling | tau IoU | "
+        "recommended in human tied group | s/accepted |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for one in runs:
-        if not one.agreement:
-            lines.append(
-                f"| {one.name} | {one.human_questions} | {one.synthetic_questions} | "
-                f"{one.note} | | | | | |"
-            )
-            continue
-        rec = next(
-            (
-                r
-                for r in one.recommendations
-                if r["metric"] == "iou" and r["setting"].startswith("dense")
-            ),
-            None,
-        )
-        recall, iou = one.agreement["recall"]["all cells"], one.agreement["iou"]["all cells"]
-        lines.append(
-            f"| {one.name} | {one.human_questions} | {one.synthetic_questions} | "
-            f"{_interval(recall)} | {_ceiling(recall)} | {_interval(iou)} | {_ceiling(iou)} | "
-            f"{rec['agree'] if rec else '-'} | "
-            f"{('same' if rec['same_best_by_mean'] else 'differs') if rec else '-'} |"
-        )
+    lines += [table_row(one) for one in runs]
     for one in runs:
         if not one.agreement:
             continue
@@ -418,6 +472,108 @@ def report_lines(
         if one.inspect.get("table"):
             lines += ["", "```", one.inspect["table"], "```"]
     return lines
+
+
+def table_row(one: SetRun) -> str:
+    counts = (one.generation.get("counts") or {}) if one.generation else {}
+    answers = counts.get("answers", 0)
+    dup = counts.get("duplicate", 0)
+    dups = f"{dup} / {answers} ({100 * dup / answers:.0f}%)" if answers else "-"
+    accepted = f"{counts.get('accepted', 0)} / {one.questions}" if counts else "-"
+    per = (
+        f"{one.seconds / one.accepted_now:.0f}"
+        if one.seconds is not None and one.accepted_now
+        else "-"
+    )
+    head = f"| {one.set_name} | {one.condition} | {one.human_questions} | {accepted} | {dups} |"
+    if not one.agreement:
+        return f"{head} - | {one.note or 'not run'} | | | | {per} |"
+    syn, hum = one.inspect.get("synthetic", {}), one.inspect.get("human", {})
+    chars = (
+        f"{syn['excerpt_chars_median']:.0f} vs {hum['excerpt_chars_median']:.0f}"
+        if syn and hum
+        else "-"
+    )
+    rec = next(
+        (
+            r
+            for r in one.recommendations
+            if r["metric"] == "iou" and r["setting"].startswith("dense")
+        ),
+        None,
+    )
+    inside = "-" if rec is None else ("yes" if rec["in_human_group"] else "no")
+    recall, iou = one.agreement["recall"]["all cells"], one.agreement["iou"]["all cells"]
+    return (
+        f"{head} {chars} | {_interval(recall)} | {_ceiling(recall)} | {_interval(iou)} | "
+        f"{inside} ({rec['synthetic']['cell'] if rec else '-'}) | {per} |"
+    )
+
+
+def timing(first: SetRun, args: argparse.Namespace, prices: Path | None) -> dict[str, Any]:
+    """Seconds per accepted question before and after, side by side on one set: ``before``
+    asks one question per window and sends ``cache_prompt=false``; ``after`` asks
+    ``--window-questions`` per window with llama.cpp's prompt cache. Both unsteered, without
+    the answer cache (every answer is asked), one after the other on the same server."""
+    found: dict[str, Any] = {}
+    for label, per_window, spec in (
+        (
+            "before",
+            1,
+            llm_spec(args).replace("timeout=600.0)", "timeout=600.0, cache_prompt=False)"),
+        ),
+        ("after", args.window_questions, llm_spec(args)),
+    ):
+        folder = args.out / "timing" / label
+        if (folder / "result.json").is_file():  # measured by an earlier run of this command
+            found[label] = json.loads((folder / "result.json").read_text(encoding="utf-8"))
+            continue
+        if folder.exists():  # a measurement cut short: measure it again, whole
+            shutil.rmtree(folder)
+        cmd = [
+            "synth",
+            "generate",
+            str(first.human),
+            "--llm",
+            spec,
+            "--out",
+            str(folder),
+            "--questions",
+            str(args.timing),
+            "--seed",
+            str(args.seed),
+            "--window-chars",
+            str(args.window_chars),
+            "--window-questions",
+            str(per_window),
+            "--excerpts",
+            args.excerpts,
+            "--no-cache",
+            "--quiet",
+        ]
+        if prices is not None:
+            cmd += ["--prices", str(prices)]
+        print(f"timing ({label}): {args.timing} questions on {first.set_name}", flush=True)
+        started = time.perf_counter()
+        done = subprocess.run(chunkmark_cli(*cmd), check=False)
+        seconds = time.perf_counter() - started
+        counts = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["counts"]
+        result = {
+            "questions_per_window": per_window,
+            "cache_prompt": label == "after",
+            "exit": done.returncode,
+            "seconds": round(seconds, 1),
+            "accepted": counts["accepted"],
+            "answers": counts["answers"],
+            "duplicate": counts["duplicate"],
+            "seconds_per_accepted": round(seconds / counts["accepted"], 1)
+            if counts["accepted"]
+            else None,
+        }
+        (folder / "result.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        found[label] = result
+        print(f"timing ({label}): {result}", flush=True)
+    return found
 
 
 def cpu_seconds() -> float:
@@ -469,6 +625,38 @@ def main() -> int:
     parser.add_argument(
         "--plan-only", action="store_true", help="prepare the samples, print the LLM requests, stop"
     )
+    parser.add_argument(
+        "--condition",
+        action="append",
+        choices=CONDITIONS,
+        default=None,
+        help="unsteered and/or steered (default: both, in that order)",
+    )
+    parser.add_argument(
+        "--examples-per-set",
+        type=int,
+        default=10,
+        help="human questions shown as examples in the steered condition (left out of both)",
+    )
+    parser.add_argument(
+        "--window-questions", type=int, default=1, help="synth generate --window-questions"
+    )
+    parser.add_argument(
+        "--steered-window",
+        type=int,
+        nargs=2,
+        default=None,
+        metavar=("LOW", "HIGH"),
+        help="steered windows of 3x the examples' median evidence, within LOW..HIGH characters "
+        "(default: --window-chars for every condition)",
+    )
+    parser.add_argument(
+        "--timing",
+        type=int,
+        default=0,
+        help="first time N questions on the first set, one a window without llama.cpp's "
+        "prompt cache, then --window-questions a window with it (needs --base-url)",
+    )
     args = parser.parse_args()
     if args.base_url and not args.model:
         parser.error("--base-url needs --model")
@@ -498,12 +686,29 @@ def main() -> int:
     scopes: dict[str, str] = {}
     for name in args.sets:
         human = prepare_human(name, args)
-        dataset = load_dataset(human)
-        scopes[name] = scope_of(dataset)
-        one = SetRun(name, human, args.out / name / "synthetic", 0, len(dataset.questions))
-        one.questions = args.questions or one.human_questions
-        dry_run(one, args, prices)
-        runs.append(one)
+        scopes[name] = scope_of(load_dataset(human))
+        examples, evaluated = hold_out(
+            name, human, args.out / name, args.examples_per_set, args.seed
+        )
+        evaluated_questions = len(load_dataset(evaluated).questions)
+        for condition in args.condition or CONDITIONS:
+            steered = condition == STEERED
+            window = args.window_chars
+            if steered and args.steered_window:
+                window = steered_window(examples, *args.steered_window)
+            one = SetRun(
+                f"{name}/{condition}",
+                evaluated,
+                args.out / name / condition / "synthetic",
+                args.questions or evaluated_questions,
+                evaluated_questions,
+                set_name=name,
+                condition=condition,
+                examples=examples if steered else None,
+                window_chars=window,
+            )
+            dry_run(one, args, prices)
+            runs.append(one)
     total = sum(r.requests for r in runs)
     worst = sum(r.worst_requests for r in runs)
     print(
@@ -514,45 +719,75 @@ def main() -> int:
     )
     if args.plan_only:
         return 0
+    timed = timing(runs[0], args, prices) if args.timing and args.base_url else {}
     for one in runs:
-        generate(one, args, prices)
-        one.synthetic_questions = int(one.generation["counts"]["accepted"])
-        if one.synthetic_questions < 2:  # a set needs questions to be run
-            one.note = f"{one.synthetic_questions} synthetic question(s) accepted: no ranking"
-            print(f"{one.name}: {one.note}")
-            continue
-        scope = scopes[one.name]
-        runs_dir = args.out / one.name / "runs"
-        for side, folder in (("human", one.human), ("synthetic", one.synthetic)):
-            print(f"{one.name}: grid on the {side} set ({scope} scope)", flush=True)
-            run_grid(folder, runs_dir / side, args, scope)
-        agreement(one, args, scope)
-        recommendations(one, args, scope)
-        inspect_side_by_side(one, args)
-        recall, iou = one.agreement["recall"]["all cells"], one.agreement["iou"]["all cells"]
-        print(
-            f"{one.name}: {one.human_questions} human, {one.synthetic_questions} synthetic "
-            f"questions; over {recall['cells']} cells tau recall {_interval(recall)} (human vs "
-            f"itself {_ceiling(recall)}), tau IoU {_interval(iou)} (human vs itself "
-            f"{_ceiling(iou)})",
-            flush=True,
-        )
-        for r in one.recommendations:
-            print(f"  {_recommendation_line(r)}")
-        if one.inspect.get("table"):
-            print(one.inspect["table"])
+        measure(one, args, prices, scopes[one.set_name])
+        write_summary(runs, args, model, scopes, timed, started, cpu)  # after every set
+    lines = write_summary(runs, args, model, scopes, timed, started, cpu)
+    print("\n".join(lines[: 6 + len(runs)]))  # the title, the paragraph and the table
     seconds = time.perf_counter() - started
+    print(
+        f"wrote {args.out / 'summary.json'} and {args.out / 'summary.md'}; {seconds:.0f} s wall, "
+        f"{cpu_seconds() - cpu:.1f} s CPU (this process and its children)"
+    )
+    return 0
+
+
+def measure(one: SetRun, args: argparse.Namespace, prices: Path | None, scope: str) -> None:
+    """Generate one set's synthetic questions, run the grid on both sides and compare."""
+    generate(one, args, prices)
+    one.synthetic_questions = int(one.generation["counts"]["accepted"])
+    if one.synthetic_questions < 2:  # a set needs questions to be run
+        one.note = f"{one.synthetic_questions} synthetic question(s) accepted: no ranking"
+        print(f"{one.name}: {one.note}")
+        return
+    runs_dir = one.synthetic.parent / "runs"
+    for side, folder in (("human", one.human), ("synthetic", one.synthetic)):
+        print(f"{one.name}: grid on the {side} set ({scope} scope)", flush=True)
+        run_grid(folder, runs_dir / side, args, scope)
+    agreement(one, args, scope)
+    recommendations(one, args, scope)
+    inspect_side_by_side(one, args)
+    recall, iou = one.agreement["recall"]["all cells"], one.agreement["iou"]["all cells"]
+    print(
+        f"{one.name}: {one.human_questions} human, {one.synthetic_questions} synthetic "
+        f"questions; over {recall['cells']} cells tau recall {_interval(recall)} (human vs "
+        f"itself {_ceiling(recall)}), tau IoU {_interval(iou)} (human vs itself "
+        f"{_ceiling(iou)})",
+        flush=True,
+    )
+    for r in one.recommendations:
+        print(f"  {_recommendation_line(r)}")
+    if one.inspect.get("table"):
+        print(one.inspect["table"])
+
+
+def write_summary(
+    runs: list[SetRun],
+    args: argparse.Namespace,
+    model: str,
+    scopes: dict[str, str],
+    timed: dict[str, Any],
+    started: float,
+    cpu: float,
+) -> list[str]:
+    """``summary.json`` and ``summary.md`` as things stand (sets not yet run say so)."""
     summary = {
         "llm": model,
         "sets": [
             {
-                "set": r.name,
+                "set": r.set_name,
+                "condition": r.condition,
                 "human_folder": str(r.human),
-                "scope": scopes[r.name],
+                "examples": None if r.examples is None else str(r.examples),
+                "window_chars": r.window_chars,
+                "scope": scopes[r.set_name],
                 "human_questions": r.human_questions,
                 "synthetic_questions_asked": r.questions,
                 "synthetic_questions": r.synthetic_questions,
                 "generation": r.generation,
+                "generation_seconds": None if r.seconds is None else round(r.seconds, 1),
+                "accepted_this_run": r.accepted_now,
                 "agreement": r.agreement,
                 "recommendations": r.recommendations,
                 "inspect": {k: v for k, v in r.inspect.items() if k != "table"},
@@ -560,11 +795,14 @@ def main() -> int:
             }
             for r in runs
         ],
+        "timing": timed,
         "settings": {
             "docs": {n: args.docs or DEFAULT_DOCS.get(n) for n in args.sets},
             "seed": args.seed,
             "styles": args.style,
             "window_chars": args.window_chars,
+            "window_questions": args.window_questions,
+            "examples_per_set": args.examples_per_set,
             "excerpts": args.excerpts,
             "embedder": args.embedder,
             "chunkers": chunkers(args),
@@ -572,18 +810,16 @@ def main() -> int:
             "resamples": args.resamples,
         },
         "command": " ".join(sys.argv),
-        "wall_seconds": round(seconds, 1),
+        "wall_seconds": round(time.perf_counter() - started, 1),
         "cpu_seconds": round(cpu_seconds() - cpu, 1),
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     lines = report_lines(runs, args, model, scopes)
+    if timed:
+        lines += ["", "## Seconds per accepted question, before and after", ""]
+        lines += [f"- {label}: {json.dumps(found)}" for label, found in timed.items()]
     (args.out / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print("\n".join(lines[: 6 + len(runs)]))  # the title, the paragraph and the table
-    print(
-        f"wrote {args.out / 'summary.json'} and {args.out / 'summary.md'}; {seconds:.0f} s wall, "
-        f"{summary['cpu_seconds']} s CPU (this process and its children)"
-    )
-    return 0
+    return lines
 
 
 if __name__ == "__main__":

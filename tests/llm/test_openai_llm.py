@@ -52,6 +52,7 @@ def test_chat_completions_wire_format(llm_server: Any) -> None:
         "max_tokens": 50,
         "temperature": 0.0,
         "seed": 7,
+        "cache_prompt": True,  # a server on this machine: llama.cpp's prompt cache asked for
     }
     assert llm_server.api_keys() == [KEY]
     stats = llm.stats()
@@ -286,7 +287,7 @@ def test_cache_key_covers_seed_tokens_temperature_and_model(
 def test_registry_resolves_defaults() -> None:
     assert str(LLMS.resolve("openai")) == (
         "openai(model='gpt-4o-mini', base_url=None, api_key_env='OPENAI_API_KEY', "
-        "temperature=0.0, max_retries=5, timeout=60.0, concurrency=None)"
+        "temperature=0.0, max_retries=5, timeout=60.0, cache_prompt=None, concurrency=None)"
     )
 
 
@@ -304,6 +305,8 @@ def test_recorded_exchange(llm_server: Any) -> None:
     system, user = (m["content"] for m in request["messages"])
     answer = llm.complete(system, user, max_tokens=request["max_tokens"])
     assert answer == recorded["expected_text"]
+    # the recording is OpenAI's; replayed on this machine, cache_prompt is added (and only it)
+    assert [r.pop("cache_prompt") for r in llm_server.requests] == [True, True]
     assert llm_server.requests == [request, request]
     assert waits == [2.0]
     usage = recorded["response"]["body"]["usage"]

@@ -32,7 +32,7 @@ from chunkmark.synth.generate import estimate, generate
 from chunkmark.synth.options import MAX_ATTEMPTS, SynthError, load_prices
 from chunkmark.synth.plan import document_windows, make_plan, quotas, tiles
 from chunkmark.synth.prompt import EXACT_SCHEMA, build_prompt, style_schema
-from chunkmark.synth.run import GenerationReport
+from chunkmark.synth.run import RETRY_SEED_STEP, RETRY_TEMPERATURE, GenerationReport
 
 from .conftest import (
     FACT,
@@ -48,6 +48,7 @@ from .conftest import (
     window_text,
     write_corpus,
 )
+from .conftest import _user as user_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
@@ -631,7 +632,15 @@ def test_a_model_repeating_its_answer_gets_a_new_correction_each_time(
     assert len(set(prompts)) == len(prompts)  # no request asked twice
     last = prompts[-1]
     assert "Your previous answer 1 was:" in last and "Your previous answer 2 was:" in last
-    assert last.count("this question was already asked") == MAX_ATTEMPTS - 1
+    assert last.count("was already asked; ask about something else") == MAX_ATTEMPTS - 1
+    # after a duplicate, each further answer is asked at another temperature and seed
+    first_tries = [r for r in synth_server.requests if "Your previous answer" not in user_of(r)]
+    retries = [r for r in synth_server.requests if "Your previous answer" in user_of(r)]
+    assert {(r["temperature"], r["seed"]) for r in first_tries} == {(0.0, 0)}
+    assert {r["temperature"] for r in retries} == {RETRY_TEMPERATURE}
+    seeds = {r["seed"] for r in retries if "Your previous answer was" in user_of(r)}
+    assert seeds == {RETRY_SEED_STEP * 2}
+    assert c["duplicate_exact"] + c["duplicate_near"] == c["duplicate"]
 
 
 def test_collapsed_copied_and_repeated_questions_are_rejected(

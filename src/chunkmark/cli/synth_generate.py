@@ -47,6 +47,14 @@ class ExcerptMode(str, Enum):
     approximate = "approximate"
 
 
+class EvidenceSize(str, Enum):
+    """The passage size asked for without examples."""
+
+    sentence = "sentence"
+    passage = "passage"
+    section = "section"
+
+
 class Layout(str, Enum):
     """The dataset layout written."""
 
@@ -59,84 +67,125 @@ def register(group: typer.Typer) -> None:
     group.command("generate", help=GENERATE_HELP)(generate_command)
 
 
+Corpus = Annotated[
+    str,
+    typer.Argument(
+        help="Folder of .md/.txt files, corpus folder (corpora/*.md|*.txt) or dataset folder.",
+        show_default=False,
+    ),
+]
+LLMSpec = Annotated[
+    str,
+    typer.Option(
+        "--llm",
+        help="LLM spec, e.g. \"openai(model='gpt-4o-mini')\" or "
+        "\"anthropic(model='claude-haiku-4-5')\".",
+        show_default=False,
+    ),
+]
+Out = Annotated[
+    Path,
+    typer.Option("--out", help="Dataset folder to write (or to continue).", show_default=False),
+]
+Questions = Annotated[int, typer.Option(help="Questions to generate.")]
+Seed = Annotated[int, typer.Option(help="Seed of the plan and of the LLM requests.")]
+WindowChars = Annotated[int, typer.Option(help="Characters of document the LLM sees per question.")]
+WindowQuestions = Annotated[
+    int,
+    typer.Option(
+        help="Questions asked in a row about each window (a local llama.cpp server then reads "
+        "the window once from its prompt cache).",
+    ),
+]
+Excerpts = Annotated[
+    ExcerptMode,
+    typer.Option(
+        "--excerpts",
+        help="exact: the LLM copies passages, located in the text; approximate: it cites "
+        "numbered ~100-character pieces.",
+    ),
+]
+Styles = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--style",
+        help="Question style, repeatable or a comma list: factoid, multi (two passages), "
+        "paraphrased (no four words in a row from the passage). [default: factoid, or the "
+        "examples' mix when they say their kind]",
+        show_default=False,
+    ),
+]
+Examples = Annotated[
+    Path | None,
+    typer.Option(
+        help="Real questions that steer the generation: JSONL (a 'question' per line, with or "
+        "without 'excerpts', as chunkmark label and dataset folders write it) or one question a "
+        "line. A few are shown per window as examples of style (never asked again); their "
+        "evidence lengths size the passages asked for.",
+    ),
+]
+Evidence = Annotated[
+    EvidenceSize | None,
+    typer.Option(
+        help="Size of the passage asked for when the examples give no evidence: sentence "
+        "(60-300 characters), passage (300-1,200) or section (1,200-4,000).",
+        show_default=False,
+    ),
+]
+FilterDocuments = Annotated[
+    bool,
+    typer.Option(
+        "--filter-documents",
+        help="First ask the LLM whether each document is relevant and complete (one request "
+        "a document); plan questions only about those. Counts go to the manifest.",
+    ),
+]
+LayoutOption = Annotated[
+    Layout, typer.Option(help="jsonl: documents.jsonl + questions.jsonl; chroma: corpora/ + CSV.")
+]
+Concurrency = Annotated[
+    int | None,
+    typer.Option(
+        help="Requests in flight at once (across documents; a document's questions are "
+        "asked in order). Replaces the LLM spec's concurrency; default: the spec's (1 for "
+        "a server on this machine, 4 otherwise).",
+        show_default=False,
+    ),
+]
+DryRun = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Print the requests, tokens and estimated cost; ask nothing."),
+]
+MinExcerptChars = Annotated[int, typer.Option(help="Shortest excerpt accepted, in characters.")]
+JsonSchema = Annotated[
+    bool,
+    typer.Option(
+        "--json-schema/--no-json-schema",
+        help="Ask for structured JSON output where the provider has it (OpenAI).",
+    ),
+]
+
+
 def generate_command(
-    corpus: Annotated[
-        str,
-        typer.Argument(
-            help="Folder of .md/.txt files, corpus folder (corpora/*.md|*.txt) or dataset folder.",
-            show_default=False,
-        ),
-    ],
-    llm: Annotated[
-        str,
-        typer.Option(
-            "--llm",
-            help="LLM spec, e.g. \"openai(model='gpt-4o-mini')\" or "
-            "\"anthropic(model='claude-haiku-4-5')\".",
-            show_default=False,
-        ),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option("--out", help="Dataset folder to write (or to continue).", show_default=False),
-    ],
-    questions: Annotated[int, typer.Option(help="Questions to generate.")] = 50,
-    seed: Annotated[int, typer.Option(help="Seed of the plan and of the LLM requests.")] = 0,
-    window_chars: Annotated[
-        int, typer.Option(help="Characters of document the LLM sees per question.")
-    ] = 4000,
-    excerpts: Annotated[
-        ExcerptMode,
-        typer.Option(
-            "--excerpts",
-            help="exact: the LLM copies passages, located in the text; approximate: it cites "
-            "numbered ~100-character pieces.",
-        ),
-    ] = ExcerptMode.exact,
-    style: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--style",
-            help="Question style, repeatable or a comma list: factoid, multi (two passages), "
-            "paraphrased (no four words in a row from the passage). [default: factoid]",
-            show_default=False,
-        ),
-    ] = None,
-    examples: Annotated[
-        Path | None,
-        typer.Option(help="File of example questions, one per line, shown to the LLM as a guide."),
-    ] = None,
-    layout: Annotated[
-        Layout,
-        typer.Option(help="jsonl: documents.jsonl + questions.jsonl; chroma: corpora/ + CSV."),
-    ] = Layout.jsonl,
-    concurrency: Annotated[
-        int | None,
-        typer.Option(
-            help="Requests in flight at once (across documents; a document's questions are "
-            "asked in order). Replaces the LLM spec's concurrency; default: the spec's (1 for "
-            "a server on this machine, 4 otherwise).",
-            show_default=False,
-        ),
-    ] = None,
+    corpus: Corpus,
+    llm: LLMSpec,
+    out: Out,
+    questions: Questions = 50,
+    seed: Seed = 0,
+    window_chars: WindowChars = 4000,
+    window_questions: WindowQuestions = 1,
+    excerpts: Excerpts = ExcerptMode.exact,
+    style: Styles = None,
+    examples: Examples = None,
+    evidence: Evidence = None,
+    filter_documents: FilterDocuments = False,
+    layout: LayoutOption = Layout.jsonl,
+    concurrency: Concurrency = None,
     max_cost: options.MaxCost = None,
     prices: options.Prices = None,
-    dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Print the requests, tokens and estimated cost; ask nothing."
-        ),
-    ] = False,
-    min_excerpt_chars: Annotated[
-        int, typer.Option(help="Shortest excerpt accepted, in characters.")
-    ] = 20,
-    json_schema: Annotated[
-        bool,
-        typer.Option(
-            "--json-schema/--no-json-schema",
-            help="Ask for structured JSON output where the provider has it (OpenAI).",
-        ),
-    ] = True,
+    dry_run: DryRun = False,
+    min_excerpt_chars: MinExcerptChars = 20,
+    json_schema: JsonSchema = True,
     cache_dir: options.CacheDir = None,
     no_cache: options.NoCache = False,
     quiet: options.Quiet = False,
@@ -146,8 +195,8 @@ def generate_command(
     from chunkmark.paths import resolve_cache_dir
     from chunkmark.synth import generate as engine
 
-    styles = engine.parse_styles(style or ["factoid"])
-    example_list = engine.read_examples(examples) if examples is not None else ()
+    steering = engine.read_examples(examples) if examples is not None else ()
+    styles = engine.parse_styles(style) if style else engine.styles_of(steering) or ("factoid",)
     table = engine.load_prices(prices)
     client = build_llm(
         llm,
@@ -159,9 +208,13 @@ def generate_command(
         "questions": questions,
         "seed": seed,
         "window_chars": window_chars,
+        "window_questions": window_questions,
         "mode": excerpts.value,
         "styles": styles,
-        "examples": example_list,
+        "examples": tuple(e.question for e in steering),
+        "example_evidence": engine.evidence_lengths(steering),
+        "evidence": evidence.value if evidence is not None else None,
+        "filter_documents": filter_documents,
         "layout": layout.value,
         "min_excerpt_chars": min_excerpt_chars,
         "json_schema": json_schema,
@@ -260,6 +313,19 @@ def _print_report(console: Console, report: GenerationReport) -> None:
         f"normalising: {c['normalised']}; ambiguous: {c['ambiguous']}; windows skipped: "
         f"{c['windows_skipped']}."
     )
+    if c.get("duplicate"):
+        stages = ", ".join(
+            f"{s.removeprefix('duplicate_')} {c[s]}" for s in engine.DUPLICATE_STAGES
+        )
+        console.print(f"duplicates by stage: {stages}.")
+    judged = report.document_filter
+    if judged is not None:
+        console.print(
+            f"document filter: {judged['judged']} judged; relevant yes {judged['relevant']['yes']}"
+            f" no {judged['relevant']['no']}; complete yes {judged['complete']['yes']} no "
+            f"{judged['complete']['no']}; unclear {judged['unclear']}; "
+            f"{len(judged['dropped'])} left out."
+        )
     stats = report.llm
     cost = "" if report.cost_usd is None else f", ${report.cost_usd:.4f}"
     console.print(

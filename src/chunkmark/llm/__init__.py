@@ -9,7 +9,7 @@ Providers: ``openai`` (Chat Completions; any OpenAI-compatible endpoint), ``anth
 (Messages API) and ``fake`` (scripted, for tests). See ``docs/llm.md``.
 
 A spec's transport parameters (:data:`TRANSPORT_PARAMS`: ``timeout``, ``max_retries``,
-``concurrency``) change how answers are fetched, not what they are: :func:`identity_spec` is the
+``concurrency``, ``cache_prompt``) change how answers are fetched, not what they are: :func:`identity_spec` is the
 spec without them, which is how results that depend on an LLM name it. Features send
 independent requests concurrently through :mod:`chunkmark.llm.pool`, up to the client's
 ``concurrency``, with the outputs of a sequential run.

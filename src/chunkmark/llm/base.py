@@ -80,7 +80,7 @@ LLMS: Registry[LLM] = Registry("llm")
 # Parameters of an LLM spec that change how answers are fetched, never what they are: they are
 # left out of every identity that names a result (a chunker's or extractor's canonical name, a
 # cell's id) and out of the answer cache key (see :func:`chunkmark.llm.identity_spec`).
-TRANSPORT_PARAMS = ("max_retries", "timeout", "concurrency")
+TRANSPORT_PARAMS = ("max_retries", "timeout", "concurrency", "cache_prompt")
 # Requests in flight at once when a spec does not say: one for an endpoint on this machine (a
 # CPU server answers one request at a time; more only wait in its queue, and a request that
 # waits past its timeout is cancelled and asked again), four for a remote API.

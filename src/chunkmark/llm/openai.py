@@ -12,6 +12,13 @@ prefix is reused), so ``complete(..., cache_system=True)`` changes nothing in th
 system prompt already comes first. ``usage.prompt_tokens`` (all prompt tokens) is counted as
 ``input_tokens``, and ``usage.prompt_tokens_details.cached_tokens`` (absent or null on many
 compatible servers: 0) as ``cached_input_tokens``; OpenAI bills no cache writes.
+
+A server on this machine (llama.cpp's ``llama-server``, as ``python -m chunkmark.llm.local
+serve`` starts it) is also sent ``cache_prompt: true``: it keeps the last prompt's state and
+reads the prefix a new prompt shares with it from there, so a request that repeats a long
+prefix (the same document window) only processes what follows. ``cache_prompt=False`` in the
+spec sends ``false`` instead (to measure the difference); ``True`` sends it to any endpoint.
+Other local servers ignore the key.
 """
 
 from __future__ import annotations
@@ -30,7 +37,9 @@ class OpenAIChatLLM(RemoteLLM):
     ``temperature=None`` leaves it to the endpoint. Retries with backoff on 429/5xx.
     ``concurrency`` is how many requests may be in flight at once (default: 1 for an endpoint
     on this machine, 4 otherwise); it, ``timeout`` and ``max_retries`` change how answers are
-    fetched, not what they are, so they are no part of any result's identity.
+    fetched, not what they are, so they are no part of any result's identity; nor is
+    ``cache_prompt`` (sent to llama.cpp's server: reuse the shared prefix of the last prompt;
+    None sends true to a server on this machine only).
     """
 
     provider: ClassVar[str] = "openai"
@@ -40,6 +49,15 @@ class OpenAIChatLLM(RemoteLLM):
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
     base_url_hint: ClassVar[str] = "for OpenAI-compatible servers it usually ends in /v1"
     client_class: ClassVar[str] = "OpenAI"
+    prompt_cache: ClassVar[bool] = True
+
+    def prompt_cache_flag(self) -> bool | None:
+        """The ``cache_prompt`` value sent with each request (None: the key is not sent): as
+        given, else true for a server on this machine (llama.cpp's server reuses the prompt's
+        shared prefix), else not sent."""
+        if self.cache_prompt is None:
+            return True if self.is_local else None
+        return self.cache_prompt
 
     def _send(self, client: Any, prompt: Prompt) -> Answer:
         messages = [{"role": "system", "content": prompt.system}] if prompt.system else []
@@ -49,6 +67,9 @@ class OpenAIChatLLM(RemoteLLM):
             extra["temperature"] = self.temperature
         if prompt.json_schema is not None:
             extra["response_format"] = response_format(prompt.json_schema)
+        flag = self.prompt_cache_flag()
+        if flag is not None:
+            extra["extra_body"] = {"cache_prompt": flag}
         response = client.chat.completions.create(
             model=self.model,
             messages=messages,

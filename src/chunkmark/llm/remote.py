@@ -48,6 +48,7 @@ class RemoteLLM(BaseLLM, RemoteClient):
     api: ClassVar[str] = ""  # the endpoint kind, e.g. "chat.completions"
     base_url_hint: ClassVar[str] = ""  # what base_url looks like, for the 404 fix
     client_class: ClassVar[str] = ""  # the SDK's client class, e.g. "OpenAI"
+    prompt_cache: ClassVar[bool] = False  # whether its wire takes llama.cpp's ``cache_prompt``
     error_type = LLMError
 
     def __init__(
@@ -59,6 +60,7 @@ class RemoteLLM(BaseLLM, RemoteClient):
         max_retries: int = 5,
         timeout: float = 60.0,
         concurrency: int | None = None,
+        cache_prompt: bool | None = None,
         *,
         seed: int = 0,
         cache_dir: Path | None = None,
@@ -80,6 +82,7 @@ class RemoteLLM(BaseLLM, RemoteClient):
             raise ValueError("api_key_env must name an environment variable")
         if concurrency is None:
             concurrency = LOCAL_CONCURRENCY if self.is_local else REMOTE_CONCURRENCY
+        self.cache_prompt = cache_prompt
         BaseLLM.__init__(
             self,
             model,
@@ -134,9 +137,10 @@ def register_provider(name: str, cls: type[RemoteLLM], model: str, api_key_env: 
     :meth:`RemoteLLM.__init__` with the provider's default ``model`` and ``api_key_env``, less
     the retry loop's test hooks; the cache folder and seed are the run's."""
     needs = ("cache_dir", "seed")
+    unused = () if cls.prompt_cache else ("cache_prompt",)
     factory = class_factory(
         cls,
-        exclude=("backoff_base", "backoff_max", "sleep"),
+        exclude=("backoff_base", "backoff_max", "sleep", *unused),
         needs=needs,
         defaults={"model": model, "api_key_env": api_key_env},
     )

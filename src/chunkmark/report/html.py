@@ -56,6 +56,7 @@ from chunkmark.report.payload import (
 )
 from chunkmark.report.relations import relations_payload
 from chunkmark.report.settings import Scoring
+from chunkmark.report.sources import source_lines
 from chunkmark.timing import PhaseTimer
 
 _SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
@@ -149,6 +150,7 @@ def build_report(
     scoring = str(stats.scoring)
     with timer("tests"):
         recommendations, comparisons = analyse(data, stats)
+        data.notes.extend(source_lines(data, recommendations, datasets))  # questions by source
     with timer("inspector"):
         inspector = [_inspector(data, d, datasets or {}) for d in data.datasets]
     with timer("relations"):

@@ -26,12 +26,14 @@ def recommendation_lines(
 
     try:
         from chunkmark.report.recommendation import recommend
+        from chunkmark.report.sources import source_lines
 
         data, recommendations = recommend(out, None if options is None else options.stats())
     except ChunkmarkError as exc:
         lines = [f"No recommendation: {exc}"]
     else:
         lines = [line for r in recommendations for line in dataset_lines(data, r)]
+        lines += source_lines(data, recommendations)  # which questions it rests on, by source
     if report is not None:
         lines.append(f"Report: {report}")
     return lines

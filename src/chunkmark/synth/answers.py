@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from chunkmark.datasets import Document
 from chunkmark.spans import Span
 from chunkmark.synth import excerpts as ex
+from chunkmark.synth.examples import SHORTEST_SHARE
 from chunkmark.synth.plan import Slot
 from chunkmark.synth.prompt import STYLE_PASSAGES, Prompt
 
@@ -34,6 +35,73 @@ REJECTIONS = (
     COLLAPSED,
     COPIED,
     DUPLICATE,
+)
+# Where a duplicate was caught (each also counts as one DUPLICATE rejection): the same words as
+# a question already accepted for the document, nearly the same content words, or one of the
+# example questions asked again.
+DUPLICATE_STAGES = ("duplicate_exact", "duplicate_near", "duplicate_example")
+# Near-duplicates: questions whose content words (their first NEAR_PREFIX letters, so that
+# "washed" meets "washing") overlap by at least NEAR_SHARE (Jaccard), each with at least
+# NEAR_WORDS of them.
+NEAR_SHARE = 0.7
+NEAR_PREFIX = 4
+NEAR_WORDS = 2
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "she",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 
 
@@ -74,6 +142,7 @@ class Verdict:
     excerpts: tuple[Excerpt, ...] = ()
     reason: str | None = None
     detail: str = ""
+    stage: str | None = None  # for a duplicate, one of DUPLICATE_STAGES
 
 
 def reject(reason: str, detail: str) -> Verdict:
@@ -118,9 +187,13 @@ def judge(
     asked: Sequence[str] = (),
     min_chars: int = 20,
     normalised: ex.NormalisedText | None = None,
+    examples: Sequence[str] = (),
+    evidence_chars: int | None = None,
 ) -> Verdict:
-    """Check one answer: its JSON, the number of passages for the style, every excerpt, and
-    the checks on the whole question (collapsed, copied, repeated)."""
+    """Check one answer: its JSON, the number of passages for the style, every excerpt, the
+    evidence's length when one was asked for (at least :data:`SHORTEST_SHARE` of
+    ``evidence_chars``), and the checks on the whole question (collapsed, copied, repeated:
+    of an ``asked`` question or of one of the ``examples``)."""
     model = PassagesAnswer if mode == "exact" else PiecesAnswer
     try:
         parsed = model.model_validate(parse_json(answer))
@@ -144,7 +217,15 @@ def judge(
         placed = _place_pieces(parsed.pieces, doc, prompt.pieces, min_chars)
     if placed.reason is not None:
         return placed
-    return _check_question(question, placed.excerpts, doc, slot, asked)
+    if evidence_chars is not None:
+        length = sum(e.span.end - e.span.start for e in placed.excerpts)
+        if length < SHORTEST_SHARE * evidence_chars:
+            return reject(
+                ex.TOO_SHORT,
+                f"the cited text is {length:,} characters; the passage that answers the question "
+                f"should be about {evidence_chars:,} characters, so cite all of it",
+            )
+    return _check_question(question, placed.excerpts, doc, slot, asked, examples)
 
 
 def _place_passages(
@@ -200,7 +281,12 @@ def _place_pieces(
 
 
 def _check_question(
-    question: str, found: tuple[Excerpt, ...], doc: Document, slot: Slot, asked: Sequence[str]
+    question: str,
+    found: tuple[Excerpt, ...],
+    doc: Document,
+    slot: Slot,
+    asked: Sequence[str],
+    examples: Sequence[str] = (),
 ) -> Verdict:
     """The checks on the whole question: collapsed passages, copied words, a repeat."""
     spans = [e.span for e in found]
@@ -218,13 +304,65 @@ def _check_question(
                     COPIED,
                     f"the question repeats the words {run!r} of passage {number}; reword it",
                 )
-    if _question_key(question) in {_question_key(q) for q in asked}:
-        return reject(DUPLICATE, "this question was already asked; ask a different one")
+    stage = duplicate_stage(question, asked, examples)
+    if stage == "duplicate_example":
+        return Verdict(
+            reason=DUPLICATE,
+            detail="this is one of the example questions; write a new question in their style",
+            stage=stage,
+        )
+    if stage is not None:
+        return Verdict(
+            reason=DUPLICATE,
+            detail="this question (or one nearly the same) was already asked; ask about "
+            "something else in the text",
+            stage=stage,
+        )
     return Verdict(question, found)
 
 
 def _question_key(question: str) -> str:
     return " ".join(ex.words(question))
+
+
+def content_words(question: str) -> frozenset[str]:
+    """The question's words that are not function words, each cut to :data:`NEAR_PREFIX`
+    letters (what the near-duplicate check compares)."""
+    return frozenset(w[:NEAR_PREFIX] for w in ex.words(question) if w not in _FUNCTION_WORDS)
+
+
+def near_duplicate(a: str, b: str) -> bool:
+    """Whether two questions ask nearly the same: their content words (:func:`content_words`)
+    overlap by at least :data:`NEAR_SHARE` (Jaccard), each having :data:`NEAR_WORDS` or more,
+    and they name the same numbers."""
+    x, y = content_words(a), content_words(b)
+    if len(x) < NEAR_WORDS or len(y) < NEAR_WORDS:
+        return False
+    if _numbers(a) != _numbers(b):  # "in 2019" and "in 2020" ask different things
+        return False
+    return len(x & y) / len(x | y) >= NEAR_SHARE
+
+
+def _numbers(question: str) -> frozenset[str]:
+    return frozenset(w for w in ex.words(question) if any(c.isdigit() for c in w))
+
+
+def duplicate_stage(
+    question: str, asked: Sequence[str], examples: Sequence[str] = ()
+) -> str | None:
+    """Which of :data:`DUPLICATE_STAGES` catches ``question`` (None: it is new): the same words
+    as an ``asked`` question, nearly the same content words as one, or an example (exactly or
+    nearly)."""
+    key = _question_key(question)
+    if key in {_question_key(q) for q in asked}:
+        return "duplicate_exact"
+    if any(near_duplicate(question, q) for q in asked):
+        return "duplicate_near"
+    if key in {_question_key(q) for q in examples} or any(
+        near_duplicate(question, q) for q in examples
+    ):
+        return "duplicate_example"
+    return None
 
 
 @dataclass(frozen=True)

@@ -53,15 +53,17 @@ from typing import Any
 from chunkmark.costs.llm_prices import price_of
 from chunkmark.costs.meter import CostMeter
 from chunkmark.llm import LLM
-from chunkmark.synth.answers import REJECTIONS, SlotOutcome
+from chunkmark.synth import examples as steer
+from chunkmark.synth.answers import DUPLICATE_STAGES, REJECTIONS, SlotOutcome
 from chunkmark.synth.corpus import load_corpus
+from chunkmark.synth.docfilter import filter_documents
+from chunkmark.synth.examples import Example, evidence_lengths, read_examples, styles_of
 from chunkmark.synth.options import (
     MAX_ATTEMPTS,
     GenerationOptions,
     SynthError,
     load_prices,
     parse_styles,
-    read_examples,
     unknown_price,
 )
 from chunkmark.synth.output import MANIFEST, Written
@@ -78,19 +80,23 @@ from chunkmark.synth.run import Generation, GenerationReport, Progress
 # The command line (cli/synth_generate.py) reads these from here, and docs/synth.md names
 # PROMPT_VERSION here.
 __all__ = [
+    "DUPLICATE_STAGES",
     "MAX_ATTEMPTS",
     "PROMPT_VERSION",
     "REJECTIONS",
     "Estimate",
+    "Example",
     "GenerationOptions",
     "GenerationReport",
     "SlotOutcome",
     "estimate",
+    "evidence_lengths",
     "generate",
     "load_prices",
     "parse_styles",
     "price_of",
     "read_examples",
+    "styles_of",
     "unknown_price",
 ]
 
@@ -142,7 +148,25 @@ def generate(
         if price is None:
             raise unknown_price(llm, table)
     meter = CostMeter(llm, price, o.max_cost)
-    run = Generation(documents, sources, llm, Path(out), o, meter=meter, progress=progress)
+    judged = None
+    if o.filter_documents:
+        documents, judged = filter_documents(documents, llm, o.examples)
+        if not documents:
+            raise SynthError(
+                f"The document filter judged all {judged['judged']} documents irrelevant or "
+                "incomplete; nothing was written.",
+                "Run without --filter-documents, or check the corpus and the examples.",
+            )
+    run = Generation(
+        documents,
+        sources,
+        llm,
+        Path(out),
+        o,
+        meter=meter,
+        progress=progress,
+        document_filter=judged,
+    )
     run.open()
     resumed = len(run.written)
     try:
@@ -195,8 +219,15 @@ def estimate(
             1 for s in run.plan[: slot.index] if s.doc_id == slot.doc_id and s.index not in written
         )
         doc = run.by_id[slot.doc_id]
+        window = f"{slot.doc_id}:{slot.start}"
         prompt = build_prompt(
-            doc, slot, mode=o.mode, asked=asked, examples=o.examples, min_chars=o.min_excerpt_chars
+            doc,
+            slot,
+            mode=o.mode,
+            asked=asked,
+            examples=steer.shown(o.examples, o.seed, window),
+            min_chars=o.min_excerpt_chars,
+            evidence_chars=steer.target_length(o.example_evidence, o.evidence, o.seed, window),
         )
         schema = prompt.schema if o.json_schema else None
         if not unknown and is_cached(llm, prompt.system, prompt.user, schema):
@@ -204,6 +235,8 @@ def estimate(
             continue
         calls += 1
         input_tokens += request_tokens(prompt) + QUESTION_TOKENS * min(unknown, ASKED_LIMIT)
+    if o.filter_documents:  # one judgement a document (planned as if all were kept)
+        calls += len(documents)
     output_tokens = calls * ANSWER_TOKENS
     cost = None if price is None else price.cost(input_tokens, output_tokens)
     worst = None if cost is None else cost * MAX_ATTEMPTS

@@ -20,6 +20,7 @@ MIN_WINDOW_CHARS = 200
 STYLES = ("factoid", "multi", "paraphrased")
 MODES = ("exact", "approximate")
 LAYOUTS = ("jsonl", "chroma")
+EVIDENCE = ("sentence", "passage", "section")
 
 
 class SynthError(ChunkmarkError):
@@ -42,6 +43,12 @@ def unknown_price(llm: LLM, table: LLMPrices) -> SynthError:
 class GenerationOptions:
     """The options of one generation: everything that shapes the questions written (``questions``
     to ``json_schema``; a rerun must use the same to resume), then how the run goes:
+    ``examples`` are real questions shown as examples of style (a few a window) and never
+    accepted again; ``example_evidence`` their evidence lengths (characters), from which each
+    window's evidence length is drawn, else ``evidence`` (``sentence``, ``passage`` or
+    ``section``) sizes it; ``window_questions`` questions are asked in a row about each window
+    (a server's prompt cache then reads the window once); ``filter_documents`` asks the LLM
+    first which documents are relevant and complete and plans only those.
     ``concurrency`` (slots worked on at once, across documents; None: the LLM client's
     ``concurrency``, which also bounds the requests in flight), ``max_cost`` (US dollars; the run
     stops cleanly before the first request whose estimate would cross it) and ``prices`` (the
@@ -53,6 +60,10 @@ class GenerationOptions:
     mode: str = "exact"
     styles: tuple[str, ...] = ("factoid",)
     examples: tuple[str, ...] = ()
+    example_evidence: tuple[int, ...] = ()
+    evidence: str | None = None
+    window_questions: int = 1
+    filter_documents: bool = False
     layout: str = "jsonl"
     min_excerpt_chars: int = 20
     json_schema: bool = True
@@ -63,6 +74,7 @@ class GenerationOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "styles", tuple(self.styles))
         object.__setattr__(self, "examples", tuple(self.examples))
+        object.__setattr__(self, "example_evidence", tuple(self.example_evidence))
 
     @classmethod
     def given(cls, options: GenerationOptions | None, changes: dict[str, Any]) -> GenerationOptions:
@@ -100,6 +112,15 @@ class GenerationOptions:
                 else "No question style given.",
                 f"Use one or more of: {', '.join(STYLES)}.",
             )
+        if self.evidence is not None and self.evidence not in EVIDENCE:
+            raise SynthError(
+                f"Unknown evidence size {self.evidence!r}.", f"Use one of: {', '.join(EVIDENCE)}."
+            )
+        if self.window_questions < 1:
+            raise SynthError(
+                f"--window-questions must be at least 1, got {self.window_questions}.",
+                "Pass 1 (a new window for every question) or more.",
+            )
         if self.min_excerpt_chars < 1:
             raise SynthError("min_excerpt_chars must be at least 1.", "Pass a positive number.")
         if self.concurrency is not None and self.concurrency < 1:
@@ -112,19 +133,3 @@ def parse_styles(values: Sequence[str]) -> tuple[str, ...]:
     """Styles from repeated options and/or comma lists, in order, each once."""
     styles = [s.strip() for v in values for s in v.split(",") if s.strip()]
     return tuple(dict.fromkeys(styles))
-
-
-def read_examples(path: str | Path) -> tuple[str, ...]:
-    """Example questions, one per line (blank lines skipped)."""
-    file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SynthError(
-            f"Cannot read the examples file {file}: {exc}.",
-            "Pass a UTF-8 text file with one example question per line.",
-        ) from None
-    examples = tuple(" ".join(line.split()) for line in text.splitlines() if line.strip())
-    if not examples:
-        raise SynthError(f"The examples file {file} holds no question.", "Write one per line.")
-    return examples

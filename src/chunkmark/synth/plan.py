@@ -28,6 +28,8 @@ class Slot:
     start: int
     end: int
     style: str
+    part: int = 0  # with several questions a window: which of them, 0 to parts - 1
+    parts: int = 1  # the questions asked about this window
 
     @property
     def window(self) -> Span:
@@ -102,21 +104,30 @@ def make_plan(
     seed: int,
     window_chars: int,
     styles: Sequence[str],
+    window_questions: int = 1,
 ) -> list[Slot]:
     """The whole sequence of slots, from the seed alone (see the module docs).
 
     Documents' slots are interleaved by their position within each document (the j-th of k
-    slots sits at (j + 1/2) / k), so every stretch of the plan covers the corpus evenly.
+    windows sits at (j + 1/2) / k), so every stretch of the plan covers the corpus evenly. With
+    ``window_questions`` above 1 a document's quota is asked about that many to a window (the
+    last window of a document may get fewer), and a window's slots follow each other in the
+    plan: one after the other, each sees the questions of the ones before, and a server's
+    prompt cache reads the window once. Each of them is pointed at its own part of the window
+    (``part`` of ``parts``, see :func:`~chunkmark.synth.prompt.build_prompt`).
     """
     rng = random.Random(f"chunkmark-synth-plan:{seed}")
     counts = quotas([len(d.text) for d in documents], questions, rng)
-    placed: list[tuple[float, int, Span, str]] = []
+    placed: list[tuple[float, int, Span, str, int, int]] = []
     for order, (doc, k) in enumerate(zip(documents, counts, strict=True)):
-        for j, window in enumerate(document_windows(doc.text, k, window_chars, rng)):
-            placed.append(((j + 0.5) / k, order, window, doc.id))
-    placed.sort(key=lambda item: (item[0], item[1]))
+        n = math.ceil(k / window_questions)
+        for j, window in enumerate(document_windows(doc.text, n, window_chars, rng)):
+            parts = min(window_questions, k - j * window_questions)
+            for part in range(parts):
+                placed.append(((j + 0.5) / n, order, window, doc.id, part, parts))
+    placed.sort(key=lambda item: (item[0], item[1]))  # stable: a window's slots stay together
     dealt = deal_styles(styles, len(placed), rng)
     return [
-        Slot(i, doc_id, window.start, window.end, dealt[i])
-        for i, (_, _, window, doc_id) in enumerate(placed)
+        Slot(i, doc_id, window.start, window.end, dealt[i], part, parts)
+        for i, (_, _, window, doc_id, part, parts) in enumerate(placed)
     ]

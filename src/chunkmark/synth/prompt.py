@@ -20,7 +20,7 @@ from chunkmark.synth import excerpts as ex
 from chunkmark.synth.plan import Slot
 from chunkmark.tokenizers import count_tokens
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
 ASKED_LIMIT = 40  # earlier questions of a document listed in a prompt (the latest ones)
 ENCODING = "cl100k_base"
@@ -92,10 +92,19 @@ def build_prompt(
     asked: Sequence[str] = (),
     examples: Sequence[str] = (),
     min_chars: int = 20,
+    evidence_chars: int | None = None,
 ) -> Prompt:
     """The request for ``slot``: the window (numbered pieces in the approximate mode), the
-    style's instructions, the examples, and the latest :data:`ASKED_LIMIT` questions already
-    asked about the document."""
+    style's instructions, the length of evidence asked for (``evidence_chars``, when given),
+    the examples, and the latest :data:`ASKED_LIMIT` questions already asked about the
+    document.
+
+    The system prompt and the window come first and the parts that change from one question
+    of a window to the next (the questions already asked, the part of the window asked about)
+    follow it, so a server that keeps its last prompt (llama.cpp's ``cache_prompt``) reads a
+    window's later questions mostly from its cache. The questions already asked come right
+    after the window and the instructions last: a small model copies the last question it read
+    before answering."""
     values = {
         "document": doc.id,
         "start": str(slot.start),
@@ -105,17 +114,69 @@ def build_prompt(
         "examples": _section("examples", examples, len(examples)),
         "asked": _section("asked", asked, ASKED_LIMIT),
         "min_chars": str(min_chars),
+        "evidence": _evidence(mode, evidence_chars),
+        "focus": "",
     }
     system = prompt_text("system")
+    pieces = tuple(ex.cut_pieces(doc.text, slot.window))
+    if slot.parts > 1:
+        values["focus"] = _focus(doc.text, pieces, slot.part, slot.parts, mode)
     if mode == "exact":
         values["text"] = doc.text[slot.start : slot.end]
         user = Template(prompt_text("exact")).substitute(values)
         return Prompt(system, user, style_schema(EXACT_SCHEMA, slot.style))
-    pieces = tuple(ex.cut_pieces(doc.text, slot.window))
     values["text"] = ex.number_pieces(doc.text, pieces)
     values["pieces"] = str(len(pieces))
     user = Template(prompt_text("approximate")).substitute(values)
     return Prompt(system, user, style_schema(PIECES_SCHEMA, slot.style), pieces)
+
+
+def focus_pieces(count: int, part: int, parts: int) -> tuple[int, int]:
+    """The 1-based piece numbers ``[first, last]`` of part ``part`` of ``parts`` equal parts of
+    ``count`` pieces (every piece in one part; a part has at least one piece)."""
+    first = 1 + part * count // parts
+    last = max(first, (part + 1) * count // parts)
+    return first, min(last, count)
+
+
+def _focus(text: str, pieces: Sequence[Span], part: int, parts: int, mode: str) -> str:
+    """The line pointing one of a window's several questions at its own part of the window:
+    the same window asked about again would otherwise get its most salient question again."""
+    first, last = focus_pieces(len(pieces), part, parts)
+    start, end = pieces[first - 1].start, pieces[last - 1].end
+    head = " ".join(text[start:end].split()[:8])
+    tail = " ".join(text[start:end].split()[-8:])
+    if mode == "approximate":
+        where = f'pieces {first} to {last} (from "{head}" to "{tail}")'
+    else:
+        where = f'the part of the text from "{head}" to "{tail}"'
+    return (
+        f"This is question {part + 1} of {parts} about this text: ask about {where}, "
+        "and start the passage you cite there.\n"
+    )
+
+
+def evidence_unit(chars: int) -> str:
+    """The length ``chars`` in words: a sentence, a few sentences, a paragraph, a section."""
+    if chars < 250:
+        return "a sentence or two"
+    if chars < 700:
+        return "a few sentences"
+    if chars < 1500:
+        return "a paragraph"
+    return "several paragraphs"
+
+
+def _evidence(mode: str, chars: int | None) -> str:
+    """The prompt's line asking for evidence of about ``chars`` characters ("" when None)."""
+    if chars is None:
+        return ""
+    values = {
+        "chars": f"{chars:,}",
+        "unit": evidence_unit(chars),
+        "pieces": str(max(1, round(chars / ex.PIECE_CHARS))),
+    }
+    return Template(prompt_text(f"evidence_{mode}")).substitute(values) + "\n"
 
 
 def _section(name: str, items: Sequence[str], limit: int) -> str:

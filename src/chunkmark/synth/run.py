@@ -6,6 +6,7 @@ other), accepted questions written in plan order, and the report."""
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections import Counter
@@ -21,10 +22,19 @@ from chunkmark.counters import LLMStats
 from chunkmark.datasets import Document
 from chunkmark.errors import LLMError
 from chunkmark.files import write_bytes_atomic
-from chunkmark.llm import LLM, EmptyAnswerError
+from chunkmark.llm import LLM, BaseLLM, EmptyAnswerError
 from chunkmark.llm.pool import workers_for
+from chunkmark.synth import examples as steer
 from chunkmark.synth import excerpts as ex
-from chunkmark.synth.answers import EMPTY_ANSWER, REJECTIONS, SlotOutcome, judge, reject
+from chunkmark.synth.answers import (
+    DUPLICATE,
+    DUPLICATE_STAGES,
+    EMPTY_ANSWER,
+    REJECTIONS,
+    SlotOutcome,
+    judge,
+    reject,
+)
 from chunkmark.synth.corpus import corpus_fingerprint
 from chunkmark.synth.options import MAX_ATTEMPTS, GenerationOptions, SynthError
 from chunkmark.synth.output import MANIFEST, Output, Written, written_of
@@ -42,6 +52,11 @@ from chunkmark.version import __version__
 
 GENERATOR = "chunkmark synth generate"
 MANIFEST_FORMAT = 1
+# After a duplicate, a slot's next answers are asked at this temperature, each with its own
+# seed (the run's seed + RETRY_SEED_STEP x the attempt): at temperature 0 a model asked again
+# tends to write the question it wrote before.
+RETRY_TEMPERATURE = 0.8
+RETRY_SEED_STEP = 1009
 
 Progress = Callable[[SlotOutcome], None]
 
@@ -61,6 +76,7 @@ class GenerationReport:
     stopped: str | None = None
     llm: LLMStats = field(default_factory=LLMStats)
     cost_usd: float | None = None
+    document_filter: dict[str, Any] | None = None
 
     @property
     def complete(self) -> bool:
@@ -103,6 +119,7 @@ class Generation:
         *,
         meter: CostMeter,
         progress: Progress | None = None,
+        document_filter: dict[str, Any] | None = None,
     ) -> None:
         self.documents = list(documents)
         self.by_id = {d.id: d for d in documents}
@@ -119,7 +136,10 @@ class Generation:
             seed=options.seed,
             window_chars=options.window_chars,
             styles=options.styles,
+            window_questions=options.window_questions,
         )
+        self.document_filter = document_filter
+        self._variants: dict[int, LLM] = {}
         self.output = Output(out, options.layout, self.documents)
         self.written: dict[int, Written] = {}
         self.outcomes: dict[int, SlotOutcome] = {}
@@ -144,6 +164,10 @@ class Generation:
             "mode": o.mode,
             "styles": list(o.styles),
             "examples": list(o.examples),
+            "example_evidence": list(o.example_evidence),
+            "evidence": o.evidence,
+            "window_questions": o.window_questions,
+            "filter_documents": o.filter_documents,
             "min_excerpt_chars": o.min_excerpt_chars,
             "json_schema": o.json_schema,
             "max_attempts": MAX_ATTEMPTS,
@@ -212,6 +236,7 @@ class Generation:
             "settings": self.settings(),
             "sources": self.sources,
             "counts": self.counts(),
+            "document_filter": self.document_filter,
             "documents": self.document_rows(),
             "plan": [self._plan_entry(slot) for slot in self.plan],
         }
@@ -224,6 +249,7 @@ class Generation:
             "doc_id": slot.doc_id,
             "window": [slot.start, slot.end],
             "style": slot.style,
+            **({"part": [slot.part, slot.parts]} if slot.parts > 1 else {}),
             "status": self._status(slot.index),
         }
 
@@ -255,6 +281,7 @@ class Generation:
             "planned": len(self.plan),
             "answers": c["answers"],
             **{reason: c[reason] for reason in REJECTIONS},
+            **{stage: c[stage] for stage in DUPLICATE_STAGES},
             "normalised": c["normalised"],
             "ambiguous": c["ambiguous"],
             "accepted": len(self.written),
@@ -392,19 +419,29 @@ class Generation:
                 self.written[slot.index] = written_of(outcome, line)
 
     def work(self, slot: Slot, asked: Sequence[str]) -> SlotOutcome:
-        """Ask for one slot's question, at most :data:`MAX_ATTEMPTS` times."""
+        """Ask for one slot's question, at most :data:`MAX_ATTEMPTS` times; after a duplicate,
+        the next answers come at :data:`RETRY_TEMPERATURE` with other seeds."""
         doc = self.by_id[slot.doc_id]
         o = self.options
+        window = f"{slot.doc_id}:{slot.start}"
+        evidence = steer.target_length(o.example_evidence, o.evidence, o.seed, window)
         prompt = build_prompt(
-            doc, slot, mode=o.mode, asked=asked, examples=o.examples, min_chars=o.min_excerpt_chars
+            doc,
+            slot,
+            mode=o.mode,
+            asked=asked,
+            examples=steer.shown(o.examples, o.seed, window),
+            min_chars=o.min_excerpt_chars,
+            evidence_chars=evidence,
         )
         schema = prompt.schema if o.json_schema else None
         user = prompt.user
         rejected: Counter[str] = Counter()
         tried: list[tuple[str, str]] = []
         detail = ""
+        llm = self.llm
         for attempt in range(1, MAX_ATTEMPTS + 1):
-            answer = self._ask(prompt, user, schema)
+            answer = self._ask(llm, prompt, user, schema)
             if answer is None:
                 verdict = reject(EMPTY_ANSWER, "the answer was empty")
                 answer = ""
@@ -418,28 +455,52 @@ class Generation:
                     asked=asked,
                     min_chars=o.min_excerpt_chars,
                     normalised=self._normalised_text(doc),
+                    examples=o.examples,
+                    evidence_chars=evidence,
                 )
             if verdict.reason is None:
                 return SlotOutcome(slot, verdict.question, verdict.excerpts, attempt, rejected)
             rejected[verdict.reason] += 1
+            if verdict.stage is not None:
+                rejected[verdict.stage] += 1
+            if verdict.reason == DUPLICATE or llm is not self.llm:
+                llm = self.variant(attempt + 1)
             detail = verdict.detail
             tried.append((answer, verdict.detail))
             user = correction_prompt(prompt.user, tried)
         return SlotOutcome(slot, "", (), MAX_ATTEMPTS, rejected, detail)
 
-    def _ask(self, prompt: Prompt, user: str, schema: dict[str, Any] | None) -> str | None:
-        """One request (None for an empty answer), within the budget; stops early when the
-        run is stopping."""
+    def variant(self, attempt: int) -> LLM:
+        """The client asking a slot's ``attempt``-th answer after a duplicate: the same
+        model and cache at :data:`RETRY_TEMPERATURE` with its own seed (the client itself when
+        it is not a :class:`~chunkmark.llm.BaseLLM`, whose seed and temperature are known).
+        The copy shares the client's counters, limits and cache."""
+        if not isinstance(self.llm, BaseLLM):
+            return self.llm
+        with self._lock:
+            found = self._variants.get(attempt)
+            if found is None:
+                other = copy.copy(self.llm)
+                other.seed = self.llm.seed + RETRY_SEED_STEP * attempt
+                other.temperature = RETRY_TEMPERATURE
+                found = self._variants[attempt] = other
+        return found
+
+    def _ask(
+        self, llm: LLM, prompt: Prompt, user: str, schema: dict[str, Any] | None
+    ) -> str | None:
+        """One request to ``llm`` (None for an empty answer), within the budget; stops early
+        when the run is stopping."""
         if self.stop_event.is_set():
             raise _Stopping()
         estimate = 0.0
-        if self.meter.limit is not None and not is_cached(self.llm, prompt.system, user, schema):
+        if self.meter.limit is not None and not is_cached(llm, prompt.system, user, schema):
             price = self.meter.price
             tokens = request_tokens(prompt, user)
             estimate = price.cost(tokens, ANSWER_TOKENS) if price is not None else 0.0
         with self.meter.request(estimate):
             try:
-                return self.llm.complete(
+                return llm.complete(
                     prompt.system, user, max_tokens=ANSWER_TOKENS, json_schema=schema
                 )
             except EmptyAnswerError:
@@ -471,6 +532,7 @@ class Generation:
             stopped=self.stopped,
             llm=self.meter.usage(),
             cost_usd=self.meter.spent(),
+            document_filter=self.document_filter,
         )
 
 
