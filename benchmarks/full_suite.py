@@ -133,7 +133,7 @@ def main() -> None:
     timings.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     cold = record["cold"].values()
     print(f"\nload average after: {record['load_after']}")
-    print(f"\n| set | documents | questions | cold wall | CPU (user + system) | peak RSS |")
+    print("\n| set | documents | questions | cold wall | CPU (user + system) | peak RSS |")
     print("|---|---|---|---|---|---|")
     for name, one in record["cold"].items():
         print(

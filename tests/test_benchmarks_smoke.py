@@ -300,11 +300,12 @@ def test_context_side_by_side(run: Path) -> None:
 def test_precision() -> None:
     out = bench("benchmarks/precision.py", "--smoke", "--device", "cpu")
     lines = out.splitlines()
-    assert lines[0] == "8 texts on cpu; seconds are the best of 1 passes"
+    assert lines[0] == "all-MiniLM-L6-v2: 8 texts on cpu; seconds are the best of 1 passes"
     assert lines[1].split() == [
         "precision",
         "batch",
         "texts/s",
+        "tokens/s",
         "vs",
         "first",
         "mean",
@@ -316,6 +317,10 @@ def test_precision() -> None:
     assert [r[0] for r in rows] == ["fp32", "fp32"] and rows[1][1] == "4"
     # the first row is the reference: ratio 1 and cosine 1 to itself
     assert rows[0][-3:] == ["1.00x", "1.000000", "1.000000"]
+    # tokens/s over texts/s is the model tokens per text: at least the two special tokens, at
+    # most MiniLM's 256-token window
+    for row in rows:
+        assert 2 <= float(row[-4]) / float(row[-5]) <= 256
     assert float(rows[1][-1]) > 0.9999  # fp32 at another batch size: the same vectors, nearly
 
 
