@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -205,6 +206,60 @@ def test_suite_convert() -> None:
     quoted = {r[0]: r for r in table(docs, header)}
     assert [r[:-1] for r in rows] == [quoted[r[0]][:-1] for r in rows]
     assert re.search(r"^total: 2 sets, 103 documents, 1,852 questions kept of 1,852$", out, re.M)
+
+
+def test_full_suite(tmp_path: Path) -> None:
+    out = tmp_path / "fast"
+    # cold: it converts the sample and distils model2vec from MiniLM (minutes on a busy CPU)
+    printed = bench(
+        "benchmarks/full_suite.py", "--smoke", "--out", out, "--warm", "1", timeout=1200
+    )
+    header = "| set | documents | questions | cold wall | CPU (user + system) | peak RSS |"
+    rows = table(printed, header)
+    assert [r[0] for r in rows] == ["covid_qa", "all"]
+    # the questions counted are those of the sample the run converted into its own cache
+    converted = out.parent / "fast.cache" / "datasets" / "covid_qa-docs3-seed0" / "questions.jsonl"
+    questions = len(converted.read_text(encoding="utf-8").splitlines())
+    assert rows[0][1:3] == ["3", str(questions)] and rows[1][1:3] == rows[0][1:3]
+    timings = json.loads((tmp_path / "fast.timings.json").read_text(encoding="utf-8"))
+    cold, warm = timings["cold"]["covid_qa"], timings["warm"]
+    assert cold["exit_code"] == 0 and [w["exit_code"] for w in warm] == [0]
+    assert cold["peak_rss_mb"] > 0 and cold["user_s"] > 0
+    # the warm run resumed every cell: the log's last run computed none
+    log = (tmp_path / "fast.log").read_text(encoding="utf-8")
+    assert log.rsplit("$ ", 1)[1].count(": 0 cells computed, 9 resumed.") == 1
+    assert f"suite folder: {out}" in printed
+
+
+def test_embedder_costs_on_the_published_board() -> None:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    board = ROOT / "leaderboard" / "default-suite"
+    printed = bench("benchmarks/embedder_costs.py", board)
+    header = (
+        "| set | embedder | cells | model tokens | model s | tokens/s | index s "
+        "| recall dense @1024, mean over chunkers | best cell [95% CI] |"
+    )
+    rows = table(printed, header)
+    suite = json.loads((board / "suite.json").read_text(encoding="utf-8"))
+    assert {r[0] for r in rows} == {s["name"] for s in suite["sets"]}
+    # the best cell's recall, against the mean of its per-question rows in results.parquet
+    first = suite["sets"][0]
+    spec = next(s for s in suite["settings"] if s["label"] == "dense @1024")[first["scope"]]
+    results = pq.read_table(board / first["folder"] / "results.parquet")
+    results = results.filter(pc.equal(results["retrieval"], spec))
+    per_cell: dict[tuple[str, str], list[float]] = {}
+    for chunker, embedder, recall in zip(
+        results["chunker"].to_pylist(),
+        results["embedder"].to_pylist(),
+        results["recall"].to_pylist(),
+        strict=True,
+    ):
+        per_cell.setdefault((chunker, embedder), []).append(recall)
+    best = max(sum(v) / len(v) for v in per_cell.values())
+    printed_best = max(float(r[8].split()[0]) for r in rows if r[0] == first["name"])
+    assert abs(printed_best - 100 * best) < 0.05 + 1e-9  # printed to one decimal
 
 
 def test_audit_stores_placement() -> None:
