@@ -129,9 +129,11 @@ def grid_run(data: Path, model: str, precision: str, device: str) -> tuple[float
     """A cold run of the small grid: its wall time and each cell's recall (over all questions)."""
     from chunkmark.datasets import load_dataset
     from chunkmark.experiments.runner import evaluate
+    from chunkmark.retrieval import RETRIEVAL
     from chunkmark.suite.run import TOP5, budget, scope_of
 
     scope = scope_of(load_dataset(str(data)))
+    settings = (TOP5, budget(1024))
     embedder = f"sentence_transformers(model={model!r}, device={device!r}, precision={precision!r})"
     with tempfile.TemporaryDirectory(prefix="precision-grid-") as tmp:
         start = time.perf_counter()
@@ -139,13 +141,15 @@ def grid_run(data: Path, model: str, precision: str, device: str) -> tuple[float
             datasets=[str(data)],
             chunkers=list(GRID_CHUNKERS),
             embedders=[embedder],
-            retrieval=[TOP5.spec(scope), budget(1024).spec(scope)],
+            retrieval=[setting.spec(scope) for setting in settings],
             out=Path(tmp) / "out",
             cache_dir=Path(tmp) / "cache",
         )
         wall = time.perf_counter() - start
+    chunkers = dict(zip(results.config.chunkers, GRID_CHUNKERS, strict=True))
+    labels = {str(RETRIEVAL.resolve(s.spec(scope))): s.label for s in settings}
     recall = {
-        f"{row['chunker']} | {row['retrieval']}": float(row["recall_mean"])
+        f"{chunkers[row['chunker']]} | {labels[row['retrieval']]}": float(row["recall_mean"])
         for row in results.overall()
     }
     return wall, recall
@@ -168,10 +172,10 @@ def grid_orders(data: Path, model: str, precisions: list[str], device: str) -> N
     print(f"\n{model}: grid on {data.name} ({len(base)} cells), cold, on {device}")
     print(" | ".join(f"{p}: {runs[p][0]:.1f} s ({runs[p][0] / base_wall:.2f}x)" for p in runs))
     header = "".join(f" {p + ' recall':>12}" for p in precisions)
-    print(f"{'cell':<60}{header}")
+    print(f"{'cell':<38}{header}")
     for cell in sorted(base, key=lambda c: -base[c]):
         values = "".join(f" {runs[p][1][cell]:12.4f}" for p in precisions)
-        print(f"{cell[:60]:<60}{values}")
+        print(f"{cell:<38}{values}")
     for precision in precisions[1:]:
         other = runs[precision][1]
         equal = sorted(base, key=lambda c: (-base[c], c)) == sorted(
@@ -197,12 +201,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="best of this many passes")
     parser.add_argument("--grid", type=Path, default=None, help="a dataset folder: grid orders")
     parser.add_argument(
-        "--smoke", action="store_true", help="8 demo texts, fp32 at two batch sizes, one pass"
+        "--smoke",
+        action="store_true",
+        help="8 demo texts, two batch sizes, one pass (fp32 unless --precisions)",
     )
     args = parser.parse_args()
     if args.smoke:
         args.data, args.sample, args.repeats = Path("demo"), 8, 1
-        args.precisions, args.batch_sizes = "fp32", "default,4"
+        args.precisions, args.batch_sizes = args.precisions or "fp32", "default,4"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     from chunkmark.embedders.st_device import resolve_device
