@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import itertools
+import json
 import os
 import re
 import subprocess
@@ -207,6 +209,60 @@ def test_suite_convert() -> None:
     assert re.search(r"^total: 2 sets, 103 documents, 1,852 questions kept of 1,852$", out, re.M)
 
 
+def test_full_suite(tmp_path: Path) -> None:
+    out = tmp_path / "fast"
+    # cold: it converts the sample and distils model2vec from MiniLM (minutes on a busy CPU)
+    printed = bench(
+        "benchmarks/full_suite.py", "--smoke", "--out", out, "--warm", "1", timeout=1200
+    )
+    header = "| set | documents | questions | cold wall | CPU (user + system) | peak RSS |"
+    rows = table(printed, header)
+    assert [r[0] for r in rows] == ["covid_qa", "all"]
+    # the questions counted are those of the sample the run converted into its own cache
+    converted = out.parent / "fast.cache" / "datasets" / "covid_qa-docs3-seed0" / "questions.jsonl"
+    questions = len(converted.read_text(encoding="utf-8").splitlines())
+    assert rows[0][1:3] == ["3", str(questions)] and rows[1][1:3] == rows[0][1:3]
+    timings = json.loads((tmp_path / "fast.timings.json").read_text(encoding="utf-8"))
+    cold, warm = timings["cold"]["covid_qa"], timings["warm"]
+    assert cold["exit_code"] == 0 and [w["exit_code"] for w in warm] == [0]
+    assert cold["peak_rss_mb"] > 0 and cold["user_s"] > 0
+    # the warm run resumed every cell: the log's last run computed none
+    log = (tmp_path / "fast.log").read_text(encoding="utf-8")
+    assert log.rsplit("$ ", 1)[1].count(": 0 cells computed, 9 resumed.") == 1
+    assert f"suite folder: {out}" in printed
+
+
+def test_embedder_costs_on_the_published_board() -> None:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    board = ROOT / "leaderboard" / "default-suite"
+    printed = bench("benchmarks/embedder_costs.py", board)
+    header = (
+        "| set | embedder | cells | model tokens | model s | tokens/s | index s "
+        "| recall dense @1024, mean over chunkers | best cell [95% CI] |"
+    )
+    rows = table(printed, header)
+    suite = json.loads((board / "suite.json").read_text(encoding="utf-8"))
+    assert {r[0] for r in rows} == {s["name"] for s in suite["sets"]}
+    # the best cell's recall, against the mean of its per-question rows in results.parquet
+    first = suite["sets"][0]
+    spec = next(s for s in suite["settings"] if s["label"] == "dense @1024")[first["scope"]]
+    results = pq.read_table(board / first["folder"] / "results.parquet")
+    results = results.filter(pc.equal(results["retrieval"], spec))
+    per_cell: dict[tuple[str, str], list[float]] = {}
+    for chunker, embedder, recall in zip(
+        results["chunker"].to_pylist(),
+        results["embedder"].to_pylist(),
+        results["recall"].to_pylist(),
+        strict=True,
+    ):
+        per_cell.setdefault((chunker, embedder), []).append(recall)
+    best = max(sum(v) / len(v) for v in per_cell.values())
+    printed_best = max(float(r[8].split()[0]) for r in rows if r[0] == first["name"])
+    assert abs(printed_best - 100 * best) < 0.05 + 1e-9  # printed to one decimal
+
+
 def test_audit_stores_placement() -> None:
     out = bench("benchmarks/audit_stores.py", "--smoke")
     assert out.startswith("demo: 4 documents, ")
@@ -300,11 +356,12 @@ def test_context_side_by_side(run: Path) -> None:
 def test_precision() -> None:
     out = bench("benchmarks/precision.py", "--smoke", "--device", "cpu")
     lines = out.splitlines()
-    assert lines[0] == "8 texts on cpu; seconds are the best of 1 passes"
+    assert lines[0] == "all-MiniLM-L6-v2: 8 texts on cpu; seconds are the best of 1 passes"
     assert lines[1].split() == [
         "precision",
         "batch",
         "texts/s",
+        "tokens/s",
         "vs",
         "first",
         "mean",
@@ -316,7 +373,45 @@ def test_precision() -> None:
     assert [r[0] for r in rows] == ["fp32", "fp32"] and rows[1][1] == "4"
     # the first row is the reference: ratio 1 and cosine 1 to itself
     assert rows[0][-3:] == ["1.00x", "1.000000", "1.000000"]
+    # every text is at least its two special tokens: more tokens than texts per second (texts/s
+    # is printed to one decimal, so no tighter ratio holds on a slow machine)
+    for row in rows:
+        assert float(row[-4]) > float(row[-5])
     assert float(rows[1][-1]) > 0.9999  # fp32 at another batch size: the same vectors, nearly
+
+
+def test_precision_grid_order() -> None:
+    out = bench(
+        "benchmarks/precision.py", "--smoke", "--device", "cpu", "--precisions", "fp32,bf16",
+        "--grid", "demo", timeout=900,
+    )  # fmt: skip
+    grid = out.split("\nall-MiniLM-L6-v2: grid on demo (10 cells), cold, on cpu\n", 1)[1]
+    lines = grid.splitlines()
+    assert re.fullmatch(r"fp32: [\d.]+ s \(1\.00x\) \| bf16: [\d.]+ s \([\d.]+x\)", lines[0])
+    assert lines[1].split() == ["cell", "fp32", "recall", "bf16", "recall"]
+    cells = [line.rsplit(None, 2) for line in lines[2:12]]
+    # every chunker at both settings, in fp32's order, best first
+    assert sorted(c[0] for c in cells) == sorted(
+        f"{chunker} | {setting}"
+        for chunker in (
+            "fixed_tokens(size=128)", "fixed_tokens(size=256)", "fixed_tokens(size=512)",
+            "recursive(size=256)", "sentences(n=5)",
+        )
+        for setting in ("top_k(5)", "dense @1024")
+    )  # fmt: skip
+    fp32 = [float(c[1]) for c in cells]
+    assert fp32 == sorted(fp32, reverse=True) and all(0 <= r <= 1 for r in fp32)
+    verdict = re.fullmatch(
+        r"bf16 vs fp32: order equal: (yes|no); Kendall's tau ([+-][\d.]+); recall difference "
+        r"mean ([+-][\d.]+), largest ([+-][\d.]+)",
+        lines[12],
+    )
+    assert verdict is not None
+    bf16 = [float(c[2]) for c in cells]
+    largest = max((b - f for f, b in zip(fp32, bf16, strict=True)), key=abs)
+    assert float(verdict.group(4)) == pytest.approx(largest, abs=1e-4)
+    if verdict.group(1) == "yes":  # bf16's recalls, listed in fp32's order, never rise
+        assert all(a >= b for a, b in itertools.pairwise(bf16))
 
 
 def test_autocast_agreement() -> None:

