@@ -77,6 +77,10 @@ def readme_example(corpus: Path, out: Path, dry_run: bool) -> list[str]:
     (args,) = [a for a in readme_synth_commands() if ("--dry-run" in a) == dry_run][:1]
     llm = args[args.index("--llm") + 1]
     assert "base_url='http://localhost:" in llm and "llama3.1:8b" in llm
+    if "--examples" in args:  # the README's labeled questions (here beside the corpus)
+        at = args.index("--examples") + 1
+        assert args[at] == f"{args[2]}/questions.jsonl"
+        args[at] = str(corpus.parent / "questions.jsonl")
     args = [str(corpus) if a == args[2] else a for a in args]
     args[args.index("--out") + 1] = str(out)
     return args
@@ -87,6 +91,9 @@ def corpus(folder: Path) -> Path:
     for n in range(3):
         words = " ".join(f"Policy {n} clause {i} sets a limit of {i * 7} days." for i in range(40))
         (folder / f"policy{n}.md").write_text(f"# Policy {n}\n\n{words}\n", encoding="utf-8")
+    asked = ["How many days does clause 3 of policy 0 allow?", "What limit does policy 2 set?"]
+    lines = [json.dumps({"question": q}) + "\n" for q in asked]
+    (folder.parent / "questions.jsonl").write_text("".join(lines), encoding="utf-8")
     return folder
 
 
