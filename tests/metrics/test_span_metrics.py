@@ -138,3 +138,48 @@ def test_vectorised_equals_direct(excerpts, chunk_list, k, seed) -> None:
     assert s.iou[0] == pytest.approx(iou, abs=1e-12)
     assert om.precision_omega[0] == pytest.approx(omega, abs=1e-12)
     assert om.n_touching[0] == n_hits
+
+
+@pytest.mark.parametrize("block", [1, 1000, 10**9])
+def test_questions_swept_a_block_at_a_time_score_as_the_definitions(
+    block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full set's questions are swept a block at a time (bounded memory): with blocks of one
+    question's worth of entries, of a few questions, and of all of them, every question's
+    scores are the definitions' (``_direct``), so no block boundary loses or mixes a row."""
+    from chunkmark.metrics import span_metrics
+
+    # a block is counted in entries (targets x spans a row, here at most 3 x 41): one row a
+    # block, a few rows a block, every row in one block
+    monkeypatch.setattr(span_metrics, "SWEEP_BLOCK", block)
+    rng = np.random.default_rng(5)
+    chunks = [(0, s, s + int(rng.integers(1, 30))) for s in range(0, 400, 13)]
+    chunks += [(1, s, s + 20) for s in range(0, 200, 20)]
+    excerpt_lists, docs = [], []
+    for _ in range(40):
+        starts = np.sort(
+            rng.choice(np.arange(0, 380, 40), size=int(rng.integers(1, 4)), replace=False)
+        )
+        excerpt_lists.append([(int(a), int(a) + int(rng.integers(5, 35))) for a in starts])
+        docs.append(0)
+    ranking = np.stack([rng.permutation(len(chunks)) for _ in range(40)])
+    q = QuestionTable.from_lists(docs, excerpt_lists)
+    c = ChunkTable.from_rows(chunks)
+    found = score_retrieval(q, c, ranking, 9)
+    for i, excerpts in enumerate(excerpt_lists):
+        recall, precision, iou, _, _ = _direct(excerpts, chunks, list(ranking[i]), 9, 0)
+        assert found.recall[i] == pytest.approx(recall, abs=1e-12), i
+        assert found.precision[i] == pytest.approx(precision, abs=1e-12), i
+        assert found.iou[i] == pytest.approx(iou, abs=1e-12), i
+        # the other pairwise steps: which counted chunks of the question's document overlap an
+        # excerpt, which excerpts lie wholly inside one of them (the definitions, one by one)
+        top = [chunks[j] for j in ranking[i][:9]]
+        relevant = [d == 0 and any(max(s, a) < min(e, b) for a, b in excerpts) for d, s, e in top]
+        first = next((r + 1 for r, yes in enumerate(relevant) if yes), None)
+        assert found.hit[i] == (1.0 if first else 0.0), i
+        assert found.mrr[i] == pytest.approx(1 / first if first else 0.0, abs=1e-12), i
+        inside = sum(
+            b - a for a, b in excerpts if any(d == 0 and s <= a and b <= e for d, s, e in top)
+        )
+        total = sum(b - a for a, b in excerpts)
+        assert found.containment[i] == pytest.approx(inside / total, abs=1e-12), i

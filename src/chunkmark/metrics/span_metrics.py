@@ -26,13 +26,16 @@ chunks x questions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from chunkmark.spans import IntArray, union
+
+T = TypeVar("T", bound=np.generic)
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -140,16 +143,44 @@ def _pad(groups: list[IntArray]) -> tuple[IntArray, BoolArray]:
     return out, mask
 
 
+# The pairwise steps below hold a few (questions, spans, excerpts) arrays at once: questions are
+# taken a block at a time so that each holds at most this many entries (about 130 MB of int64).
+# A full set's deep rankings (CUAD: 6,643 questions, up to 812 chunks for a 2,048-token budget,
+# dozens of excerpts a question) would otherwise need tens of GB in one go.
+SWEEP_BLOCK = 1 << 24
+
+
+def _in_blocks(n: int, per_row: int, compute: Callable[[slice], npt.NDArray[T]]) -> npt.NDArray[T]:
+    """``compute`` over all ``n`` rows, a block of rows at a time (:data:`SWEEP_BLOCK` entries
+    at most, ``per_row`` a row); each row is computed on its own, so blocks change nothing."""
+    rows = max(1, SWEEP_BLOCK // max(per_row, 1))
+    if n <= rows:
+        return compute(slice(0, n))
+    return np.concatenate([compute(slice(i, i + rows)) for i in range(0, n, rows)])
+
+
 def covered_lengths(
     targets: IntArray, tmask: BoolArray, spans: IntArray, smask: BoolArray
 ) -> IntArray:
     """``|target[q, j] ∩ ∪ spans[q, :]|`` for every target, over valid entries only.
 
     targets ``(n, m, 2)``, spans ``(n, k, 2)``. The spans are clipped to each target, sorted by
-    start, and the union length is a running-max sweep, all along a trailing axis.
+    start, and the union length is a running-max sweep, all along a trailing axis (a block of
+    questions at a time).
     """
     if targets.shape[1] == 0 or spans.shape[1] == 0:
         return np.zeros(targets.shape[:2], dtype=np.int64)
+    return _in_blocks(
+        len(targets),
+        targets.shape[1] * spans.shape[1],
+        lambda b: _covered_block(targets[b], tmask[b], spans[b], smask[b]),
+    )
+
+
+def _covered_block(
+    targets: IntArray, tmask: BoolArray, spans: IntArray, smask: BoolArray
+) -> IntArray:
+    """:func:`covered_lengths` of one block of questions, in one sweep."""
     ts = targets[:, :, None, 0]
     te = targets[:, :, None, 1]
     s = np.maximum(spans[:, None, :, 0], ts)
@@ -348,19 +379,29 @@ def _or_rows(values: BoolArray, rows: IntArray, shape: tuple[int, ...]) -> BoolA
 def _contained(questions: QuestionTable, spans: IntArray, counted: BoolArray) -> BoolArray:
     """``(n_q, m)``: excerpt lies wholly inside one counted span (``start <= e.start`` and
     ``e.end <= end``); padding excerpts are never contained."""
-    inside = (
-        counted[:, :, None]
-        & (spans[:, :, None, 0] <= questions.excerpts[:, None, :, 0])
-        & (questions.excerpts[:, None, :, 1] <= spans[:, :, None, 1])
-    )
-    return np.asarray(inside.any(axis=1) & questions.mask)
+    excerpts, mask = questions.excerpts, questions.mask
+
+    def block(b: slice) -> BoolArray:
+        inside = (
+            counted[b, :, None]
+            & (spans[b, :, None, 0] <= excerpts[b, None, :, 0])
+            & (excerpts[b, None, :, 1] <= spans[b, :, None, 1])
+        )
+        return np.asarray(inside.any(axis=1) & mask[b])
+
+    return _in_blocks(len(spans), spans.shape[1] * excerpts.shape[1], block)
 
 
 def _overlaps_any(questions: QuestionTable, spans: IntArray) -> BoolArray:
     """``(n_q, k)``: span overlaps (positive length) some excerpt of its question."""
-    lo = np.maximum(spans[:, :, None, 0], questions.excerpts[:, None, :, 0])
-    hi = np.minimum(spans[:, :, None, 1], questions.excerpts[:, None, :, 1])
-    return np.asarray(((hi > lo) & questions.mask[:, None, :]).any(axis=2))
+    excerpts, mask = questions.excerpts, questions.mask
+
+    def block(b: slice) -> BoolArray:
+        lo = np.maximum(spans[b, :, None, 0], excerpts[b, None, :, 0])
+        hi = np.minimum(spans[b, :, None, 1], excerpts[b, None, :, 1])
+        return np.asarray(((hi > lo) & mask[b, None, :]).any(axis=2))
+
+    return _in_blocks(len(spans), spans.shape[1] * excerpts.shape[1], block)
 
 
 @dataclass(frozen=True)
