@@ -47,11 +47,11 @@ import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, fields, replace
-from functools import cache, lru_cache
-from importlib import resources
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from chunkmark.errors import LLMError, SpecError
+from chunkmark.files import shipped_prompt
 from chunkmark.relations.matching import EntityMatcher, normalise
 from chunkmark.relations.model import (
     ChunkInput,
@@ -103,11 +103,9 @@ _FIELD = re.compile(r"\{(\w+)\}")
 # --- prompts ----------------------------------------------------------------------------------
 
 
-@cache
 def prompt_text(name: str) -> str:
-    """The text of ``relations/prompts/<name>.md`` shipped in the package."""
-    path = resources.files("chunkmark.relations").joinpath("prompts").joinpath(f"{name}.md")
-    return path.read_text(encoding="utf-8").strip("\n")
+    """The text of the prompt file ``prompts/<name>.md`` shipped in the package."""
+    return shipped_prompt("relations", f"{name}.md")
 
 
 def _fill(template: str, **values: str) -> str:

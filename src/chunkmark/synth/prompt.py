@@ -7,13 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from string import Template
 from typing import Any
 
 from chunkmark.costs.meter import MESSAGE_TOKENS
 from chunkmark.datasets import Document
+from chunkmark.files import shipped_prompt
 from chunkmark.llm import LLM, BaseLLM
 from chunkmark.spans import Span
 from chunkmark.synth import excerpts as ex
@@ -27,11 +26,9 @@ ENCODING = "cl100k_base"
 _SHOWN_ANSWER = 1500  # characters of a rejected answer quoted back to the LLM
 
 
-@cache
 def prompt_text(name: str) -> str:
     """The text of the prompt file ``prompts/<name>.txt`` shipped in the package."""
-    path = resources.files("chunkmark.synth").joinpath("prompts").joinpath(f"{name}.txt")
-    return path.read_text(encoding="utf-8").strip("\n")
+    return shipped_prompt("synth", f"{name}.txt")
 
 
 @dataclass(frozen=True)
