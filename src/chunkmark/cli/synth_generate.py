@@ -45,6 +45,7 @@ class ExcerptMode(str, Enum):
 
     exact = "exact"
     approximate = "approximate"
+    given = "given"
 
 
 class EvidenceSize(str, Enum):
@@ -102,7 +103,9 @@ Excerpts = Annotated[
     typer.Option(
         "--excerpts",
         help="exact: the LLM copies passages, located in the text; approximate: it cites "
-        "numbered ~100-character pieces.",
+        "numbered ~100-character pieces; given: chunkmark picks each passage (whole sentences, "
+        "sized like the examples' evidence or --evidence, else 300-1,200 characters) and the "
+        "LLM writes a question it answers (--window-chars is not used).",
     ),
 ]
 Styles = Annotated[

@@ -114,6 +114,14 @@ class PassagesAnswer(BaseModel):
     passages: list[str]
 
 
+class QuestionAnswer(BaseModel):
+    """The answer in the given mode: the question alone (its passage was chosen for it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+
+
 class PiecesAnswer(BaseModel):
     """The answer in the approximate mode: ranges of 1-based piece numbers."""
 
@@ -193,8 +201,11 @@ def judge(
     """Check one answer: its JSON, the number of passages for the style, every excerpt, the
     evidence's length when one was asked for (at least :data:`SHORTEST_SHARE` of
     ``evidence_chars``), and the checks on the whole question (collapsed, copied, repeated:
-    of an ``asked`` question or of one of the ``examples``)."""
-    model = PassagesAnswer if mode == "exact" else PiecesAnswer
+    of an ``asked`` question or of one of the ``examples``). In the given mode the excerpt is
+    the slot's window, the passage the question was written for."""
+    model: type[PassagesAnswer | PiecesAnswer | QuestionAnswer] = PiecesAnswer
+    if mode in ("exact", "given"):
+        model = PassagesAnswer if mode == "exact" else QuestionAnswer
     try:
         parsed = model.model_validate(parse_json(answer))
     except ValueError as exc:  # pydantic's ValidationError is a ValueError too
@@ -203,6 +214,9 @@ def judge(
     question = " ".join(parsed.question.split())
     if not question:
         return reject(MALFORMED, "the question is empty")
+    if isinstance(parsed, QuestionAnswer):
+        given = (Excerpt(slot.window, ex.GIVEN),)
+        return _check_question(question, given, doc, slot, asked, examples)
     cited = parsed.passages if isinstance(parsed, PassagesAnswer) else parsed.pieces
     low, high = STYLE_PASSAGES[slot.style]
     if not low <= len(cited) <= high:

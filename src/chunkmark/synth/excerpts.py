@@ -36,6 +36,7 @@ from chunkmark.spans import Span
 EXACT = "exact"
 NORMALISED = "normalised"
 PIECES = "pieces"
+GIVEN = "given"  # the passage was chosen first and the question written for it
 
 # Rejection reasons of single excerpts.
 EMPTY = "empty"

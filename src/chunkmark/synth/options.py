@@ -18,7 +18,7 @@ MAX_ATTEMPTS = 3  # answers asked for one slot before its window is skipped
 MIN_WINDOW_CHARS = 200
 
 STYLES = ("factoid", "multi", "paraphrased")
-MODES = ("exact", "approximate")
+MODES = ("exact", "approximate", "given")
 LAYOUTS = ("jsonl", "chroma")
 EVIDENCE = ("sentence", "passage", "section")
 
@@ -111,6 +111,16 @@ class GenerationOptions:
                 if unknown
                 else "No question style given.",
                 f"Use one or more of: {', '.join(STYLES)}.",
+            )
+        if self.mode == "given" and "multi" in self.styles:
+            raise SynthError(
+                "--excerpts given writes one question a passage, so it cannot ask the multi style.",
+                "Use --style factoid or paraphrased with --excerpts given, or --excerpts exact.",
+            )
+        if self.mode == "given" and self.window_questions > 1:
+            raise SynthError(
+                "--excerpts given asks one question a passage, so --window-questions must be 1.",
+                "Leave out --window-questions.",
             )
         if self.evidence is not None and self.evidence not in EVIDENCE:
             raise SynthError(

@@ -5,15 +5,20 @@ Documents get slots in proportion to their length (largest remainders; each with
 exact share); a document's windows are spread over it (stratified picks among evenly spaced
 tiles, snapped to word boundaries) and none is used twice until all of that document's tiles
 are used. Styles are dealt out evenly and shuffled.
+
+With given passages (``--excerpts given``, :func:`make_passage_plan`) a slot's window is the
+passage itself: whole sentences of the length drawn for it, one passage in each equal stretch
+of the document.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from chunkmark.chunkers.sentences import sentence_spans
 from chunkmark.datasets import Document
 from chunkmark.spans import Span
 from chunkmark.synth import excerpts as ex
@@ -130,4 +135,63 @@ def make_plan(
     return [
         Slot(i, doc_id, window.start, window.end, dealt[i], part, parts)
         for i, (_, _, window, doc_id, part, parts) in enumerate(placed)
+    ]
+
+
+def snap_passage(text: str, sentences: Sequence[Span], start: int, length: int) -> Span:
+    """The run of whole sentences that starts with the first sentence starting at or after
+    ``start`` (else the last one) and whose end lies nearest its start plus ``length``: at least
+    one sentence, never past the text. A first sentence over twice ``length`` (a text without
+    sentence marks) gives ``[start, start + length)`` on word boundaries instead."""
+    first = next((i for i, s in enumerate(sentences) if s.start >= start), len(sentences) - 1)
+    begin = sentences[first].start
+    if sentences[first].end - begin > 2 * length:
+        begin = max(begin, start)
+        return ex.snap_window(text, begin, min(len(text), begin + length))
+    goal = begin + length
+    last = first
+    while last + 1 < len(sentences) and abs(sentences[last + 1].end - goal) <= abs(
+        sentences[last].end - goal
+    ):
+        last += 1
+    return Span(begin, sentences[last].end)
+
+
+def make_passage_plan(
+    documents: Sequence[Document],
+    questions: int,
+    *,
+    seed: int,
+    styles: Sequence[str],
+    length_of: Callable[[str, int], int],
+) -> list[Slot]:
+    """The plan of a generation over given passages (``--excerpts given``): every slot's
+        window is the passage its question must be answered by, chosen here rather than by the LLM.
+
+        Documents get slots as in :func:`make_plan` (in proportion to their length); a document's
+        ``k`` passages start one in each of ``k`` equal stretches of it, at a seeded position, and
+        are whole sentences (:func:`snap_passage`) about ``length_of(doc_id, j)`` characters long,
+        so passages of one document do not overlap unless they are longer than its stretches (a
+    passage that would run past the document's end starts earlier).
+        Slots are interleaved by position as in :func:`make_plan`."""
+    rng = random.Random(f"chunkmark-synth-passages:{seed}")
+    counts = quotas([len(d.text) for d in documents], questions, rng)
+    placed: list[tuple[float, int, Span, str]] = []
+    for order, (doc, k) in enumerate(zip(documents, counts, strict=True)):
+        if k == 0:
+            continue
+        sentences = sentence_spans(doc.text) or [Span(0, len(doc.text))]
+        stretch = len(doc.text) / k
+        for j in range(k):
+            length = max(1, length_of(doc.id, j))
+            last_start = max(0, len(doc.text) - length)  # a passage never runs off the end
+            low = min(int(j * stretch), last_start)
+            high = max(low, min(int((j + 1) * stretch) - length, last_start))
+            passage = snap_passage(doc.text, sentences, rng.randint(low, high), length)
+            placed.append(((j + 0.5) / k, order, passage, doc.id))
+    placed.sort(key=lambda item: (item[0], item[1]))
+    dealt = deal_styles(styles, len(placed), rng)
+    return [
+        Slot(i, doc_id, span.start, span.end, dealt[i])
+        for i, (_, _, span, doc_id) in enumerate(placed)
     ]

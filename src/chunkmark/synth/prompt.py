@@ -52,6 +52,13 @@ EXACT_SCHEMA: dict[str, Any] = {
     "required": ["question", "passages"],
     "additionalProperties": False,
 }
+QUESTION_SCHEMA: dict[str, Any] = {
+    "title": "question",
+    "type": "object",
+    "properties": {"question": {"type": "string"}},
+    "required": ["question"],
+    "additionalProperties": False,
+}
 PIECES_SCHEMA: dict[str, Any] = {
     "title": "question_with_pieces",
     "type": "object",
@@ -91,7 +98,8 @@ def build_prompt(
     min_chars: int = 20,
     evidence_chars: int | None = None,
 ) -> Prompt:
-    """The request for ``slot``: the window (numbered pieces in the approximate mode), the
+    """The request for ``slot``: the window (numbered pieces in the approximate mode; in the
+    given mode the window is the passage, and only a question is asked for), the
     style's instructions, the length of evidence asked for (``evidence_chars``, when given),
     the examples, and the latest :data:`ASKED_LIMIT` questions already asked about the
     document.
@@ -115,6 +123,11 @@ def build_prompt(
         "focus": "",
     }
     system = prompt_text("system")
+    if mode == "given":  # the window is the passage: the LLM writes the question alone
+        values["text"] = doc.text[slot.start : slot.end]
+        values["style"] = prompt_text(f"given_{slot.style}")
+        user = Template(prompt_text("given")).substitute(values)
+        return Prompt(prompt_text("system_given"), user, QUESTION_SCHEMA)
     pieces = tuple(ex.cut_pieces(doc.text, slot.window))
     if slot.parts > 1:
         values["focus"] = _focus(doc.text, pieces, slot.part, slot.parts, mode)

@@ -38,7 +38,7 @@ from chunkmark.synth.answers import (
 from chunkmark.synth.corpus import corpus_fingerprint
 from chunkmark.synth.options import MAX_ATTEMPTS, GenerationOptions, SynthError
 from chunkmark.synth.output import MANIFEST, Output, Written, written_of
-from chunkmark.synth.plan import Slot, make_plan
+from chunkmark.synth.plan import Slot, make_passage_plan, make_plan
 from chunkmark.synth.prompt import (
     ANSWER_TOKENS,
     PROMPT_VERSION,
@@ -57,6 +57,8 @@ MANIFEST_FORMAT = 1
 # tends to write the question it wrote before.
 RETRY_TEMPERATURE = 0.8
 RETRY_SEED_STEP = 1009
+# The passage size of ``--excerpts given`` when neither the examples nor ``--evidence`` give one.
+GIVEN_EVIDENCE = "passage"
 
 Progress = Callable[[SlotOutcome], None]
 
@@ -130,14 +132,7 @@ class Generation:
         self.concurrency = options.concurrency or workers_for(llm)
         self.meter = meter
         self.progress = progress
-        self.plan = make_plan(
-            self.documents,
-            options.questions,
-            seed=options.seed,
-            window_chars=options.window_chars,
-            styles=options.styles,
-            window_questions=options.window_questions,
-        )
+        self.plan = self._plan()
         self.document_filter = document_filter
         self._variants: dict[int, LLM] = {}
         self.output = Output(out, options.layout, self.documents)
@@ -149,6 +144,30 @@ class Generation:
         self._normalised: dict[str, ex.NormalisedText] = {}
         self._lock = threading.Lock()
         self._width = max(4, len(str(options.questions - 1)))
+
+    def _plan(self) -> list[Slot]:
+        """The slots: windows for the LLM to find evidence in, or (``--excerpts given``) the
+        passages themselves, sized like the examples' evidence (else ``--evidence``, else a
+        paragraph: :data:`GIVEN_EVIDENCE`)."""
+        o = self.options
+        if o.mode != "given":
+            return make_plan(
+                self.documents,
+                o.questions,
+                seed=o.seed,
+                window_chars=o.window_chars,
+                styles=o.styles,
+                window_questions=o.window_questions,
+            )
+        size = o.evidence or GIVEN_EVIDENCE
+
+        def length_of(doc_id: str, j: int) -> int:
+            drawn = steer.target_length(o.example_evidence, size, o.seed, f"{doc_id}#{j}")
+            return drawn or 1
+
+        return make_passage_plan(
+            self.documents, o.questions, seed=o.seed, styles=o.styles, length_of=length_of
+        )
 
     # settings and the manifest
 
@@ -424,7 +443,9 @@ class Generation:
         doc = self.by_id[slot.doc_id]
         o = self.options
         window = f"{slot.doc_id}:{slot.start}"
-        evidence = steer.target_length(o.example_evidence, o.evidence, o.seed, window)
+        evidence = None
+        if o.mode != "given":  # given passages are already the length drawn for them
+            evidence = steer.target_length(o.example_evidence, o.evidence, o.seed, window)
         prompt = build_prompt(
             doc,
             slot,

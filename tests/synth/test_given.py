@@ -1,0 +1,188 @@
+"""``--excerpts given``: chunkmark picks each passage (whole sentences, sized like the examples'
+evidence) and the LLM writes only a question it answers."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chunkmark.datasets import Document
+from chunkmark.llm import build_llm
+from chunkmark.synth.generate import generate
+from chunkmark.synth.options import SynthError
+from chunkmark.synth.plan import make_passage_plan
+from chunkmark.synth.prompt import build_prompt
+from cli.app_runner import error_line, invoke
+
+from .conftest import FACT, Scripted, SynthServer, corpus_texts, label
+from .conftest import _user as user_of
+
+pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+
+# Sentence ends of the test corpus, found independently of the sentence splitter: every fact
+# ends in "metres." and the one saying ends in "saying.".
+_END = re.compile(r"(metres|saying)\.")
+
+
+def passage_of(user: str) -> str:
+    return user.split("<passage>\n", 1)[1].split("\n</passage>", 1)[0]
+
+
+def given_answer(user: str) -> Scripted:
+    """A model-like answer to a given-mode prompt: a question about the passage's first fact."""
+    facts = FACT.findall(passage_of(user))
+    about = label(facts[0]) if facts else "saying"
+    return Scripted(text=json.dumps({"question": f"What does fact {about} say?"}))
+
+
+def run(corpus: Path, out: Path, spec: str, cache: Path, **options: Any) -> Any:
+    llm = build_llm(spec, cache_dir=cache, seed=options.get("seed", 0))
+    return generate(corpus, llm, out, mode="given", **options)
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    lines = (out / "questions.jsonl").read_text("utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_passages_are_whole_sentences_near_the_length_drawn_and_spread_out() -> None:
+    texts = corpus_texts()
+    docs = [Document(name, text) for name, text in texts.items()]
+    lengths = {"atlas": 300, "bulletin": 150, "chronicle": 240}
+    plan = make_passage_plan(
+        docs, 12, seed=3, styles=("factoid",), length_of=lambda doc, j: lengths[doc]
+    )
+    assert len(plan) == 12
+    counts = {d.id: sum(1 for s in plan if s.doc_id == d.id) for d in docs}
+    total = sum(len(t) for t in texts.values())
+    for name, text in texts.items():  # in proportion to length, within one
+        assert abs(counts[name] - 12 * len(text) / total) < 1
+    sentence = max(len(m) for m in FACT.findall(texts["atlas"]))
+    for slot in plan:
+        text = texts[slot.doc_id]
+        passage = text[slot.start : slot.end]
+        # starts where a sentence starts and ends where one ends
+        assert slot.start == 0 or text[slot.start - 1] in " \n"
+        assert text[slot.start : slot.start + 4] in ("Fact", "The ")
+        assert _END.search(text, slot.end - 8, slot.end) is not None
+        assert abs(len(passage) - lengths[slot.doc_id]) <= sentence
+    for doc in docs:  # one document's passages do not overlap (they fit in its stretches)
+        assert counts[doc.id] * (lengths[doc.id] + sentence) <= len(doc.text)
+        spans = sorted((s.start, s.end) for s in plan if s.doc_id == doc.id)
+        assert all(a[1] <= b[0] for a, b in pairwise(spans))
+    again = make_passage_plan(
+        docs, 12, seed=3, styles=("factoid",), length_of=lambda doc, j: lengths[doc]
+    )
+    other = make_passage_plan(
+        docs, 12, seed=4, styles=("factoid",), length_of=lambda doc, j: lengths[doc]
+    )
+    assert again == plan and other != plan
+
+
+def test_a_passage_longer_than_the_rest_of_its_document_starts_earlier() -> None:
+    text = corpus_texts()["chronicle"]
+    plan = make_passage_plan(
+        [Document("c", text)], 2, seed=0, styles=("factoid",), length_of=lambda d, j: 500
+    )
+    sentence = max(len(m) for m in FACT.findall(text))
+    assert all(abs(s.end - s.start - 500) <= sentence for s in plan)
+
+
+def test_a_text_without_sentence_marks_gives_a_passage_of_the_length_on_word_boundaries() -> None:
+    text = " ".join(f"word{i}" for i in range(400))  # no sentence ends: one "sentence"
+    plan = make_passage_plan(
+        [Document("d", text)], 2, seed=0, styles=("factoid",), length_of=lambda d, j: 200
+    )
+    for slot in plan:
+        assert 150 <= slot.end - slot.start <= 200
+        assert text[slot.start - 1] == " " and text[slot.end] == " "
+
+
+def test_the_prompt_shows_the_passage_and_asks_for_a_question_alone() -> None:
+    texts = corpus_texts()
+    doc = Document("atlas", texts["atlas"])
+    [slot] = make_passage_plan([doc], 1, seed=0, styles=("factoid",), length_of=lambda d, j: 200)
+    prompt = build_prompt(doc, slot, mode="given", asked=["What does fact 0-1 say?"],
+                          examples=["How tall is the mill?"])  # fmt: skip
+    assert passage_of(prompt.user) == texts["atlas"][slot.start : slot.end]
+    assert "<text>" not in prompt.user and "passages" not in json.dumps(prompt.schema)
+    assert prompt.schema["required"] == ["question"]
+    assert "- What does fact 0-1 say?" in prompt.user and "- How tall is the mill?" in prompt.user
+
+
+def test_each_question_gets_its_passage_as_excerpt_sized_like_the_examples(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    synth_server.responder = lambda number, user: given_answer(user)
+    out = tmp_path / "out"
+    report = run(
+        synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=10,
+        examples=("How long is the bridge?",), example_evidence=(180, 420),
+    )  # fmt: skip
+    assert report.accepted == 10 and report.counts["duplicate"] == 0
+    texts = corpus_texts()
+    prompts = [passage_of(user_of(r)) for r in synth_server.requests]
+    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+    assert manifest["settings"]["mode"] == "given"
+    lengths = []
+    for row, shown in zip(rows(out), prompts, strict=True):
+        [excerpt] = row["excerpts"]
+        assert texts[row["doc_id"]][excerpt["start"] : excerpt["end"]] == shown  # as shown
+        assert row["metadata"]["matches"] == ["given"]
+        first = label(FACT.findall(shown)[0]) if FACT.findall(shown) else "saying"
+        assert row["question"] == f"What does fact {first} say?"
+        lengths.append(excerpt["end"] - excerpt["start"])
+    # drawn from 180 and 420, each within a sentence (about 60 characters) of what was drawn
+    assert all(120 <= n <= 480 for n in lengths) and 200 <= statistics.median(lengths) <= 420
+
+
+def test_a_repeated_question_is_a_duplicate_asked_again_at_another_temperature(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    same = Scripted(text=json.dumps({"question": "What is the tallest tower?"}))
+    synth_server.responder = lambda number, user: same
+    out = tmp_path / "out"
+    report = run(synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=4)
+    # the first question of each document is new; every later one repeats it
+    assert report.accepted == 3 and report.counts["duplicate_exact"] == 3
+    temperatures = [r.get("temperature") for r in synth_server.requests]
+    assert 0.8 in temperatures and temperatures[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"styles": ("multi",)}, "cannot ask the multi style"),
+        ({"window_questions": 2}, "--window-questions must be 1"),
+    ],
+)
+def test_what_given_passages_cannot_do_is_refused(
+    options: dict[str, Any], expected: str, synth_corpus: Path, tmp_path: Path
+) -> None:
+    llm = build_llm("fake()", cache_dir=None)
+    with pytest.raises(SynthError, match=re.escape(expected)):
+        generate(synth_corpus, llm, tmp_path / "out", mode="given", **options)
+
+
+def test_cli_excerpts_given(synth_server: SynthServer, synth_corpus: Path, tmp_path: Path) -> None:
+    synth_server.responder = lambda number, user: given_answer(user)
+    out = tmp_path / "out"
+    result = invoke(
+        "synth", "generate", str(synth_corpus), "--llm", synth_server.openai_spec(),
+        "--out", str(out), "--questions", "3", "--excerpts", "given", "--evidence", "sentence",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lengths = [r["excerpts"][0]["end"] - r["excerpts"][0]["start"] for r in rows(out)]
+    assert len(lengths) == 3 and all(40 <= n <= 360 for n in lengths)
+    result = invoke(
+        "synth", "generate", str(synth_corpus), "--llm", synth_server.openai_spec(),
+        "--out", str(tmp_path / "o2"), "--excerpts", "given", "--style", "multi",
+    )  # fmt: skip
+    assert result.exit_code != 0
+    assert "cannot ask the multi style" in error_line(result)
