@@ -512,17 +512,16 @@ def table_row(one: SetRun) -> str:
 
 def timing(first: SetRun, args: argparse.Namespace, prices: Path | None) -> dict[str, Any]:
     """Seconds per accepted question before and after, side by side on one set: ``before``
-    asks one question per window and sends ``cache_prompt=false``; ``after`` asks
-    ``--window-questions`` per window with llama.cpp's prompt cache. Both unsteered, without
-    the answer cache (every answer is asked), one after the other on the same server."""
+    asks one question per window of ``--before-window`` characters in ``--before-excerpts``
+    mode and sends ``cache_prompt=false``; ``after`` asks as the conditions do
+    (``--excerpts``, ``--window-chars``, ``--window-questions`` per window, llama.cpp's prompt
+    cache). Both unsteered, without the answer cache (every answer is asked), one after the
+    other on the same server."""
     found: dict[str, Any] = {}
-    for label, per_window, spec in (
-        (
-            "before",
-            1,
-            llm_spec(args).replace("timeout=600.0)", "timeout=600.0, cache_prompt=False)"),
-        ),
-        ("after", args.window_questions, llm_spec(args)),
+    no_cache = llm_spec(args).replace("timeout=600.0)", "timeout=600.0, cache_prompt=False)")
+    for label, per_window, spec, mode, window in (
+        ("before", 1, no_cache, args.before_excerpts, args.before_window),
+        ("after", args.window_questions, llm_spec(args), args.excerpts, args.window_chars),
     ):
         folder = args.out / "timing" / label
         if (folder / "result.json").is_file():  # measured by an earlier run of this command
@@ -543,11 +542,11 @@ def timing(first: SetRun, args: argparse.Namespace, prices: Path | None) -> dict
             "--seed",
             str(args.seed),
             "--window-chars",
-            str(args.window_chars),
+            str(window),
             "--window-questions",
             str(per_window),
             "--excerpts",
-            args.excerpts,
+            mode,
             "--no-cache",
             "--quiet",
         ]
@@ -559,6 +558,8 @@ def timing(first: SetRun, args: argparse.Namespace, prices: Path | None) -> dict
         seconds = time.perf_counter() - started
         counts = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["counts"]
         result = {
+            "excerpts": mode,
+            "window_chars": window,
             "questions_per_window": per_window,
             "cache_prompt": label == "after",
             "exit": done.returncode,
@@ -606,9 +607,19 @@ def main() -> int:
     parser.add_argument("--window-chars", type=int, default=4000)
     parser.add_argument(
         "--excerpts",
-        choices=("exact", "approximate"),
+        choices=("exact", "approximate", "given"),
         default="exact",
-        help="synth generate --excerpts: the LLM copies passages, or cites numbered pieces",
+        help="synth generate --excerpts: the LLM copies passages, cites numbered pieces, or "
+        "writes a question for a passage chosen for it",
+    )
+    parser.add_argument(
+        "--before-excerpts",
+        choices=("exact", "approximate", "given"),
+        default="approximate",
+        help="--timing: the excerpt mode of the 'before' side",
+    )
+    parser.add_argument(
+        "--before-window", type=int, default=2000, help="--timing: the 'before' side's windows"
     )
     parser.add_argument(
         "--concurrency", type=int, default=1, help="synth generate requests in flight"
