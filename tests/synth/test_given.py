@@ -186,3 +186,19 @@ def test_cli_excerpts_given(synth_server: SynthServer, synth_corpus: Path, tmp_p
     )  # fmt: skip
     assert result.exit_code != 0
     assert "cannot ask the multi style" in error_line(result)
+
+
+def test_the_dry_run_estimates_given_passages_steered_by_examples(
+    synth_corpus: Path, tmp_path: Path
+) -> None:
+    from chunkmark.synth.generate import estimate
+
+    llm = build_llm("fake()", cache_dir=None)
+    found = estimate(
+        synth_corpus, llm, tmp_path / "out", mode="given", questions=5,
+        examples=("How long is the bridge?",), example_evidence=(180, 420),
+    )  # fmt: skip
+    # one request a passage, each prompt the passage (at most about 480 characters) and the
+    # instructions: far fewer tokens than a 4,000-character window a request
+    assert found.slots == found.calls == 5
+    assert 5 * 100 < found.input_tokens < 5 * 600

@@ -53,7 +53,6 @@ from typing import Any
 from chunkmark.costs.llm_prices import price_of
 from chunkmark.costs.meter import CostMeter
 from chunkmark.llm import LLM
-from chunkmark.synth import examples as steer
 from chunkmark.synth.answers import DUPLICATE_STAGES, REJECTIONS, SlotOutcome
 from chunkmark.synth.corpus import load_corpus
 from chunkmark.synth.docfilter import filter_documents
@@ -71,7 +70,6 @@ from chunkmark.synth.prompt import (
     ANSWER_TOKENS,
     ASKED_LIMIT,
     PROMPT_VERSION,
-    build_prompt,
     is_cached,
     request_tokens,
 )
@@ -218,17 +216,7 @@ def estimate(
         unknown = sum(
             1 for s in run.plan[: slot.index] if s.doc_id == slot.doc_id and s.index not in written
         )
-        doc = run.by_id[slot.doc_id]
-        window = f"{slot.doc_id}:{slot.start}"
-        prompt = build_prompt(
-            doc,
-            slot,
-            mode=o.mode,
-            asked=asked,
-            examples=steer.shown(o.examples, o.seed, window),
-            min_chars=o.min_excerpt_chars,
-            evidence_chars=steer.target_length(o.example_evidence, o.evidence, o.seed, window),
-        )
+        prompt, _ = run.prompt_for(slot, asked)
         schema = prompt.schema if o.json_schema else None
         if not unknown and is_cached(llm, prompt.system, prompt.user, schema):
             cached += 1

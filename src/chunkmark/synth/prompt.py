@@ -119,7 +119,7 @@ def build_prompt(
         "examples": _section("examples", examples, len(examples)),
         "asked": _section("asked", asked, ASKED_LIMIT),
         "min_chars": str(min_chars),
-        "evidence": _evidence(mode, evidence_chars),
+        "evidence": "" if mode == "given" else _evidence(mode, evidence_chars),
         "focus": "",
     }
     system = prompt_text("system")

@@ -442,19 +442,7 @@ class Generation:
         the next answers come at :data:`RETRY_TEMPERATURE` with other seeds."""
         doc = self.by_id[slot.doc_id]
         o = self.options
-        window = f"{slot.doc_id}:{slot.start}"
-        evidence = None
-        if o.mode != "given":  # given passages are already the length drawn for them
-            evidence = steer.target_length(o.example_evidence, o.evidence, o.seed, window)
-        prompt = build_prompt(
-            doc,
-            slot,
-            mode=o.mode,
-            asked=asked,
-            examples=steer.shown(o.examples, o.seed, window),
-            min_chars=o.min_excerpt_chars,
-            evidence_chars=evidence,
-        )
+        prompt, evidence = self.prompt_for(slot, asked)
         schema = prompt.schema if o.json_schema else None
         user = prompt.user
         rejected: Counter[str] = Counter()
@@ -490,6 +478,26 @@ class Generation:
             tried.append((answer, verdict.detail))
             user = correction_prompt(prompt.user, tried)
         return SlotOutcome(slot, "", (), MAX_ATTEMPTS, rejected, detail)
+
+    def prompt_for(self, slot: Slot, asked: Sequence[str]) -> tuple[Prompt, int | None]:
+        """The first request of ``slot`` and the evidence length it asks for (None when it
+        asks none: no examples' evidence nor ``--evidence``, or a given passage, already the
+        length drawn for it)."""
+        o = self.options
+        window = f"{slot.doc_id}:{slot.start}"
+        evidence = None
+        if o.mode != "given":
+            evidence = steer.target_length(o.example_evidence, o.evidence, o.seed, window)
+        prompt = build_prompt(
+            self.by_id[slot.doc_id],
+            slot,
+            mode=o.mode,
+            asked=asked,
+            examples=steer.shown(o.examples, o.seed, window),
+            min_chars=o.min_excerpt_chars,
+            evidence_chars=evidence,
+        )
+        return prompt, evidence
 
     def variant(self, attempt: int) -> LLM:
         """The client asking a slot's ``attempt``-th answer after a duplicate: the same
