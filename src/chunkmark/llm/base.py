@@ -1,7 +1,8 @@
 """The LLM contract and registry, and what every client shares: the answer cache, counters,
 and the empty-answer check.
 
-A provider implements :meth:`BaseLLM.identity` and :meth:`BaseLLM._answer`; :meth:`complete`
+A provider implements :meth:`BaseLLM.identity` and :meth:`BaseLLM._answer` (one
+:class:`Prompt`, answered); :meth:`complete`
 looks the request up in the cache first and stores what the provider answers.
 
 ``complete(..., json_schema=schema)`` asks for an answer that is one JSON object matching the
@@ -107,6 +108,16 @@ class Answer(NamedTuple):
     cache_write_tokens: int = 0
 
 
+class Prompt(NamedTuple):
+    """One request as a provider sends it."""
+
+    system: str
+    user: str
+    max_tokens: int
+    json_schema: dict[str, Any] | None = None
+    cache_system: bool = False  # offer the system prompt to the provider's prompt cache
+
+
 class _Tally:
     """Counters of :class:`~chunkmark.counters.LLMStats` (its integer fields), added to as
     requests go."""
@@ -161,15 +172,7 @@ class BaseLLM(ABC):
         """Provider, model and endpoint: what changes the answers besides the request."""
 
     @abstractmethod
-    def _answer(
-        self,
-        system: str,
-        user: str,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        *,
-        cache_system: bool = False,
-    ) -> Answer:
+    def _answer(self, prompt: Prompt) -> Answer:
         """Ask the model (no cache involved); counts its own requests and retries."""
 
     def complete(
@@ -241,15 +244,8 @@ class BaseLLM(ABC):
     ) -> str:
         """The provider's answer (at most ``concurrency`` in flight), counted; empty answers
         raise :class:`EmptyAnswerError`."""
-        # Providers are called with only the arguments a request uses: without a schema and
-        # without prompt caching, as before either existed (three arguments).
-        extra: dict[str, Any] = {"cache_system": True} if cache_system else {}
         with self._gate:
-            answer = (
-                self._answer(system, user, max_tokens, **extra)
-                if json_schema is None
-                else self._answer(system, user, max_tokens, json_schema, **extra)
-            )
+            answer = self._answer(Prompt(system, user, max_tokens, json_schema, cache_system))
         empty = not answer.text.strip()
         self._count(
             input_tokens=answer.input_tokens,
