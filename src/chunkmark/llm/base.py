@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from dataclasses import fields
+from dataclasses import KW_ONLY, InitVar, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
@@ -133,34 +133,30 @@ class _Tally:
         return LLMStats(**self.counts)
 
 
+@dataclass(eq=False, repr=False)
 class BaseLLM(ABC):
     """An LLM client with an optional on-disk answer cache (``llm.sqlite3`` in ``cache_dir``),
     safe to share between threads (module docs); at most ``concurrency`` requests in flight."""
 
     provider: ClassVar[str] = ""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        temperature: float | None = 0.0,
-        seed: int = 0,
-        cache_dir: Path | None = None,
-        concurrency: int = 1,
-    ) -> None:
-        if not model:
+    model: str
+    _: KW_ONLY
+    temperature: float | None = 0.0
+    seed: int = 0
+    cache_dir: InitVar[Path | None] = None
+    concurrency: int = 1
+
+    def __post_init__(self, cache_dir: Path | None) -> None:
+        if not self.model:
             raise ValueError("model must not be empty")
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        self.model = model
-        self.temperature = temperature
-        self.seed = seed
-        self.concurrency = concurrency
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
         self.cache = None if cache_dir is None else LLMCache(cache_dir)
         self._tally = _Tally()
         self._tally_lock = threading.Lock()
         self._local = threading.local()
-        self._gate = threading.BoundedSemaphore(concurrency)
+        self._gate = threading.BoundedSemaphore(self.concurrency)
         self._inflight: dict[bytes, threading.Event] = {}
 
     @property
