@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -194,14 +194,7 @@ class LLMSplitter:
     def counters(self) -> dict[str, int]:
         """``texts`` and ``pieces`` seen, ``windows`` asked, ``corrections`` (second asks),
         ``fallback_windows`` (left unsplit after two unusable answers)."""
-        c = self._counts
-        return {
-            "texts": c.texts,
-            "pieces": c.pieces,
-            "windows": c.windows,
-            "corrections": c.corrections,
-            "fallback_windows": c.fallback_windows,
-        }
+        return asdict(self._counts)
 
     def _ask(self, texts: list[str], start: int, end: int) -> list[int] | None:
         """The LLM's cuts for pieces[start:end] as 1-based numbers, or None after two misses."""
