@@ -29,13 +29,11 @@ def sentence_transformers_class(name: str, purpose: str) -> Any:
 
 def count_over_limit(tokenizer: Any, limit: int, *texts: list[str]) -> int:
     """How many inputs a Hugging Face ``tokenizer`` makes longer than ``limit`` tokens, special
-    tokens included: ``texts`` is one list of texts, or two lists read as pairs (a question and
-    a passage)."""
+    tokens included (its defaults: special tokens added, no padding): ``texts`` is one list of
+    texts, or two lists read as pairs (a question and a passage)."""
     encoded = tokenizer(
         *texts,
-        add_special_tokens=True,
         truncation=False,
-        padding=False,
         return_attention_mask=False,
         return_token_type_ids=False,
         verbose=False,
