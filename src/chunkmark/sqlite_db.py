@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -96,6 +97,7 @@ def _is_busy(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+@dataclass(eq=False, repr=False)
 class SQLiteStore:
     """One SQLite database at ``path``, shared by the threads of a process and by processes.
 
@@ -105,27 +107,17 @@ class SQLiteStore:
     statement fails on it. A child process never uses its parent's connection: it opens its own.
     """
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        schema: str,
-        version: int,
-        what: str,
-        fix: str,
-        damaged_fix: str,
-        page_size: int | None = None,
-    ) -> None:
-        self.path = path
-        self.what = what
-        self.fix = fix
-        self.damaged_fix = damaged_fix
-        self._schema = schema
-        self._version = version
-        self._page_size = page_size
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = -1
+    path: Path
+    _: KW_ONLY
+    schema: str
+    version: int
+    what: str
+    fix: str
+    damaged_fix: str
+    page_size: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _conn: sqlite3.Connection | None = field(default=None, init=False)
+    _pid: int = field(default=-1, init=False)
 
     @contextmanager
     def connection(self) -> Iterator[sqlite3.Connection]:
@@ -210,11 +202,11 @@ class SQLiteStore:
             return self._conn
         conn = open_versioned(
             self.path,
-            self._schema,
-            self._version,
+            self.schema,
+            self.version,
             what=self.what,
             fix=self.fix,
-            page_size=self._page_size,
+            page_size=self.page_size,
         )
         self._conn, self._pid = conn, os.getpid()
         self._opened(conn)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
 from chunkmark.chunkers.base import (
@@ -161,7 +161,7 @@ class DocumentationChunker:
         ``fallbacks``), ``capped_chunks`` (chunks cut at max_length), and the LLM splitter's
         counters prefixed ``llm_semantic.``; ``error`` is the first LLM failure, ``llm`` the
         client's work."""
-        counters = {f.name: int(getattr(self._counts, f.name)) for f in fields(_Counts)}
+        counters = asdict(self._counts)
         llm = None
         if self.splitter is not None:
             for name, value in self.splitter.counters().items():

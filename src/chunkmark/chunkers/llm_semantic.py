@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -123,30 +123,28 @@ class _Counts:
     fallback_windows: int = 0
 
 
+@dataclass(eq=False, repr=False)
 class LLMSplitter:
     """Pieces of a text and the LLM's cuts between them; shared by the LLM-based chunkers."""
 
-    def __init__(
-        self,
-        llm: LLM,
-        chunk_size: int = 50,
-        window_tokens: int = 800,
-        encoding: str = "cl100k_base",
-        *,
-        owner: str = "llm_semantic",
-    ) -> None:
-        if chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive number of tokens, got {chunk_size}")
-        if window_tokens < 1:
-            raise ValueError(f"window_tokens must be positive, got {window_tokens}")
-        self.llm = llm
-        self.chunk_size = chunk_size
-        self.window_tokens = window_tokens
-        self.encoding = encoding
-        self.owner = owner
-        self._pieces: ChunkerFn = recursive(size=chunk_size, overlap=0, encoding=encoding)
-        self._counts = _Counts()
-        self._warned = False
+    llm: LLM
+    chunk_size: int = 50
+    window_tokens: int = 800
+    encoding: str = "cl100k_base"
+    _: KW_ONLY
+    owner: str = "llm_semantic"
+    _pieces: ChunkerFn = field(init=False)
+    _counts: _Counts = field(default_factory=_Counts, init=False)
+    _warned: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ValueError(
+                f"chunk_size must be a positive number of tokens, got {self.chunk_size}"
+            )
+        if self.window_tokens < 1:
+            raise ValueError(f"window_tokens must be positive, got {self.window_tokens}")
+        self._pieces = recursive(size=self.chunk_size, overlap=0, encoding=self.encoding)
 
     def pieces(self, text: str) -> list[Span]:
         """The text's small pieces (the recursive splitter's), before any LLM cut."""
@@ -196,14 +194,7 @@ class LLMSplitter:
     def counters(self) -> dict[str, int]:
         """``texts`` and ``pieces`` seen, ``windows`` asked, ``corrections`` (second asks),
         ``fallback_windows`` (left unsplit after two unusable answers)."""
-        c = self._counts
-        return {
-            "texts": c.texts,
-            "pieces": c.pieces,
-            "windows": c.windows,
-            "corrections": c.corrections,
-            "fallback_windows": c.fallback_windows,
-        }
+        return asdict(self._counts)
 
     def _ask(self, texts: list[str], start: int, end: int) -> list[int] | None:
         """The LLM's cuts for pieces[start:end] as 1-based numbers, or None after two misses."""

@@ -19,17 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from chunkmark.costs.price_files import (
-    LAYOUT,
     PriceError,
-    PriceFile,
     find_price,
     load_price_file,
-    parse_price_file,
+    shipped_price_file,
 )
 from chunkmark.errors import ChunkmarkError
 from chunkmark.remote import is_loopback
@@ -118,8 +115,7 @@ def load_embedding_prices(
 ) -> EmbeddingPrices:
     """The shipped price table, with the entries of ``path`` (YAML or JSON) replacing or adding
     to it; a bad file raises ``error``."""
-    shipped_text = resources.files("chunkmark.costs").joinpath("embedding_prices.yaml")
-    shipped = parse_price_file(shipped_text.read_text("utf-8"), SHIPPED, PriceFile, LAYOUT, error)
+    shipped = shipped_price_file("embedding_prices.yaml", SHIPPED, error)
     table = EmbeddingPrices(shipped.embedding(), frozenset(shipped.local), shipped.date, (SHIPPED,))
     if path is None:
         return table

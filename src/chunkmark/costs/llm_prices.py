@@ -15,17 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from chunkmark.costs.price_files import (
-    LAYOUT,
     PriceError,
     PriceFile,
     find_price,
     load_price_file,
-    parse_price_file,
+    shipped_price_file,
 )
 from chunkmark.costs.prices import Price, llm_price
 from chunkmark.errors import ChunkmarkError
@@ -65,8 +63,7 @@ def load_llm_prices(
 ) -> LLMPrices:
     """The shipped price table (``llm_prices.yaml``), with the entries of ``path`` (YAML or
     JSON, the same layout) replacing or adding to it; a bad file raises ``error``."""
-    shipped = resources.files("chunkmark.costs").joinpath("llm_prices.yaml").read_text("utf-8")
-    base = parse_price_file(shipped, SHIPPED, PriceFile, LAYOUT, error)
+    base = shipped_price_file("llm_prices.yaml", SHIPPED, error)
     prices = dict(_to_prices(base, SHIPPED))
     if path is not None:
         prices.update(_to_prices(load_price_file(Path(path), error), str(path)))

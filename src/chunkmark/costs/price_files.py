@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -80,6 +81,13 @@ def read_price_file(path: Path, error: type[ChunkmarkError]) -> str:
 def load_price_file(path: Path, error: type[ChunkmarkError] = PriceError) -> PriceFile:
     """A user's price file (``--prices FILE``), read and checked; ``error`` names a bad one."""
     return parse_price_file(read_price_file(path, error), str(path), PriceFile, LAYOUT, error)
+
+
+def shipped_price_file(name: str, where: str, error: type[ChunkmarkError]) -> PriceFile:
+    """The shipped price table ``name`` (a package file of :mod:`chunkmark.costs`), read and
+    checked; ``where`` names it in the error (of type ``error``) a bad one raises."""
+    text = resources.files("chunkmark.costs").joinpath(name).read_text("utf-8")
+    return parse_price_file(text, where, PriceFile, LAYOUT, error)
 
 
 def parse_price_file(

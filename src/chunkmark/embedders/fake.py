@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ _TRIGRAM_WEIGHT = 0.5
 _EMPTY_FEATURE = "\x00empty"
 
 
+@dataclass(eq=False, repr=False)
 class FakeEmbedder:
     """Deterministic hashed word/trigram vectors for tests and dry runs (no model needed).
 
@@ -41,19 +43,20 @@ class FakeEmbedder:
 
     memo_size = 1 << 18
 
-    def __init__(self, dimension: int = 64, seed: int = 0, max_words: int | None = None) -> None:
-        if dimension < 1:
-            raise ValueError(f"dimension must be at least 1, got {dimension}")
-        if max_words is not None and max_words < 1:
-            raise ValueError(f"max_words must be at least 1, got {max_words}")
-        self.dimension = dimension
-        self.seed = seed
-        self.max_words = max_words
-        self.inputs_embedded = 0
-        self.calls = 0
-        self.texts_embedded = 0
-        self._salt = (seed % 2**64).to_bytes(8, "little")
-        self._slots: dict[str, tuple[int, float]] = {}
+    dimension: int = 64
+    seed: int = 0
+    max_words: int | None = None
+    inputs_embedded: int = field(default=0, init=False)
+    calls: int = field(default=0, init=False)
+    texts_embedded: int = field(default=0, init=False)
+    _slots: dict[str, tuple[int, float]] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        if self.dimension < 1:
+            raise ValueError(f"dimension must be at least 1, got {self.dimension}")
+        if self.max_words is not None and self.max_words < 1:
+            raise ValueError(f"max_words must be at least 1, got {self.max_words}")
+        self._salt = (self.seed % 2**64).to_bytes(8, "little")
 
     @property
     def name(self) -> str:

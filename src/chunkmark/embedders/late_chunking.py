@@ -24,7 +24,7 @@ import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -59,19 +59,19 @@ def check_late_settings(window: int, window_overlap: int) -> None:
         raise ValueError(f"window must be at least 16 model tokens, got {window}")
 
 
+@dataclass(eq=False, repr=False)
 class LateChunking:
     """Late chunking for one embedder (see the module docs): its window settings, the token
     vectors of the documents read last (up to :data:`LATE_TOKEN_CACHE_BYTES`), and counts of
     windows read, empty spans and documents tokenised."""
 
-    def __init__(self, window: int = LATE_WINDOW, window_overlap: int = LATE_OVERLAP) -> None:
-        self.window = window
-        self.window_overlap = window_overlap
-        self.windows = 0
-        self.empty_spans = 0
-        self.tokenized = 0
-        self.tokenize_seconds = 0.0
-        self._kept: OrderedDict[bytes, LateTokens] = OrderedDict()
+    window: int = LATE_WINDOW
+    window_overlap: int = LATE_OVERLAP
+    windows: int = field(default=0, init=False)
+    empty_spans: int = field(default=0, init=False)
+    tokenized: int = field(default=0, init=False)
+    tokenize_seconds: float = field(default=0.0, init=False)
+    _kept: OrderedDict[bytes, LateTokens] = field(default_factory=OrderedDict, init=False)
 
     def identity(self) -> dict[str, Any]:
         """What the method adds to the embedder's identity."""

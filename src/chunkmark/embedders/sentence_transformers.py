@@ -63,9 +63,9 @@ from chunkmark.embedders.st_models import (
     read_model_config,
     resolve_model,
 )
-from chunkmark.errors import EmbeddingError, MissingDependencyError
+from chunkmark.errors import EmbeddingError
 from chunkmark.specs import class_factory
-from chunkmark.threads import passive_openmp
+from chunkmark.st_library import sentence_transformers_class
 
 # The experiment planner reads a Hub model's config from the local cache under this name
 # (chunkmark.embedders.st_models.hub_config).
@@ -468,19 +468,15 @@ class SentenceTransformerEmbedder:
     def _load(self) -> Any:
         if self._st is not None:
             return self._st
-        passive_openmp()  # before torch loads: idle OpenMP threads sleep, not spin
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise MissingDependencyError(
-                "sentence-transformers", "st", "The sentence_transformers embedder"
-            ) from None
+        sentence_transformer = sentence_transformers_class(
+            "SentenceTransformer", "The sentence_transformers embedder"
+        )
         resolved = self.resolved
         start = time.perf_counter()
         device = run_device(self.device, self.run_precision)
         try:
             with quiet_loading():
-                model = SentenceTransformer(
+                model = sentence_transformer(
                     resolved.location,
                     device=device,
                     revision=self.revision if resolved.source == "hub" else None,

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.errors import EmbeddingError
+from chunkmark.st_library import count_over_limit
 
 # Modules the token path knows how to drive: a tokenizing transformer first, then these.
 TOKEN_PATH_MODULES = {"Transformer", "Pooling", "Normalize", "Dense"}
@@ -98,16 +99,7 @@ def count_truncated(model: Any, texts: list[str], prompt: str | None) -> int:
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is None or not isinstance(limit, int):
         return 0
-    inputs = [prompt + t for t in texts] if prompt else texts
-    encoded = tokenizer(
-        inputs,
-        add_special_tokens=True,
-        truncation=False,
-        return_attention_mask=False,
-        return_token_type_ids=False,
-        verbose=False,
-    )
-    return sum(len(ids) > limit for ids in encoded["input_ids"])
+    return count_over_limit(tokenizer, limit, [prompt + t for t in texts] if prompt else texts)
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,7 +1,8 @@
 """The LLM contract and registry, and what every client shares: the answer cache, counters,
 and the empty-answer check.
 
-A provider implements :meth:`BaseLLM.identity` and :meth:`BaseLLM._answer`; :meth:`complete`
+A provider implements :meth:`BaseLLM.identity` and :meth:`BaseLLM._answer` (one
+:class:`Prompt`, answered); :meth:`complete`
 looks the request up in the cache first and stores what the provider answers.
 
 ``complete(..., json_schema=schema)`` asks for an answer that is one JSON object matching the
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from dataclasses import fields
+from dataclasses import KW_ONLY, InitVar, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
@@ -107,6 +108,16 @@ class Answer(NamedTuple):
     cache_write_tokens: int = 0
 
 
+class Prompt(NamedTuple):
+    """One request as a provider sends it."""
+
+    system: str
+    user: str
+    max_tokens: int
+    json_schema: dict[str, Any] | None = None
+    cache_system: bool = False  # offer the system prompt to the provider's prompt cache
+
+
 class _Tally:
     """Counters of :class:`~chunkmark.counters.LLMStats` (its integer fields), added to as
     requests go."""
@@ -122,34 +133,30 @@ class _Tally:
         return LLMStats(**self.counts)
 
 
+@dataclass(eq=False, repr=False)
 class BaseLLM(ABC):
     """An LLM client with an optional on-disk answer cache (``llm.sqlite3`` in ``cache_dir``),
     safe to share between threads (module docs); at most ``concurrency`` requests in flight."""
 
     provider: ClassVar[str] = ""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        temperature: float | None = 0.0,
-        seed: int = 0,
-        cache_dir: Path | None = None,
-        concurrency: int = 1,
-    ) -> None:
-        if not model:
+    model: str
+    _: KW_ONLY
+    temperature: float | None = 0.0
+    seed: int = 0
+    cache_dir: InitVar[Path | None] = None
+    concurrency: int = 1
+
+    def __post_init__(self, cache_dir: Path | None) -> None:
+        if not self.model:
             raise ValueError("model must not be empty")
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        self.model = model
-        self.temperature = temperature
-        self.seed = seed
-        self.concurrency = concurrency
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
         self.cache = None if cache_dir is None else LLMCache(cache_dir)
         self._tally = _Tally()
         self._tally_lock = threading.Lock()
         self._local = threading.local()
-        self._gate = threading.BoundedSemaphore(concurrency)
+        self._gate = threading.BoundedSemaphore(self.concurrency)
         self._inflight: dict[bytes, threading.Event] = {}
 
     @property
@@ -161,15 +168,7 @@ class BaseLLM(ABC):
         """Provider, model and endpoint: what changes the answers besides the request."""
 
     @abstractmethod
-    def _answer(
-        self,
-        system: str,
-        user: str,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        *,
-        cache_system: bool = False,
-    ) -> Answer:
+    def _answer(self, prompt: Prompt) -> Answer:
         """Ask the model (no cache involved); counts its own requests and retries."""
 
     def complete(
@@ -241,15 +240,8 @@ class BaseLLM(ABC):
     ) -> str:
         """The provider's answer (at most ``concurrency`` in flight), counted; empty answers
         raise :class:`EmptyAnswerError`."""
-        # Providers are called with only the arguments a request uses: without a schema and
-        # without prompt caching, as before either existed (three arguments).
-        extra: dict[str, Any] = {"cache_system": True} if cache_system else {}
         with self._gate:
-            answer = (
-                self._answer(system, user, max_tokens, **extra)
-                if json_schema is None
-                else self._answer(system, user, max_tokens, json_schema, **extra)
-            )
+            answer = self._answer(Prompt(system, user, max_tokens, json_schema, cache_system))
         empty = not answer.text.strip()
         self._count(
             input_tokens=answer.input_tokens,

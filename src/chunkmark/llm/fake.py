@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chunkmark.errors import LLMError
-from chunkmark.llm.base import LLMS, Answer, BaseLLM
+from chunkmark.llm.base import LLMS, Answer, BaseLLM, Prompt
 
 Responder = Callable[[str, str], str]
 
@@ -77,15 +77,8 @@ class FakeLLM(BaseLLM):
             script = hashlib.sha256(json.dumps(self.answers).encode()).hexdigest()[:16]
         return {"provider": self.provider, "model": self.model, "script": script}
 
-    def _answer(
-        self,
-        system: str,
-        user: str,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        *,
-        cache_system: bool = False,
-    ) -> Answer:
+    def _answer(self, prompt: Prompt) -> Answer:
+        system, user, max_tokens, json_schema, cache_system = prompt
         self._counted("requests")
         with self._script_lock:
             self._sent += 1

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from chunkmark.llm.base import Answer
-from chunkmark.llm.remote import Prompt, RemoteLLM, register_provider
+from chunkmark.llm.base import Answer, Prompt
+from chunkmark.llm.remote import RemoteLLM, register_provider
 
 
 class OpenAIChatLLM(RemoteLLM):

@@ -20,22 +20,19 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 from chunkmark.errors import LLMError
-from chunkmark.llm.base import LLMS, LOCAL_CONCURRENCY, REMOTE_CONCURRENCY, Answer, BaseLLM
+from chunkmark.llm.base import (
+    LLMS,
+    LOCAL_CONCURRENCY,
+    REMOTE_CONCURRENCY,
+    Answer,
+    BaseLLM,
+    Prompt,
+)
 from chunkmark.remote import RemoteClient, Wording
 from chunkmark.specs import class_factory
-
-
-class Prompt(NamedTuple):
-    """One request as a provider sends it."""
-
-    system: str
-    user: str
-    max_tokens: int
-    json_schema: dict[str, Any] | None = None
-    cache_system: bool = False  # offer the system prompt to the provider's prompt cache
 
 
 class RemoteLLM(BaseLLM, RemoteClient):
@@ -103,16 +100,7 @@ class RemoteLLM(BaseLLM, RemoteClient):
     def _send(self, client: Any, prompt: Prompt) -> Answer:
         """One request, no retries; SDK exceptions propagate."""
 
-    def _answer(
-        self,
-        system: str,
-        user: str,
-        max_tokens: int,
-        json_schema: dict[str, Any] | None = None,
-        *,
-        cache_system: bool = False,
-    ) -> Answer:
-        prompt = Prompt(system, user, max_tokens, json_schema, cache_system)
+    def _answer(self, prompt: Prompt) -> Answer:
         return self._call(lambda client: self._send(client, prompt))
 
     def _wording(self) -> Wording:

@@ -25,10 +25,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from chunkmark.errors import ChunkmarkError, MissingDependencyError
+from chunkmark.errors import ChunkmarkError
 from chunkmark.retrieval.base import FloatArray, IntArray
 from chunkmark.retrieval.dense import ExactRetriever
 from chunkmark.retrieval.settings import ranker
+from chunkmark.st_library import count_over_limit, sentence_transformers_class
 
 DEFAULT_MODEL = "cross-encoder/ms-marco-MiniLM-L-6-v2"
 FAKE = "fake"
@@ -120,16 +121,7 @@ class SentenceTransformersCrossEncoder:
         tokenizer = getattr(self.model, "tokenizer", None)
         if limit is None or tokenizer is None or not pairs:
             return 0
-        encoded = tokenizer(
-            [q for q, _ in pairs],
-            [t for _, t in pairs],
-            truncation=False,
-            padding=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,
-        )
-        return sum(len(ids) > limit for ids in encoded["input_ids"])
+        return count_over_limit(tokenizer, limit, [q for q, _ in pairs], [t for _, t in pairs])
 
 
 def load_cross_encoder(model: str, max_length: int | None) -> CrossEncoderLike:
@@ -140,17 +132,9 @@ def load_cross_encoder(model: str, max_length: int | None) -> CrossEncoderLike:
     """
     if model == FAKE:
         return FakeCrossEncoder(max_length or FAKE_MAX_WORDS)
-    from chunkmark.threads import passive_openmp
-
-    passive_openmp()  # before torch loads: idle OpenMP threads sleep, not spin
+    cross_encoder = sentence_transformers_class("CrossEncoder", "The rerank retriever")
     try:
-        from sentence_transformers import CrossEncoder
-    except ImportError:
-        raise MissingDependencyError(
-            "sentence-transformers", "st", "The rerank retriever"
-        ) from None
-    try:
-        loaded = CrossEncoder(model, max_length=max_length)
+        loaded = cross_encoder(model, max_length=max_length)
     except (OSError, ValueError) as exc:
         lines = str(exc).strip().splitlines()
         raise RerankerError(
