@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -196,22 +196,20 @@ def show(path: PathArg) -> None:
     console.print(table)
 
 
+def _sources(help: str) -> Any:
+    """The SRC arguments of ``import`` and ``stitch`` (one or more); ``help`` says what each is."""
+    return typer.Argument(help=help, show_default=False, metavar="SRC")
+
+
 def import_command(
     sources: Annotated[
         list[str],
-        typer.Argument(
-            help="Document files and folders (searched recursively): .md, .markdown, .txt, "
-            ".pdf, .html, .htm, .docx.",
-            show_default=False,
-            metavar="SRC",
+        _sources(
+            "Document files and folders (searched recursively): .md, .markdown, .txt, .pdf, "
+            ".html, .htm, .docx."
         ),
     ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", help="Folder to write corpora/ and manifest.json into.", show_default=False
-        ),
-    ],
+    out: Annotated[Path, options.out_folder("Folder to write corpora/ and manifest.json into.")],
     include: Annotated[
         list[str] | None,
         typer.Option(
@@ -270,19 +268,11 @@ def import_command(
 def stitch_command(
     sources: Annotated[
         list[str],
-        typer.Argument(
-            help="Source datasets (folders or built-in names); each of their documents is one "
-            "source.",
-            show_default=False,
-            metavar="SRC",
+        _sources(
+            "Source datasets (folders or built-in names); each of their documents is one source."
         ),
     ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", help="Folder to write the stitched dataset into.", show_default=False
-        ),
-    ],
+    out: Annotated[Path, options.out_folder("Folder to write the stitched dataset into.")],
     docs_per_file: Annotated[
         int, typer.Option("--docs-per-file", help="Segments joined into each file.")
     ] = DEFAULT_DOCS_PER_FILE,

@@ -15,7 +15,7 @@ The grammar the commands follow:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -154,6 +154,11 @@ NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/re
 
 
 Force = Annotated[bool, typer.Option("--force", help="Write into a non-empty --out folder.")]
+
+
+def out_folder(help: str) -> Any:
+    """The required ``--out`` of a command that writes one folder; ``help`` says what goes in."""
+    return typer.Option("--out", help=help, show_default=False)
 
 
 def check_out_folder(out: Path, force: bool, what: str) -> None:

@@ -38,10 +38,7 @@ def register(app: typer.Typer) -> typer.Typer:
     return group
 
 
-OutOption = Annotated[
-    Path,
-    typer.Option("--out", help="Folder to write the relation set into.", show_default=False),
-]
+OutOption = Annotated[Path, options.out_folder("Folder to write the relation set into.")]
 RedocredOption = Annotated[
     Path | None,
     typer.Option(

@@ -83,10 +83,7 @@ LLMSpec = Annotated[
         show_default=False,
     ),
 ]
-Out = Annotated[
-    Path,
-    typer.Option("--out", help="Dataset folder to write (or to continue).", show_default=False),
-]
+Out = Annotated[Path, options.out_folder("Dataset folder to write (or to continue).")]
 Questions = Annotated[int, typer.Option(help="Questions to generate.")]
 Seed = Annotated[int, typer.Option(help="Seed of the plan and of the LLM requests.")]
 WindowChars = Annotated[int, typer.Option(help="Characters of document the LLM sees per question.")]
