@@ -9,17 +9,24 @@ The grammar the commands follow:
   (``compare``, ``report``, ``tune``) are spelled ``--pick-...``;
 - ``--out`` is always a folder;
 - ``--max-cost``, ``--cache-dir``/``--no-cache``, ``--json``, ``-q/--quiet``, ``--prices`` and
-  ``--permutations`` mean the same thing wherever they appear.
+  ``--permutations`` mean the same thing wherever they appear;
+- options taken together (the grid, ``--cache-dir``/``--no-cache``, ``--max-cost``/``--prices``)
+  are a :class:`Flags` group, one parameter of the commands that take them (:func:`grouped`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from chunkmark.experiments.config import DEFAULT_DATASET
+
+if TYPE_CHECKING:
+    from chunkmark.experiments.config import ExperimentConfig
 
 EXPERIMENT_HELP = "Experiment YAML (keys: datasets, chunkers, embedders, retrieval, ...)."
 ConfigFile = Annotated[
@@ -245,6 +252,93 @@ PickK = Annotated[
         show_default=False,
     ),
 ]
+
+
+# --- groups of options that commands take together ------------------------------------------
+
+
+class Flags:
+    """A group of options that commands take together: a frozen dataclass whose fields are
+    annotated with their options, and a command's parameter annotated with the group stands
+    for them all (see :func:`grouped`)."""
+
+    def settings(self) -> dict[str, Any]:
+        """The options by their field names, which are the experiment's (and an extractor's)
+        names for these settings."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CacheFlags(Flags):
+    """``--cache-dir`` and ``--no-cache``."""
+
+    cache_dir: CacheDir = None
+    no_cache: NoCache = False
+
+
+@dataclass(frozen=True)
+class SpendFlags(Flags):
+    """``--max-cost`` and ``--prices``."""
+
+    max_cost: MaxCost = None
+    price_file: Prices = None
+
+
+@dataclass(frozen=True)
+class GridFlags(Flags):
+    """EXPERIMENT and the options that add to its grid (``run``, ``plan``)."""
+
+    config_file: ConfigFile = None
+    dataset: Datasets = None
+    chunker: Chunkers = None
+    embedder: Embedders = None
+    k: Depths = None
+    retrieval: Retrieval = None
+
+    def config(self, **settings: Any) -> ExperimentConfig:
+        """The experiment with this grid and ``settings`` (:meth:`Grid.config`)."""
+        from chunkmark.service.runs import Grid
+
+        flags = (self.dataset, self.chunker, self.embedder, self.retrieval, self.k)
+        return Grid(*flags, self.config_file).config(**settings)
+
+
+R = TypeVar("R")
+
+
+def grouped(command: Callable[..., R]) -> Callable[..., R]:
+    """``command`` as typer reads it: each parameter annotated with a :class:`Flags` group
+    stands for the group's options, in its place (``--help`` lists them there), and
+    ``command`` is called with the group built from them. ``command`` takes its parameters
+    by keyword (``*`` first), so that a group may stand between options with defaults."""
+    import functools
+    import inspect
+    import typing
+
+    shown: list[inspect.Parameter] = []
+    groups: dict[str, type[Flags]] = {}
+    for param in inspect.signature(command, eval_str=True).parameters.values():
+        group = param.annotation
+        if not (isinstance(group, type) and issubclass(group, Flags)):
+            shown.append(param)
+            continue
+        groups[param.name] = group
+        hints = typing.get_type_hints(group, include_extras=True)
+        shown += [
+            inspect.Parameter(f.name, param.kind, default=f.default, annotation=hints[f.name])
+            for f in fields(group)  # type: ignore[arg-type]
+        ]
+
+    @functools.wraps(command)
+    def with_groups(**given: Any) -> R:
+        for name, group in groups.items():
+            names = [f.name for f in fields(group)]  # type: ignore[arg-type]
+            given[name] = group(**{each: given.pop(each) for each in names})
+        return command(**given)
+
+    with_groups.__signature__ = inspect.Signature(shown)  # type: ignore[attr-defined]
+    with_groups.__annotations__ = {param.name: param.annotation for param in shown}
+    return with_groups
 
 
 def help_text(text: str | None) -> str:

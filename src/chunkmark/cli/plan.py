@@ -12,7 +12,6 @@ from rich.table import Table
 from rich.text import Text
 
 from chunkmark.cli import options
-from chunkmark.service.runs import Grid
 
 if TYPE_CHECKING:
     from chunkmark.experiments.plan import EmbedderPlan, LLMChunkerPlan, Plan
@@ -33,29 +32,20 @@ prints the plan as the manifest records it.
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plan", help=PLAN_HELP)(plan)
+    app.command("plan", help=PLAN_HELP)(options.grouped(plan))
 
 
 def plan(
-    config_file: options.ConfigFile = None,
-    dataset: options.Datasets = None,
-    chunker: options.Chunkers = None,
-    embedder: options.Embedders = None,
-    k: options.Depths = None,
-    retrieval: options.Retrieval = None,
-    cache_dir: options.CacheDir = None,
-    no_cache: options.NoCache = False,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    *,
+    grid: options.GridFlags,
+    caches: options.CacheFlags,
+    spend: options.SpendFlags,
     as_json: options.Json = False,
 ) -> None:
     from chunkmark.answers.analysis import answer_analyses
     from chunkmark.experiments.plan import check_budget, plan_grid
 
-    grid = Grid(dataset, chunker, embedder, retrieval, k, config_file)
-    config = grid.config(
-        no_cache=no_cache, max_cost=max_cost, price_file=prices, cache_dir=cache_dir
-    )
+    config = grid.config(**caches.settings(), **spend.settings())
     result = plan_grid(config, answer_analyses(config))
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))

@@ -39,7 +39,7 @@ OUT/manifest.json and, unless --no-report, OUT/report.html with a Relations sect
 
 def add_commands(group: typer.Typer) -> None:
     """Add ``run`` and ``metrics`` to the ``relations`` command group."""
-    group.command("run", help=options.help_text(RUN_HELP))(run)
+    group.command("run", help=options.help_text(RUN_HELP))(options.grouped(run))
     group.command("metrics")(list_relation_metrics)
 
 
@@ -76,6 +76,7 @@ MaxCallsOption = Annotated[
 
 
 def run(
+    *,
     config_file: options.ConfigFile = None,
     relation_set: RelationSetOption = None,
     chunker: options.Chunkers = None,
@@ -85,11 +86,9 @@ def run(
     extractor: ExtractorOption = "cooccurrence",
     out: options.RunOut = None,
     dry_run: DryRunOption = False,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    spend: options.SpendFlags,
     max_calls: MaxCallsOption = None,
-    cache_dir: options.CacheDir = None,
-    no_cache: options.NoCache = False,
+    caches: options.CacheFlags,
     no_report: options.NoReport = False,
     seed: options.BootstrapSeed = None,
     quiet: options.Quiet = False,
@@ -102,22 +101,14 @@ def run(
             "Add --dataset RELATION_SET (a folder written by `chunkmark relations prepare`).",
         )
     config = Grid([str(relation_set)], chunker, embedder, retrieval, k, config_file).config(
-        no_cache=no_cache,
-        max_cost=max_cost,
-        price_file=prices,
-        cache_dir=cache_dir,
+        **caches.settings(),
+        **spend.settings(),
         out=out,
         seed=seed,
         report=False if no_report else None,
     )
     setup = ExtractorSetup(
-        spec=extractor,
-        cache_dir=cache_dir,
-        no_cache=no_cache,
-        max_calls=max_calls,
-        max_cost=max_cost,
-        seed=config.seed,
-        price_file=prices,
+        extractor, **caches.settings(), **spend.settings(), max_calls=max_calls, seed=config.seed
     )
     console = Console(stderr=True, quiet=quiet, log_path=False)
     screen = Console(width=None if sys.stdout.isatty() else 160)
