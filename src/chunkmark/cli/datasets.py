@@ -32,14 +32,6 @@ from chunkmark.service import catalog
 from chunkmark.suite import sets as suite_download
 from chunkmark.synth.importing import NothingImportedError, SkippedSource, import_documents
 
-PathArg = Annotated[
-    str,
-    typer.Argument(
-        help="A dataset folder (Chroma or JSONL layout) or a built-in name: demo, chroma-general.",
-        show_default=False,
-    ),
-]
-
 
 def register(app: typer.Typer) -> None:
     """Add the ``datasets`` command group to ``app``."""
@@ -55,7 +47,7 @@ def register(app: typer.Typer) -> None:
 
 
 def validate(
-    path: PathArg,
+    path: options.DatasetArg,
     fix: Annotated[
         str | None,
         typer.Option(
@@ -174,7 +166,7 @@ def list_datasets(as_json: options.Json = False) -> None:
     listing.show(catalog.datasets(), as_json)
 
 
-def show(path: PathArg) -> None:
+def show(path: options.DatasetArg) -> None:
     """Summarise a dataset: counts, document sizes and excerpt lengths."""
     dataset = load_dataset(path)
     console = Console()

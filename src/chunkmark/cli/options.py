@@ -16,17 +16,16 @@ The grammar the commands follow:
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
-from chunkmark.experiments.config import DEFAULT_DATASET
-
-if TYPE_CHECKING:
-    from chunkmark.experiments.config import ExperimentConfig
+from chunkmark.experiments.config import DEFAULT_DATASET, ExperimentConfig
 
 EXPERIMENT_HELP = "Experiment YAML (keys: datasets, chunkers, embedders, retrieval, ...)."
 ConfigFile = Annotated[
@@ -40,6 +39,13 @@ Datasets = Annotated[
         "-d",
         help="Dataset folder (Chroma or JSONL layout), or a built-in name: demo, chroma-general; "
         f"repeatable; replaces the experiment file's datasets. [default: {DEFAULT_DATASET}]",
+    ),
+]
+DatasetArg = Annotated[
+    str,
+    typer.Argument(
+        help="A dataset folder (Chroma or JSONL layout) or a built-in name: demo, chroma-general.",
+        show_default=False,
     ),
 ]
 Chunkers = Annotated[
@@ -163,9 +169,9 @@ NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/re
 Force = Annotated[bool, typer.Option("--force", help="Write into a non-empty --out folder.")]
 
 
-def out_folder(help: str) -> Any:
+def out_folder(help: str, *short: str) -> Any:
     """The required ``--out`` of a command that writes one folder; ``help`` says what goes in."""
-    return typer.Option("--out", help=help, show_default=False)
+    return typer.Option("--out", *short, help=help, show_default=False)
 
 
 def check_out_folder(out: Path, force: bool, what: str) -> None:
@@ -265,7 +271,7 @@ class Flags:
     def settings(self) -> dict[str, Any]:
         """The options by their field names, which are the experiment's (and an extractor's)
         names for these settings."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        return dict(vars(self))
 
 
 @dataclass(frozen=True)
@@ -303,38 +309,28 @@ class GridFlags(Flags):
         return Grid(*flags, self.config_file).config(**settings)
 
 
-R = TypeVar("R")
-
-
-def grouped(command: Callable[..., R]) -> Callable[..., R]:
+def grouped(command: Callable[..., None]) -> Callable[..., None]:
     """``command`` as typer reads it: each parameter annotated with a :class:`Flags` group
     stands for the group's options, in its place (``--help`` lists them there), and
     ``command`` is called with the group built from them. ``command`` takes its parameters
     by keyword (``*`` first), so that a group may stand between options with defaults."""
-    import functools
-    import inspect
-    import typing
-
     shown: list[inspect.Parameter] = []
     groups: dict[str, type[Flags]] = {}
     for param in inspect.signature(command, eval_str=True).parameters.values():
         group = param.annotation
-        if not (isinstance(group, type) and issubclass(group, Flags)):
+        if isinstance(group, type) and issubclass(group, Flags):
+            groups[param.name] = group
+            spread = inspect.signature(group, eval_str=True).parameters.values()
+            shown += [each.replace(kind=param.kind) for each in spread]
+        else:
             shown.append(param)
-            continue
-        groups[param.name] = group
-        hints = typing.get_type_hints(group, include_extras=True)
-        shown += [
-            inspect.Parameter(f.name, param.kind, default=f.default, annotation=hints[f.name])
-            for f in fields(group)  # type: ignore[arg-type]
-        ]
 
     @functools.wraps(command)
-    def with_groups(**given: Any) -> R:
+    def with_groups(**given: Any) -> None:
         for name, group in groups.items():
-            names = [f.name for f in fields(group)]  # type: ignore[arg-type]
-            given[name] = group(**{each: given.pop(each) for each in names})
-        return command(**given)
+            own = inspect.signature(group).parameters
+            given[name] = group(**{each: given.pop(each) for each in own})
+        command(**given)
 
     with_groups.__signature__ = inspect.Signature(shown)  # type: ignore[attr-defined]
     with_groups.__annotations__ = {param.name: param.annotation for param in shown}
@@ -344,7 +340,5 @@ def grouped(command: Callable[..., R]) -> Callable[..., R]:
 def help_text(text: str | None) -> str:
     """A docstring as command help: each paragraph on one line, so the terminal's width (not
     the source's line breaks) decides where lines end."""
-    import inspect
-
     paragraphs = inspect.cleandoc(text or "").split("\n\n")
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chunkmark.cli import listing, options
+from chunkmark.cli.plan import cost_table, with_notes
 from chunkmark.errors import ConfigError
 from chunkmark.service import catalog
 from chunkmark.service.runs import Grid
@@ -166,10 +167,8 @@ def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
         }
         for name in columns:
             table.add_column(labels[name], justify="right", no_wrap=True)
-        if with_extraction:
-            table.add_column("F1", justify="right")
-            table.add_column("calls", justify="right")
-            table.add_column("tokens", justify="right")
+        for name in ("F1", "calls", "tokens") if with_extraction else ():
+            table.add_column(name, justify="right")
         ranked = sorted(
             group,
             key=lambda r: (-_num(r.get("support_containment_mean")), -_num(r.get("recall_mean"))),
@@ -190,10 +189,8 @@ def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
 
 def estimate_table(found: list[Any], extractor: str) -> Table:
     """The dry run: per chunker, its chunks and the extractor's calls, tokens and dollars."""
-    table = Table(title=f"Dry run: extracting with {extractor}", title_justify="left")
-    for name in ("chunker", "chunks", "texts", "cached", "calls", "input tok", "output tok"):
-        table.add_column(name, justify="left" if name == "chunker" else "right")
-    table.add_column("USD", justify="right")
+    numbers = ("chunks", "texts", "cached", "calls", "input tok", "output tok", "USD")
+    table = cost_table(f"Dry run: extracting with {extractor}", ["chunker"], numbers)
     notes = []
     for item in found:
         e = item.estimate
@@ -216,10 +213,7 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
             f"{e.output_tokens:,}-{e.output_tokens_max:,}",
             usd,
         )
-    if notes:
-        table.caption = "\n".join(notes)
-        table.caption_justify = "left"
-    return table
+    return with_notes(table, notes)
 
 
 def list_relation_metrics(as_json: options.Json = False) -> None:
