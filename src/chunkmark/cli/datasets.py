@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -32,14 +32,6 @@ from chunkmark.service import catalog
 from chunkmark.suite import sets as suite_download
 from chunkmark.synth.importing import NothingImportedError, SkippedSource, import_documents
 
-PathArg = Annotated[
-    str,
-    typer.Argument(
-        help="A dataset folder (Chroma or JSONL layout) or a built-in name: demo, chroma-general.",
-        show_default=False,
-    ),
-]
-
 
 def register(app: typer.Typer) -> None:
     """Add the ``datasets`` command group to ``app``."""
@@ -55,7 +47,7 @@ def register(app: typer.Typer) -> None:
 
 
 def validate(
-    path: PathArg,
+    path: options.DatasetArg,
     fix: Annotated[
         str | None,
         typer.Option(
@@ -174,7 +166,7 @@ def list_datasets(as_json: options.Json = False) -> None:
     listing.show(catalog.datasets(), as_json)
 
 
-def show(path: PathArg) -> None:
+def show(path: options.DatasetArg) -> None:
     """Summarise a dataset: counts, document sizes and excerpt lengths."""
     dataset = load_dataset(path)
     console = Console()
@@ -196,22 +188,20 @@ def show(path: PathArg) -> None:
     console.print(table)
 
 
+def _sources(help: str) -> Any:
+    """The SRC arguments of ``import`` and ``stitch`` (one or more); ``help`` says what each is."""
+    return typer.Argument(help=help, show_default=False, metavar="SRC")
+
+
 def import_command(
     sources: Annotated[
         list[str],
-        typer.Argument(
-            help="Document files and folders (searched recursively): .md, .markdown, .txt, "
-            ".pdf, .html, .htm, .docx.",
-            show_default=False,
-            metavar="SRC",
+        _sources(
+            "Document files and folders (searched recursively): .md, .markdown, .txt, .pdf, "
+            ".html, .htm, .docx."
         ),
     ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", help="Folder to write corpora/ and manifest.json into.", show_default=False
-        ),
-    ],
+    out: Annotated[Path, options.out_folder("Folder to write corpora/ and manifest.json into.")],
     include: Annotated[
         list[str] | None,
         typer.Option(
@@ -270,19 +260,11 @@ def import_command(
 def stitch_command(
     sources: Annotated[
         list[str],
-        typer.Argument(
-            help="Source datasets (folders or built-in names); each of their documents is one "
-            "source.",
-            show_default=False,
-            metavar="SRC",
+        _sources(
+            "Source datasets (folders or built-in names); each of their documents is one source."
         ),
     ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", help="Folder to write the stitched dataset into.", show_default=False
-        ),
-    ],
+    out: Annotated[Path, options.out_folder("Folder to write the stitched dataset into.")],
     docs_per_file: Annotated[
         int, typer.Option("--docs-per-file", help="Segments joined into each file.")
     ] = DEFAULT_DOCS_PER_FILE,

@@ -9,17 +9,23 @@ The grammar the commands follow:
   (``compare``, ``report``, ``tune``) are spelled ``--pick-...``;
 - ``--out`` is always a folder;
 - ``--max-cost``, ``--cache-dir``/``--no-cache``, ``--json``, ``-q/--quiet``, ``--prices`` and
-  ``--permutations`` mean the same thing wherever they appear.
+  ``--permutations`` mean the same thing wherever they appear;
+- options taken together (the grid, ``--cache-dir``/``--no-cache``, ``--max-cost``/``--prices``)
+  are a :class:`Flags` group, one parameter of the commands that take them (:func:`grouped`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from chunkmark.experiments.config import DEFAULT_DATASET
+from chunkmark.experiments.config import DEFAULT_DATASET, ExperimentConfig
 
 EXPERIMENT_HELP = "Experiment YAML (keys: datasets, chunkers, embedders, retrieval, ...)."
 ConfigFile = Annotated[
@@ -33,6 +39,13 @@ Datasets = Annotated[
         "-d",
         help="Dataset folder (Chroma or JSONL layout), or a built-in name: demo, chroma-general; "
         f"repeatable; replaces the experiment file's datasets. [default: {DEFAULT_DATASET}]",
+    ),
+]
+DatasetArg = Annotated[
+    str,
+    typer.Argument(
+        help="A dataset folder (Chroma or JSONL layout) or a built-in name: demo, chroma-general.",
+        show_default=False,
     ),
 ]
 Chunkers = Annotated[
@@ -156,6 +169,11 @@ NoReport = Annotated[bool, typer.Option("--no-report", help="Do not write OUT/re
 Force = Annotated[bool, typer.Option("--force", help="Write into a non-empty --out folder.")]
 
 
+def out_folder(help: str, *short: str) -> Any:
+    """The required ``--out`` of a command that writes one folder; ``help`` says what goes in."""
+    return typer.Option("--out", *short, help=help, show_default=False)
+
+
 def check_out_folder(out: Path, force: bool, what: str) -> None:
     """Refuse an ``--out`` that is a file, or a folder with files in it unless ``--force``;
     ``what`` names what would be written there."""
@@ -242,10 +260,85 @@ PickK = Annotated[
 ]
 
 
+# --- groups of options that commands take together ------------------------------------------
+
+
+class Flags:
+    """A group of options that commands take together: a frozen dataclass whose fields are
+    annotated with their options, and a command's parameter annotated with the group stands
+    for them all (see :func:`grouped`)."""
+
+    def settings(self) -> dict[str, Any]:
+        """The options by their field names, which are the experiment's (and an extractor's)
+        names for these settings."""
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
+class CacheFlags(Flags):
+    """``--cache-dir`` and ``--no-cache``."""
+
+    cache_dir: CacheDir = None
+    no_cache: NoCache = False
+
+
+@dataclass(frozen=True)
+class SpendFlags(Flags):
+    """``--max-cost`` and ``--prices``."""
+
+    max_cost: MaxCost = None
+    price_file: Prices = None
+
+
+@dataclass(frozen=True)
+class GridFlags(Flags):
+    """EXPERIMENT and the options that add to its grid (``run``, ``plan``)."""
+
+    config_file: ConfigFile = None
+    dataset: Datasets = None
+    chunker: Chunkers = None
+    embedder: Embedders = None
+    k: Depths = None
+    retrieval: Retrieval = None
+
+    def config(self, **settings: Any) -> ExperimentConfig:
+        """The experiment with this grid and ``settings`` (:meth:`Grid.config`)."""
+        from chunkmark.service.runs import Grid
+
+        flags = (self.dataset, self.chunker, self.embedder, self.retrieval, self.k)
+        return Grid(*flags, self.config_file).config(**settings)
+
+
+def grouped(command: Callable[..., None]) -> Callable[..., None]:
+    """``command`` as typer reads it: each parameter annotated with a :class:`Flags` group
+    stands for the group's options, in its place (``--help`` lists them there), and
+    ``command`` is called with the group built from them. ``command`` takes its parameters
+    by keyword (``*`` first), so that a group may stand between options with defaults."""
+    shown: list[inspect.Parameter] = []
+    groups: dict[str, type[Flags]] = {}
+    for param in inspect.signature(command, eval_str=True).parameters.values():
+        group = param.annotation
+        if isinstance(group, type) and issubclass(group, Flags):
+            groups[param.name] = group
+            spread = inspect.signature(group, eval_str=True).parameters.values()
+            shown += [each.replace(kind=param.kind) for each in spread]
+        else:
+            shown.append(param)
+
+    @functools.wraps(command)
+    def with_groups(**given: Any) -> None:
+        for name, group in groups.items():
+            own = inspect.signature(group).parameters
+            given[name] = group(**{each: given.pop(each) for each in own})
+        command(**given)
+
+    with_groups.__signature__ = inspect.Signature(shown)  # type: ignore[attr-defined]
+    with_groups.__annotations__ = {param.name: param.annotation for param in shown}
+    return with_groups
+
+
 def help_text(text: str | None) -> str:
     """A docstring as command help: each paragraph on one line, so the terminal's width (not
     the source's line breaks) decides where lines end."""
-    import inspect
-
     paragraphs = inspect.cleandoc(text or "").split("\n\n")
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
 from rich.console import Console, RenderableType
@@ -12,10 +13,11 @@ from rich.table import Table
 from rich.text import Text
 
 from chunkmark.cli import options
-from chunkmark.service.runs import Grid
 
 if TYPE_CHECKING:
-    from chunkmark.experiments.plan import EmbedderPlan, LLMChunkerPlan, Plan
+    from chunkmark.experiments.plan import EmbedderPlan, Plan
+
+T = TypeVar("T", int, float)
 
 PLAN_HELP = """Show what `chunkmark run` would do and cost, without running it.
 
@@ -33,29 +35,20 @@ prints the plan as the manifest records it.
 
 
 def register(app: typer.Typer) -> None:
-    app.command("plan", help=PLAN_HELP)(plan)
+    app.command("plan", help=PLAN_HELP)(options.grouped(plan))
 
 
 def plan(
-    config_file: options.ConfigFile = None,
-    dataset: options.Datasets = None,
-    chunker: options.Chunkers = None,
-    embedder: options.Embedders = None,
-    k: options.Depths = None,
-    retrieval: options.Retrieval = None,
-    cache_dir: options.CacheDir = None,
-    no_cache: options.NoCache = False,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    *,
+    grid: options.GridFlags,
+    caches: options.CacheFlags,
+    spend: options.SpendFlags,
     as_json: options.Json = False,
 ) -> None:
     from chunkmark.answers.analysis import answer_analyses
     from chunkmark.experiments.plan import check_budget, plan_grid
 
-    grid = Grid(dataset, chunker, embedder, retrieval, k, config_file)
-    config = grid.config(
-        no_cache=no_cache, max_cost=max_cost, price_file=prices, cache_dir=cache_dir
-    )
+    config = grid.config(**caches.settings(), **spend.settings())
     result = plan_grid(config, answer_analyses(config))
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
@@ -122,15 +115,8 @@ def _cells_table(plan: Plan) -> Table:
     from chunkmark.chunkers import CHUNKERS
     from chunkmark.embedders import EMBEDDERS
 
-    table = Table(title="Cells", title_justify="left")
-    for name, justify in (
-        ("dataset", "left"),
-        ("chunker", "left"),
-        ("embedder", "left"),
-        ("chunks", "right"),
-        ("from", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = cost_table("Cells", ("dataset", "chunker", "embedder"), ["chunks"])
+    table.add_column("from", justify="left")
     for cell in plan.cells:
         where = cell.source + (f" ({cell.note})" if cell.note else "")
         table.add_row(
@@ -143,10 +129,27 @@ def _cells_table(plan: Plan) -> Table:
     return table
 
 
+def cost_table(title: str, names: Iterable[str], numbers: Iterable[str]) -> Table:
+    """A table of what is done and what it costs: the ``names`` columns (left-aligned), then
+    the ``numbers`` (right-aligned)."""
+    table = Table(title=title, title_justify="left")
+    for column in names:
+        table.add_column(column, justify="left")
+    for column in numbers:
+        table.add_column(column, justify="right")
+    return table
+
+
+def with_notes(table: Table, notes: Iterable[str]) -> Table:
+    """``table`` with ``notes``, one a line, as its caption (none without notes)."""
+    table.caption = "\n".join(notes) or None
+    table.caption_justify = "left"
+    return table
+
+
 def _embedding_table(plan: Plan) -> Table:
-    table = Table(title="Embedding (distinct texts, tokens, cost)", title_justify="left")
-    for name in ("embedder", "texts", "tokens", "cached", "estimated", "to embed", "$/M", "USD"):
-        table.add_column(name, justify="left" if name == "embedder" else "right")
+    numbers = ("texts", "tokens", "cached", "estimated", "to embed", "$/M", "USD")
+    table = cost_table("Embedding (distinct texts, tokens, cost)", ["embedder"], numbers)
     notes: list[str] = []
     for e in plan.embedding:
         table.add_row(
@@ -167,9 +170,7 @@ def _embedding_table(plan: Plan) -> Table:
                 f"{_embedder_label(e)}: 'estimated' stands for the chunks of "
                 f"{', '.join(e.estimated_for)} (unknown before they run: their documents' tokens)"
             )
-    table.caption = "\n".join(notes)
-    table.caption_justify = "left"
-    return table
+    return with_notes(table, notes)
 
 
 def _embedder_label(e: EmbedderPlan) -> str:
@@ -182,20 +183,8 @@ def _embedder_label(e: EmbedderPlan) -> str:
 def _llm_table(plan: Plan) -> Table:
     from chunkmark.chunkers import CHUNKERS
 
-    table = Table(title="LLM chunkers (fewest - most)", title_justify="left")
-    for name in (
-        "chunker",
-        "dataset",
-        "model",
-        "calls",
-        "cached",
-        "input tok",
-        "output tok",
-        "USD",
-    ):
-        table.add_column(
-            name, justify="left" if name in ("chunker", "dataset", "model") else "right"
-        )
+    numbers = ("calls", "cached", "input tok", "output tok", "USD")
+    table = cost_table("LLM chunkers (fewest - most)", ("chunker", "dataset", "model"), numbers)
     notes = []
     for p in plan.llm_chunkers:
         table.add_row(
@@ -206,36 +195,20 @@ def _llm_table(plan: Plan) -> Table:
             f"{p.cached_calls:,}",
             _range(p.input_tokens, p.input_tokens_max),
             _range(p.output_tokens, p.output_tokens_max),
-            _money_range(p),
+            _range(p.usd, p.usd_max, _dollars),
         )
         if p.note:
             notes.append(f"{CHUNKERS.short(p.chunker)}: {p.note}")
         if p.runs > 1:
             notes.append(f"{CHUNKERS.short(p.chunker)}: runs {p.runs} times (once per embedder)")
-    table.caption = "\n".join(notes) if notes else None
-    table.caption_justify = "left"
-    return table
+    return with_notes(table, notes)
 
 
 def _answers_table(plan: Plan) -> Table:
     """Answering and judging the questions (``answers:``), per dataset."""
-    table = Table(
-        title="Answers (questions x cells, and the whole-document baseline)", title_justify="left"
-    )
-    for name in (
-        "dataset",
-        "role",
-        "model",
-        "questions",
-        "cells",
-        "calls",
-        "baseline",
-        "cached",
-        "input tok",
-        "output tok",
-        "USD",
-    ):
-        table.add_column(name, justify="left" if name in ("dataset", "role", "model") else "right")
+    title = "Answers (questions x cells, and the whole-document baseline)"
+    numbers = ("questions", "cells", "calls", "baseline", "cached", "input tok", "output tok")
+    table = cost_table(title, ("dataset", "role", "model"), (*numbers, "USD"))
     notes = []
     for p in plan.answers:
         table.add_row(
@@ -253,21 +226,13 @@ def _answers_table(plan: Plan) -> Table:
         )
         if p.note:
             notes.append(f"{p.dataset} ({p.role}): {p.note}")
-    table.caption = "\n".join(dict.fromkeys(notes)) if notes else None
-    table.caption_justify = "left"
-    return table
+    return with_notes(table, dict.fromkeys(notes))
 
 
-def _range(low: int | None, high: int | None) -> str:
+def _range(low: T | None, high: T | None, shown: Callable[[T], str] = "{:,}".format) -> str:
     if low is None or high is None:
         return "?"
-    return f"{low:,}" if low == high else f"{low:,} - {high:,}"
-
-
-def _money_range(p: LLMChunkerPlan) -> str:
-    if p.usd is None or p.usd_max is None:
-        return "?"
-    return _dollars(p.usd) if p.usd == p.usd_max else f"{_dollars(p.usd)} - {_dollars(p.usd_max)}"
+    return shown(low) if low == high else f"{shown(low)} - {shown(high)}"
 
 
 def _dollars(value: float | None) -> str:

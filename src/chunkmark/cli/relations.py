@@ -33,15 +33,12 @@ def register(app: typer.Typer) -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
     )
-    group.command("prepare", help=options.help_text(prepare.__doc__))(prepare)
+    group.command("prepare", help=options.help_text(prepare.__doc__))(options.grouped(prepare))
     app.add_typer(group, name="relations")
     return group
 
 
-OutOption = Annotated[
-    Path,
-    typer.Option("--out", help="Folder to write the relation set into.", show_default=False),
-]
+OutOption = Annotated[Path, options.out_folder("Folder to write the relation set into.")]
 RedocredOption = Annotated[
     Path | None,
     typer.Option(
@@ -123,6 +120,7 @@ MaxCallsOption = Annotated[
 
 
 def prepare(
+    *,
     out: OutOption,
     redocred: RedocredOption = None,
     rel_info: RelInfoOption = None,
@@ -134,11 +132,9 @@ def prepare(
     llm: LlmOption = None,
     gleanings: GleaningsOption = None,
     dry_run: DryRunOption = False,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    spend: options.SpendFlags,
     max_calls: MaxCallsOption = None,
-    cache_dir: options.CacheDir = None,
-    no_cache: options.NoCache = False,
+    caches: options.CacheFlags,
 ) -> None:
     """Build a relation set: corpus files, entities, relations and one question per relation,
     every mention and support span checked against the text.
@@ -169,24 +165,22 @@ def prepare(
         extractor = silver_extractor(
             llm,
             gleanings=gleanings or 0,
-            cache_dir=cache_dir,
-            no_cache=no_cache,
+            **caches.settings(),
             max_calls=max_calls,
-            max_cost=None if dry_run else max_cost,
+            max_cost=None if dry_run else spend.max_cost,
             seed=seed,
-            price_file=prices,
+            price_file=spend.price_file,
         )
-        _prepare_silver(silver, out, extractor, dry_run=dry_run, max_cost=max_cost)
+        _prepare_silver(silver, out, extractor, dry_run=dry_run, max_cost=spend.max_cost)
         return
     _refuse_silver_options(
         llm=llm,
         gleanings=gleanings,
         dry_run=dry_run,
-        max_cost=max_cost,
-        prices=prices,
+        max_cost=spend.max_cost,
+        prices=spend.price_file,
         max_calls=max_calls,
-        cache_dir=cache_dir,
-        no_cache=no_cache,
+        **caches.settings(),
     )
     options.check_out_folder(out, force, "the relation set")
     console = Console(soft_wrap=True, highlight=False)

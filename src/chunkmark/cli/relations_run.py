@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chunkmark.cli import listing, options
+from chunkmark.cli.plan import cost_table, with_notes
 from chunkmark.errors import ConfigError
 from chunkmark.service import catalog
 from chunkmark.service.runs import Grid
@@ -39,7 +40,7 @@ OUT/manifest.json and, unless --no-report, OUT/report.html with a Relations sect
 
 def add_commands(group: typer.Typer) -> None:
     """Add ``run`` and ``metrics`` to the ``relations`` command group."""
-    group.command("run", help=options.help_text(RUN_HELP))(run)
+    group.command("run", help=options.help_text(RUN_HELP))(options.grouped(run))
     group.command("metrics")(list_relation_metrics)
 
 
@@ -76,6 +77,7 @@ MaxCallsOption = Annotated[
 
 
 def run(
+    *,
     config_file: options.ConfigFile = None,
     relation_set: RelationSetOption = None,
     chunker: options.Chunkers = None,
@@ -85,11 +87,9 @@ def run(
     extractor: ExtractorOption = "cooccurrence",
     out: options.RunOut = None,
     dry_run: DryRunOption = False,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    spend: options.SpendFlags,
     max_calls: MaxCallsOption = None,
-    cache_dir: options.CacheDir = None,
-    no_cache: options.NoCache = False,
+    caches: options.CacheFlags,
     no_report: options.NoReport = False,
     seed: options.BootstrapSeed = None,
     quiet: options.Quiet = False,
@@ -102,22 +102,14 @@ def run(
             "Add --dataset RELATION_SET (a folder written by `chunkmark relations prepare`).",
         )
     config = Grid([str(relation_set)], chunker, embedder, retrieval, k, config_file).config(
-        no_cache=no_cache,
-        max_cost=max_cost,
-        price_file=prices,
-        cache_dir=cache_dir,
+        **caches.settings(),
+        **spend.settings(),
         out=out,
         seed=seed,
         report=False if no_report else None,
     )
     setup = ExtractorSetup(
-        spec=extractor,
-        cache_dir=cache_dir,
-        no_cache=no_cache,
-        max_calls=max_calls,
-        max_cost=max_cost,
-        seed=config.seed,
-        price_file=prices,
+        extractor, **caches.settings(), **spend.settings(), max_calls=max_calls, seed=config.seed
     )
     console = Console(stderr=True, quiet=quiet, log_path=False)
     screen = Console(width=None if sys.stdout.isatty() else 160)
@@ -175,10 +167,8 @@ def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
         }
         for name in columns:
             table.add_column(labels[name], justify="right", no_wrap=True)
-        if with_extraction:
-            table.add_column("F1", justify="right")
-            table.add_column("calls", justify="right")
-            table.add_column("tokens", justify="right")
+        for name in ("F1", "calls", "tokens") if with_extraction else ():
+            table.add_column(name, justify="right")
         ranked = sorted(
             group,
             key=lambda r: (-_num(r.get("support_containment_mean")), -_num(r.get("recall_mean"))),
@@ -199,10 +189,8 @@ def relation_tables(rows: list[dict[str, Any]]) -> list[Table]:
 
 def estimate_table(found: list[Any], extractor: str) -> Table:
     """The dry run: per chunker, its chunks and the extractor's calls, tokens and dollars."""
-    table = Table(title=f"Dry run: extracting with {extractor}", title_justify="left")
-    for name in ("chunker", "chunks", "texts", "cached", "calls", "input tok", "output tok"):
-        table.add_column(name, justify="left" if name == "chunker" else "right")
-    table.add_column("USD", justify="right")
+    numbers = ("chunks", "texts", "cached", "calls", "input tok", "output tok", "USD")
+    table = cost_table(f"Dry run: extracting with {extractor}", ["chunker"], numbers)
     notes = []
     for item in found:
         e = item.estimate
@@ -225,10 +213,7 @@ def estimate_table(found: list[Any], extractor: str) -> Table:
             f"{e.output_tokens:,}-{e.output_tokens_max:,}",
             usd,
         )
-    if notes:
-        table.caption = "\n".join(notes)
-        table.caption_justify = "left"
-    return table
+    return with_notes(table, notes)
 
 
 def list_relation_metrics(as_json: options.Json = False) -> None:

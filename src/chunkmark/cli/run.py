@@ -22,7 +22,7 @@ from rich.table import Table
 
 from chunkmark.cli import options
 from chunkmark.report.recommendation_text import recommendation_lines
-from chunkmark.service.runs import Grid, recommended_metric, recommended_retrieval
+from chunkmark.service.runs import recommended_metric, recommended_retrieval
 from chunkmark.specs import short
 
 RUN_HELP = """Chunk, embed, retrieve and score: one cell per (dataset, chunker, embedder), every
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("run", help=RUN_HELP)(run)
+    app.command("run", help=RUN_HELP)(options.grouped(run))
 
 
 ExcerptsOption = Annotated[
@@ -91,20 +91,14 @@ AddressOption = Annotated[
 
 
 def run(
-    config_file: options.ConfigFile = None,
-    dataset: options.Datasets = None,
-    chunker: options.Chunkers = None,
-    embedder: options.Embedders = None,
-    k: options.Depths = None,
-    retrieval: options.Retrieval = None,
+    *,
+    grid: options.GridFlags,
     excerpts: ExcerptsOption = None,
     unit: UnitOption = None,
     denominator: DenominatorOption = None,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    spend: options.SpendFlags,
     out: options.RunOut = None,
-    cache_dir: options.CacheDir = None,
-    no_cache: options.NoCache = False,
+    caches: options.CacheFlags,
     no_report: options.NoReport = False,
     seed: options.BootstrapSeed = None,
     executor: ExecutorOption = None,
@@ -119,11 +113,9 @@ def run(
     from chunkmark.report import ReportOptions, write_run_report
 
     scoring = {"excerpts": excerpts, "unit": unit, "denominator": denominator}
-    config = Grid(dataset, chunker, embedder, retrieval, k, config_file).config(
-        no_cache=no_cache,
-        max_cost=max_cost,
-        price_file=prices,
-        cache_dir=cache_dir,
+    config = grid.config(
+        **caches.settings(),
+        **spend.settings(),
         out=out,
         seed=seed,
         scoring={key: v for key, v in scoring.items() if v} or None,

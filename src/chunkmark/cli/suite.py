@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
     """Add the ``suite`` command group to ``app``."""
     group = typer.Typer(add_completion=False, no_args_is_help=True)
     group.callback()(suite_group)
-    group.command("run")(run_command)
+    group.command("run")(options.grouped(run_command))
     suite_leaderboard.register(group)
     app.add_typer(group, name="suite")
 
@@ -94,6 +94,7 @@ WriteReports = Annotated[bool, typer.Option("--report", help="Write each set's r
 
 
 def run_command(
+    *,
     names: SetNames = None,
     datasets: OwnDatasets = None,
     out: SuiteOut = Path("results/suite"),
@@ -106,8 +107,7 @@ def run_command(
     seed: Seed = 0,
     report: WriteReports = False,
     cache_dir: options.CacheDir = None,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    spend: options.SpendFlags,
     as_json: options.Json = False,
     quiet: options.Quiet = False,
 ) -> None:
@@ -146,10 +146,9 @@ def run_command(
         out,
         GRIDS[grid].replacing(chunkers or (), embedders or ()),
         cache_dir=cache_dir,
-        max_cost=max_cost,
         report_writer=writer,
         progress=say,
-        price_file=prices,
+        **spend.settings(),
     )
     for name, line in result.failures.items():
         console.print(f"failed: {escape(name)}: {escape(line)}")

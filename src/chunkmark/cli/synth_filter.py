@@ -19,14 +19,6 @@ if TYPE_CHECKING:
     from chunkmark.synth.filter import FilterResult
     from chunkmark.synth.inspect import Inspection
 
-DatasetArg = Annotated[
-    str,
-    typer.Argument(
-        help="A dataset folder (Chroma or JSONL layout) or a built-in name: demo, chroma-general.",
-        show_default=False,
-    ),
-]
-
 FILTER_HELP = """Drop weak and repeated questions, as Chroma's method does; keep every score.
 
 Steps, in order: (1) drop a question when ANY of its excerpts has a cosine with it below
@@ -89,7 +81,7 @@ def register(group: typer.Typer) -> None:
 
 
 def filter_command(
-    dataset: DatasetArg,
+    dataset: options.DatasetArg,
     embedder: Annotated[
         str,
         typer.Option(
@@ -99,12 +91,7 @@ def filter_command(
             show_default=False,
         ),
     ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out", "-o", help="Folder for the kept set and manifest.json.", show_default=False
-        ),
-    ],
+    out: Annotated[Path, options.out_folder("Folder for the kept set and manifest.json.", "-o")],
     excerpt_threshold: Annotated[
         float,
         typer.Option(help="Drop a question when an excerpt's cosine with it is below this."),
@@ -233,7 +220,7 @@ def removal_table(result: FilterResult) -> Table:
 
 
 def inspect_command(
-    dataset: DatasetArg,
+    dataset: options.DatasetArg,
     as_json: options.Json = False,
     chunker: Annotated[
         str,

@@ -65,7 +65,7 @@ class Layout(str, Enum):
 
 def register(group: typer.Typer) -> None:
     """Add ``generate`` to the ``synth`` command group."""
-    group.command("generate", help=GENERATE_HELP)(generate_command)
+    group.command("generate", help=GENERATE_HELP)(options.grouped(generate_command))
 
 
 Corpus = Annotated[
@@ -84,10 +84,7 @@ LLMSpec = Annotated[
         show_default=False,
     ),
 ]
-Out = Annotated[
-    Path,
-    typer.Option("--out", help="Dataset folder to write (or to continue).", show_default=False),
-]
+Out = Annotated[Path, options.out_folder("Dataset folder to write (or to continue).")]
 Questions = Annotated[int, typer.Option(help="Questions to generate.")]
 Seed = Annotated[int, typer.Option(help="Seed of the plan and of the LLM requests.")]
 WindowChars = Annotated[int, typer.Option(help="Characters of document the LLM sees per question.")]
@@ -170,6 +167,7 @@ JsonSchema = Annotated[
 
 
 def generate_command(
+    *,
     corpus: Corpus,
     llm: LLMSpec,
     out: Out,
@@ -184,13 +182,11 @@ def generate_command(
     filter_documents: FilterDocuments = False,
     layout: LayoutOption = Layout.jsonl,
     concurrency: Concurrency = None,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    spend: options.SpendFlags,
     dry_run: DryRun = False,
     min_excerpt_chars: MinExcerptChars = 20,
     json_schema: JsonSchema = True,
-    cache_dir: options.CacheDir = None,
-    no_cache: options.NoCache = False,
+    caches: options.CacheFlags,
     quiet: options.Quiet = False,
 ) -> None:
     from chunkmark.errors import LLMError
@@ -200,10 +196,10 @@ def generate_command(
 
     steering = engine.read_examples(examples) if examples is not None else ()
     styles = engine.parse_styles(style) if style else engine.styles_of(steering) or ("factoid",)
-    table = engine.load_prices(prices)
+    table = engine.load_prices(spend.price_file)
     client = build_llm(
         llm,
-        cache_dir=None if no_cache else resolve_cache_dir(cache_dir),
+        cache_dir=None if caches.no_cache else resolve_cache_dir(caches.cache_dir),
         seed=seed,
         concurrency=concurrency,
     )
@@ -234,7 +230,7 @@ def generate_command(
             client,
             out,
             concurrency=concurrency,
-            max_cost=max_cost,
+            max_cost=spend.max_cost,
             prices=table,
             progress=progress,
             **settings,

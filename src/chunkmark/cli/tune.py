@@ -34,10 +34,11 @@ Needs the tune extra: pip install 'chunkmark[tune]'.
 
 def register(app: typer.Typer) -> None:
     """Add the ``tune`` command to the app."""
-    app.command("tune", help=TUNE_HELP)(tune)
+    app.command("tune", help=TUNE_HELP)(options.grouped(tune))
 
 
 def tune(
+    *,
     config_file: Annotated[
         Path,
         typer.Argument(
@@ -64,14 +65,12 @@ def tune(
         ),
     ] = 0.5,
     seed: Annotated[int, typer.Option(help="Seed of the sampler.")] = 0,
-    max_cost: options.MaxCost = None,
-    prices: options.Prices = None,
+    spend: options.SpendFlags,
     out: Annotated[
         Path | None, typer.Option(help="Results folder. [default: results/tune-DATE-TIME]")
     ] = None,
     dataset: options.Datasets = None,
-    cache_dir: options.CacheDir = None,
-    no_cache: options.NoCache = False,
+    caches: options.CacheFlags,
     no_report: options.NoReport = False,
     as_json: options.Json = False,
     quiet: options.Quiet = False,
@@ -80,10 +79,10 @@ def tune(
     from chunkmark.experiments.tune import tune as run_tune
     from chunkmark.report import write_run_report
 
-    given: dict[str, Any] = {"out": out, "datasets": dataset or None, "cache_dir": cache_dir}
+    given: dict[str, Any] = {"out": out, "datasets": dataset or None, "cache_dir": caches.cache_dir}
     given |= {
-        "price_file": prices,
-        "no_cache": no_cache or None,
+        "price_file": spend.price_file,
+        "no_cache": caches.no_cache or None,
         "report": False if no_report else None,
     }
     overrides = {key: value for key, value in given.items() if value is not None}
@@ -95,7 +94,7 @@ def tune(
         retrieval=retrieval or DEFAULT_RETRIEVAL,
         recall_floor=recall_floor,
         seed=seed,
-        max_cost=max_cost,
+        max_cost=spend.max_cost,
         overrides=overrides,
         progress=console.log,
         report_writer=write_run_report,
