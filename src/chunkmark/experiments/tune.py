@@ -54,9 +54,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from chunkmark.errors import ChunkmarkError, ConfigError, MissingDependencyError, SpecError
+from chunkmark.errors import ChunkmarkError, ConfigError, SpecError
 from chunkmark.experiments.config import MaxCost, make_config, read_experiment
 from chunkmark.experiments.grid import GridSpec, Range, parse_grid
+from chunkmark.optional import import_optional
 
 if TYPE_CHECKING:
     import optuna
@@ -78,11 +79,7 @@ TrialState = Literal["complete", "infeasible", "failed"]
 
 def import_optuna() -> Any:
     """The ``optuna`` module, or a MissingDependencyError naming ``pip install 'chunkmark[tune]'``."""
-    try:
-        import optuna
-    except ImportError:
-        raise MissingDependencyError("optuna", "tune", "chunkmark tune") from None
-    return optuna
+    return import_optional("optuna", "optuna", "tune", "chunkmark tune")
 
 
 # --- settings -------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import functools
 import gzip
-import importlib
 import json
 import re
 import time
@@ -25,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from chunkmark.datasets import Dataset
-from chunkmark.errors import MissingDependencyError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics.selection import MIN_P_BEST
+from chunkmark.optional import import_optional
 from chunkmark.report.answers import answers_payload
 from chunkmark.report.comparisons import (
     Comparisons,
@@ -118,10 +117,7 @@ class Report:
 
 def plotly_js() -> str:
     """plotly.js from the installed ``plotly`` package (a MissingDependencyError without it)."""
-    try:
-        offline = importlib.import_module("plotly.offline")
-    except ImportError:
-        raise MissingDependencyError("plotly", "report", "The HTML report") from None
+    offline = import_optional("plotly.offline", "plotly", "report", "The HTML report")
     script: str = offline.get_plotlyjs()
     return script
 
