@@ -33,7 +33,13 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark import plugins as _plugins
-from chunkmark.metrics.span_metrics import ChunkTable, OmegaScores, QuestionTable, RetrievalScores
+from chunkmark.metrics.span_metrics import (
+    ChunkTable,
+    OmegaScores,
+    QuestionTable,
+    RetrievalScores,
+    share,
+)
 from chunkmark.plugins import Plugin
 from chunkmark.spans import IntArray
 
@@ -385,12 +391,3 @@ def _same_document(s: ScoreInputs) -> npt.NDArray[np.bool_]:
     """``(n_q, K)``: the counted chunk at that rank belongs to the question's document."""
     counted = np.arange(s.ranking.shape[1])[None, :] < s.depth[:, None]
     return np.asarray(counted & (s.chunks.doc[s.ranking] == s.questions.doc[:, None]))
-
-
-def share(num: npt.ArrayLike, den: npt.ArrayLike) -> FloatArray:
-    """``num / den``, 0 where ``den`` is 0."""
-    num_f = np.asarray(num, dtype=np.float64)
-    den_f = np.asarray(den, dtype=np.float64)
-    out = np.zeros(np.broadcast_shapes(num_f.shape, den_f.shape))
-    np.divide(num_f, den_f, out=out, where=den_f > 0)
-    return out

@@ -36,7 +36,8 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark.metrics import bootstrap_ci
-from chunkmark.metrics.catalog import MetricCatalog, share
+from chunkmark.metrics.catalog import MetricCatalog
+from chunkmark.metrics.span_metrics import share
 from chunkmark.relations.model import Entity, Extraction, Pair, RelationSet
 
 IntArray = npt.NDArray[np.int64]
