@@ -17,7 +17,7 @@ import json
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
@@ -88,17 +88,10 @@ class ReportOptions:
     min_p_best: float = MIN_P_BEST
 
     def stats(self) -> StatsOptions:
+        """The tests' settings: each field of these options that :class:`StatsOptions` has."""
+        shared = {f.name for f in fields(StatsOptions)}
         return StatsOptions(
-            metric=self.metric,
-            retrieval=self.retrieval,
-            k=self.k,
-            scoring=self.scoring,
-            max_context_tokens=self.max_context_tokens,
-            alpha=self.alpha,
-            permutations=self.permutations,
-            bootstrap=self.bootstrap,
-            seed=self.seed,
-            min_p_best=self.min_p_best,
+            **{f.name: getattr(self, f.name) for f in fields(self) if f.name in shared}
         )
 
 
