@@ -1,5 +1,6 @@
 """What every converter of the suite shares: the seeded document sample, the result of a
-conversion, span helpers and the strict readers of the raw files."""
+conversion (a kept question added to it), a question's evidence placed piece by piece, span
+helpers and the strict readers of the raw files."""
 
 from __future__ import annotations
 
