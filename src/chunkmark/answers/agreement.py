@@ -15,12 +15,12 @@ the judge's 0/1 and the score.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from chunkmark.asdict import AsDict
 from chunkmark.metrics.agreement import kendall_tau_b, kendall_taus, percentile_interval
 
 FloatArray = npt.NDArray[np.float64]
@@ -29,7 +29,7 @@ CORRECT_F1 = 0.5
 
 
 @dataclass(frozen=True)
-class RankAgreement:
+class RankAgreement(AsDict):
     """Kendall's tau-b between two orderings of ``cells`` cells over ``questions`` questions,
     with a percentile bootstrap interval over questions (``resamples`` of which were usable)."""
 
@@ -39,9 +39,6 @@ class RankAgreement:
     ci_low: float
     ci_high: float
     resamples: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def rank_agreement(
@@ -78,7 +75,7 @@ def rank_agreement(
 
 
 @dataclass(frozen=True)
-class JudgeAgreement:
+class JudgeAgreement(AsDict):
     """The judge's ``correct`` against the reference-based score on ``n`` answers."""
 
     n: int
@@ -87,9 +84,6 @@ class JudgeAgreement:
     judged_correct: float  # share the judge calls correct
     reference_correct: float  # share with score >= threshold
     threshold: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def judge_agreement(

@@ -20,7 +20,6 @@ is not a boundary. For chunkers with overlap every window start is a boundary.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -30,7 +29,8 @@ import numpy.typing as npt
 
 from chunkmark.chunkers.base import Chunk
 from chunkmark.datasets.model import Dataset
-from chunkmark.errors import ChunkingError, DatasetError, MissingDependencyError
+from chunkmark.errors import ChunkingError, DatasetError
+from chunkmark.optional import import_optional
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -335,10 +335,9 @@ def window_size(reference: str) -> int:
 def pk_windowdiff(reference: str, hypothesis: str, k: int | None = None) -> tuple[float, float]:
     """nltk's Pk and WindowDiff of two segmentation strings, both with window ``k``
     (default :func:`window_size` of the reference)."""
-    try:
-        nltk_segmentation = importlib.import_module("nltk.metrics.segmentation")
-    except ImportError:
-        raise MissingDependencyError("nltk", "boundaries", "Pk and WindowDiff") from None
+    nltk_segmentation = import_optional(
+        "nltk.metrics.segmentation", "nltk", "boundaries", "Pk and WindowDiff"
+    )
     k = window_size(reference) if k is None else k
     pk = float(nltk_segmentation.pk(reference, hypothesis, k))
     return pk, float(nltk_segmentation.windowdiff(reference, hypothesis, k))

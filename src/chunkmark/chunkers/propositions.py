@@ -57,7 +57,6 @@ from chunkmark.chunkers.contextual import (
     register_wrapper,
 )
 from chunkmark.counters import ChunkerStats
-from chunkmark.errors import MissingDependencyError
 from chunkmark.llm.estimate import (
     REASON_TOKENS,
     SHOWN_ANSWER_TOKENS,
@@ -66,6 +65,7 @@ from chunkmark.llm.estimate import (
     Request,
     framed_tokens,
 )
+from chunkmark.optional import import_optional
 
 if TYPE_CHECKING:
     from chunkmark.llm import LLM
@@ -89,13 +89,8 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
 
 def rapidfuzz_fuzz() -> Any:
     """rapidfuzz's ``fuzz`` module, or :class:`MissingDependencyError` naming the extra."""
-    try:
-        from rapidfuzz import fuzz
-    except ImportError:
-        raise MissingDependencyError(
-            "rapidfuzz", "propositions", "The propositions chunker (aligning propositions)"
-        ) from None
-    return fuzz
+    purpose = "The propositions chunker (aligning propositions)"
+    return import_optional("rapidfuzz", "rapidfuzz", "propositions", purpose).fuzz
 
 
 # --- reading the answer --------------------------------------------------------------------------

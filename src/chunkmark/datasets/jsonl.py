@@ -18,7 +18,7 @@ named after the folder. docs/formats.md is the full description.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,27 +110,41 @@ def scan_jsonl(folder: Path, report: Report) -> Dataset | None:
     return None if questions is None else dataset_of(folder, texts, questions)
 
 
-def _lines(path: Path, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line that is a JSON object."""
-    content = read_text(path, report)
-    if content is None:
-        return
-    file = str(path)
+def parsed_lines(
+    content: str, bad: Callable[[int, json.JSONDecodeError], None]
+) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of the JSONL text ``content`` (a leading byte-order mark dropped)
+    with its 1-based number, parsed; a line that is not JSON is handed to ``bad`` with its
+    number and error (which raises, or reports it and the line is passed over)."""
     for number, raw in enumerate(content.removeprefix("\ufeff").split("\n"), start=1):
         if not raw.strip():
             continue
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
-            report(
-                Problem(
-                    file,
-                    number,
-                    f"not valid JSON ({exc.msg} at column {exc.colno}).",
-                    "Write one complete JSON object per line.",
-                )
-            )
+            bad(number, exc)
             continue
+        yield number, value
+
+
+def _lines(path: Path, report: Report) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line that is a JSON object."""
+    content = read_text(path, report)
+    if content is None:
+        return
+    file = str(path)
+
+    def bad(number: int, exc: json.JSONDecodeError) -> None:
+        report(
+            Problem(
+                file,
+                number,
+                f"not valid JSON ({exc.msg} at column {exc.colno}).",
+                "Write one complete JSON object per line.",
+            )
+        )
+
+    for number, value in parsed_lines(content, bad):
         if not isinstance(value, dict):
             report(
                 Problem(

@@ -45,6 +45,21 @@ class Embedder(Protocol):
         ...
 
 
+class Wrapper:
+    """Base of an embedder around another one, ``inner``: the name and identity (what keys the
+    embedding cache) are the inner embedder's."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+
 @runtime_checkable
 class InputAwareEmbedder(Protocol):
     """An embedder that can say exactly what its model reads for a text, and embed that.

@@ -39,6 +39,7 @@ from chunkmark.embedders.base import (
     Kind,
     SliceEmbedder,
     SpanEmbedder,
+    Wrapper,
     embeds_spans,
 )
 from chunkmark.errors import EmbeddingError
@@ -264,7 +265,7 @@ class EmbeddingCache(SQLiteStore):
         self._identity_ids = {}  # row ids are only trusted for the connection that read them
 
 
-class CachedEmbedder:
+class CachedEmbedder(Wrapper):
     """An embedder that embeds each distinct model input once: deduplicated, cached on disk.
 
     It has the inner embedder's name and identity. With ``cache=None`` (``--no-cache``) it still
@@ -289,7 +290,7 @@ class CachedEmbedder:
     ) -> None:
         if flush_every < 1:
             raise ValueError(f"flush_every must be at least 1, got {flush_every}")
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
         self.flush_every = flush_every
         self.progress = progress
@@ -301,13 +302,6 @@ class CachedEmbedder:
         # megabytes of books, not their texts or half a gigabyte of Python objects.
         self._input_of: dict[str, DigestTable] = {}  # by kind: text -> model input
         self._seconds_of: dict[str, DigestTable] = {}  # by kind: input -> model seconds
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
         positions: dict[str, int] = {}

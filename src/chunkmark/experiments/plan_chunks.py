@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
 from chunkmark.counters import EmbedderStats
-from chunkmark.embedders.base import Embedder, FloatArray, Kind
+from chunkmark.embedders.base import Embedder, FloatArray, Kind, Wrapper
 from chunkmark.errors import ConfigError
 from chunkmark.experiments.chunk_store import ChunkStore, chunk_key
 from chunkmark.experiments.plan_model import Source
@@ -56,19 +56,9 @@ class NotCached(Exception):
     """A chunker chunking for an estimate asked for a vector the embedding cache does not hold."""
 
 
-class CacheOnly:
+class CacheOnly(Wrapper):
     """An embedder as an estimate sees it: its name and identity (the cache keys), and no model
     and no request. Embedding anything means the cache lacked it."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
 
     def embed(self, texts: Sequence[str], kind: Kind = "document") -> FloatArray:
         raise NotCached(f"{len(texts)} {kind} texts")

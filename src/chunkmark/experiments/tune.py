@@ -54,9 +54,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from chunkmark.errors import ChunkmarkError, ConfigError, MissingDependencyError, SpecError
+from chunkmark.errors import ChunkmarkError, ConfigError, SpecError
 from chunkmark.experiments.config import MaxCost, make_config, read_experiment
 from chunkmark.experiments.grid import GridSpec, Range, parse_grid
+from chunkmark.optional import import_optional
 
 if TYPE_CHECKING:
     import optuna
@@ -78,11 +79,7 @@ TrialState = Literal["complete", "infeasible", "failed"]
 
 def import_optuna() -> Any:
     """The ``optuna`` module, or a MissingDependencyError naming ``pip install 'chunkmark[tune]'``."""
-    try:
-        import optuna
-    except ImportError:
-        raise MissingDependencyError("optuna", "tune", "chunkmark tune") from None
-    return optuna
+    return import_optional("optuna", "optuna", "tune", "chunkmark tune")
 
 
 # --- settings -------------------------------------------------------------------------------
@@ -489,34 +486,26 @@ def tune(
     return result
 
 
+@dataclass(eq=False)
 class _Search:
     """The trial loop: ask, run the cell (or reuse it), score, tell."""
 
-    def __init__(
-        self,
-        optuna: Any,
-        settings: TuneSettings,
-        space: SearchSpace,
-        config: ExperimentConfig,
-        retrieval: str,
-        say: Progress,
-        embed_progress: EmbedProgress | None,
-    ) -> None:
-        self.optuna = optuna
-        self.settings = settings
-        self.space = space
-        self.config = config
-        self.retrieval = retrieval
-        self.say = say
-        self.embed_progress = embed_progress
-        self.records: list[TrialRecord] = []
-        self.stopped: str | None = None
-        self.spent = 0.0
-        self.session: Session | None = None
-        self.report_writer: ReportWriter | None = None
-        self.analyses: tuple[Analysis, ...] = ()
-        self.outcomes: dict[str, list[CellOutcome]] = {}  # canonical spec -> its cells
-        self.first: dict[str, TrialRecord] = {}  # canonical spec -> the first trial of it
+    optuna: Any
+    settings: TuneSettings
+    space: SearchSpace
+    config: ExperimentConfig
+    retrieval: str
+    say: Progress
+    embed_progress: EmbedProgress | None
+    records: list[TrialRecord] = field(default_factory=list, init=False)
+    stopped: str | None = field(default=None, init=False)
+    spent: float = field(default=0.0, init=False)
+    session: Session | None = field(default=None, init=False)
+    report_writer: ReportWriter | None = field(default=None, init=False)
+    analyses: tuple[Analysis, ...] = field(default=(), init=False)
+    # canonical spec -> its cells, and the first trial of it
+    outcomes: dict[str, list[CellOutcome]] = field(default_factory=dict, init=False)
+    first: dict[str, TrialRecord] = field(default_factory=dict, init=False)
 
     def run(self) -> None:
         with _quiet_optuna(self.optuna):

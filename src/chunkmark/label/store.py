@@ -28,6 +28,7 @@ from chunkmark.datasets.chroma import read_corpus, read_documents
 from chunkmark.datasets.jsonl import (
     JSONL_DOCUMENTS,
     check_question_object,
+    parsed_lines,
     read_documents_file,
 )
 from chunkmark.datasets.model import Document
@@ -46,16 +47,13 @@ class LabelError(ChunkmarkError):
 def json_lines(path: Path, content: str, fix: str) -> Iterator[tuple[int, Any]]:
     """Each non-blank line of the JSONL text ``content`` (of ``path``) with its 1-based number,
     parsed; a line that is not JSON is a LabelError naming it, with ``fix``."""
-    for number, raw in enumerate(content.removeprefix("\ufeff").split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise LabelError(
-                f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}).", fix
-            ) from None
-        yield number, value
+
+    def bad(number: int, exc: json.JSONDecodeError) -> None:
+        raise LabelError(
+            f"{path}, line {number}: not valid JSON ({exc.msg} at column {exc.colno}).", fix
+        ) from None
+
+    return parsed_lines(content, bad)
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+
+from chunkmark.asdict import AsDict
 
 FloatArray = npt.NDArray[np.float64]
 RESAMPLES = 1_000
@@ -88,7 +89,7 @@ def percentile_interval(values: npt.ArrayLike, level: float) -> tuple[float, flo
 
 
 @dataclass(frozen=True)
-class RankingAgreement:
+class RankingAgreement(AsDict):
     """Kendall's tau-b between the orderings of ``cells`` cells by two question sets of
     ``questions_a`` and ``questions_b`` questions, and its percentile bootstrap interval at
     ``level`` over ``resamples`` usable resamples."""
@@ -101,9 +102,6 @@ class RankingAgreement:
     ci_high: float
     resamples: int
     level: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def ranking_agreement(

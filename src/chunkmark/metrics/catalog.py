@@ -33,7 +33,13 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkmark import plugins as _plugins
-from chunkmark.metrics.span_metrics import ChunkTable, OmegaScores, QuestionTable, RetrievalScores
+from chunkmark.metrics.span_metrics import (
+    ChunkTable,
+    OmegaScores,
+    QuestionTable,
+    RetrievalScores,
+    share,
+)
 from chunkmark.plugins import Plugin
 from chunkmark.spans import IntArray
 
@@ -330,7 +336,7 @@ def _doc_precision(s: ScoreInputs) -> FloatArray:
     Spans do not matter, only each counted chunk's document; 0 when no chunk is counted.
     """
     same = _same_document(s)
-    return _share(same.sum(axis=1), s.depth)
+    return share(same.sum(axis=1), s.depth)
 
 
 @METRICS.register("doc_recall", label="doc R@k", interval=True)
@@ -351,7 +357,7 @@ def _doc_f1(s: ScoreInputs) -> FloatArray:
     Source: Vectara's "Is Semantic Chunking Worth the Computational Cost?", document level.
     """
     precision, recall = _doc_precision(s), _doc_recall(s)
-    return _share(2 * precision * recall, precision + recall)
+    return share(2 * precision * recall, precision + recall)
 
 
 @METRICS.register("oracle_recall", label="oracle R", interval=True)
@@ -378,19 +384,10 @@ def _oracle_recall(s: ScoreInputs) -> FloatArray:
     counted = np.arange(s.ranking.shape[1])[None, :] < s.depth[:, None]
     budget = (lengths * counted).sum(axis=1)
     cover = np.minimum(s.chunking.gains.best_cover(budget), s.questions.merged_total)
-    return _share(cover, s.questions.excerpt_total)
+    return share(cover, s.questions.excerpt_total)
 
 
 def _same_document(s: ScoreInputs) -> npt.NDArray[np.bool_]:
     """``(n_q, K)``: the counted chunk at that rank belongs to the question's document."""
     counted = np.arange(s.ranking.shape[1])[None, :] < s.depth[:, None]
     return np.asarray(counted & (s.chunks.doc[s.ranking] == s.questions.doc[:, None]))
-
-
-def _share(num: npt.ArrayLike, den: npt.ArrayLike) -> FloatArray:
-    """``num / den``, 0 where ``den`` is 0."""
-    num_f = np.asarray(num, dtype=np.float64)
-    den_f = np.asarray(den, dtype=np.float64)
-    out = np.zeros(np.broadcast_shapes(num_f.shape, den_f.shape))
-    np.divide(num_f, den_f, out=out, where=den_f > 0)
-    return out

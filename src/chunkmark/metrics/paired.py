@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+
+from chunkmark.asdict import AsDict
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["higher", "lower"]
@@ -55,7 +57,7 @@ _BLOCK = 1_000  # sign vectors drawn at once
 
 
 @dataclass(frozen=True)
-class PairedComparison:
+class PairedComparison(AsDict):
     """``a`` against ``b`` on the same ``n`` questions; ``difference`` is mean(a - b)."""
 
     n: int
@@ -73,9 +75,6 @@ class PairedComparison:
     permutations: int
     level: float
     seed: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def compare_paired(

@@ -213,10 +213,11 @@ class RetrievalScores:
     dcg: FloatArray  # nDCG's numerator: Σ relevant / log2(rank + 1), ranks from 1
 
 
-def _ratio(num: npt.NDArray[np.generic], den: npt.NDArray[np.generic]) -> FloatArray:
+def share(num: npt.ArrayLike, den: npt.ArrayLike) -> FloatArray:
+    """``num / den``, 0 where ``den`` is 0."""
     num_f = np.asarray(num, dtype=np.float64)
     den_f = np.asarray(den, dtype=np.float64)
-    out = np.zeros_like(num_f)
+    out = np.zeros(np.broadcast_shapes(num_f.shape, den_f.shape))
     np.divide(num_f, den_f, out=out, where=den_f > 0)
     return out
 
@@ -279,11 +280,11 @@ def score_retrieval(
         unused = (ex_len - covered_raw).sum(axis=1)
         retrieved_len = ((r_spans[..., 1] - r_spans[..., 0]) * take).sum(axis=1)
 
-    recall = _ratio(overlap, questions.excerpt_total)
-    precision = _ratio(overlap, retrieved_len)
-    iou = _ratio(overlap, retrieved_len + unused)
-    f1 = _ratio(2 * precision * recall, precision + recall)
-    containment = _ratio(
+    recall = share(overlap, questions.excerpt_total)
+    precision = share(overlap, retrieved_len)
+    iou = share(overlap, retrieved_len + unused)
+    f1 = share(2 * precision * recall, precision + recall)
+    containment = share(
         union_lengths(questions.excerpts, questions.mask & contained), questions.excerpt_total
     )
     hit, mrr, ndcg, dcg = _rank_scores(relevant, ks, n_relevant)
@@ -303,7 +304,7 @@ def _rank_scores(
     dcg = (relevant * discounts[None, :]).sum(axis=1)
     ideal_n = ks if n_relevant is None else np.minimum(ks, n_relevant)
     ideal = np.concatenate([[0.0], np.cumsum(discounts)])[np.minimum(ideal_n, width)]
-    return hit, mrr, _ratio(dcg, ideal), np.asarray(dcg, dtype=np.float64)
+    return hit, mrr, share(dcg, ideal), np.asarray(dcg, dtype=np.float64)
 
 
 def _retrieved_spans(

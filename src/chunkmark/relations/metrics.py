@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from chunkmark.metrics import bootstrap_ci
 from chunkmark.metrics.catalog import MetricCatalog
+from chunkmark.metrics.span_metrics import share
 from chunkmark.relations.model import Entity, Extraction, Pair, RelationSet
 
 IntArray = npt.NDArray[np.int64]
@@ -556,7 +557,7 @@ class RankedRelations:
         nq = len(self.n_gold)
         depth = np.asarray(depth, dtype=np.int64).reshape(nq)
         covered = (self.cover <= depth[self.pair_question]).astype(np.float64)
-        support = _share(np.bincount(self.pair_question, covered, minlength=nq), self.n_gold)
+        support = share(np.bincount(self.pair_question, covered, minlength=nq), self.n_gold)
         if not self.extracted:
             zeros = np.zeros(nq)
             return RetrievalScores(
@@ -567,7 +568,7 @@ class RankedRelations:
         hit = counted & self.gold_hit
         hits = np.bincount(self.key_question[hit], minlength=nq).astype(np.float64)
         return RetrievalScores(
-            _share(hits, self.n_gold), _share(hits, n_ext), support, self.n_gold, n_ext
+            share(hits, self.n_gold), share(hits, n_ext), support, self.n_gold, n_ext
         )
 
 
@@ -701,15 +702,6 @@ def score_chunking(
 
 def _ratio(num: float, den: float) -> float:
     return float(num) / float(den) if den else 0.0
-
-
-def _share(num: npt.ArrayLike, den: npt.ArrayLike) -> FloatArray:
-    """``num / den``, 0 where ``den`` is 0."""
-    n = np.asarray(num, dtype=np.float64)
-    d = np.asarray(den, dtype=np.float64)
-    out = np.zeros(np.broadcast_shapes(n.shape, d.shape))
-    np.divide(n, d, out=out, where=d > 0)
-    return out
 
 
 def _f1(p: float, r: float) -> float:

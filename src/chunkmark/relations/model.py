@@ -31,6 +31,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
+from chunkmark.datasets.jsonl import parsed_lines
 from chunkmark.datasets.model import Dataset
 from chunkmark.errors import DatasetError
 from chunkmark.files import write_bytes_atomic
@@ -244,15 +245,13 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise DatasetError(
             f"{path} is not UTF-8 (byte {exc.start}).", "Write the file as UTF-8."
         ) from None
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{path}, line {number}: not JSON ({exc.msg}).", "Fix or remove that line."
-            ) from None
+
+    def bad(number: int, exc: json.JSONDecodeError) -> None:
+        raise DatasetError(
+            f"{path}, line {number}: not JSON ({exc.msg}).", "Fix or remove that line."
+        ) from None
+
+    for number, item in parsed_lines(text, bad):
         if not isinstance(item, dict):
             raise DatasetError(f"{path}, line {number}: not a JSON object.", "Fix that line.")
         yield number, item

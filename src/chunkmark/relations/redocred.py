@@ -41,7 +41,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -579,23 +579,10 @@ class _Builder:
         )
 
     def stats(self) -> PrepareStats:
-        counts = self.counts
+        """Every field is its count, but ``entities`` and ``relations``: those kept."""
+        kept = {"entities": len(self.entities), "relations": len(self.relations)}
         return PrepareStats(
-            documents=counts["documents"],
-            corpus_files=counts["corpus_files"],
-            sentences=counts["sentences"],
-            entities=len(self.entities),
-            mentions=counts["mentions"],
-            mentions_merged=counts["mentions_merged"],
-            relations=len(self.relations),
-            evidence=counts["evidence"],
-            window=counts["window"],
-            same_sentence=counts["same_sentence"],
-            cross_sentence=counts["cross_sentence"],
-            duplicates_skipped=counts["duplicates_skipped"],
-            self_relations_skipped=counts["self_relations_skipped"],
-            mentions_checked=counts["mentions_checked"],
-            supports_checked=counts["supports_checked"],
+            **{f.name: kept.get(f.name, self.counts[f.name]) for f in fields(PrepareStats)}
         )
 
 

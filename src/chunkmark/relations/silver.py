@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 
 from chunkmark.chunkers.sentences import sentence_spans
 from chunkmark.datasets.model import Dataset, Document, Question
+from chunkmark.datasets.suite.base import merge_spans
 from chunkmark.errors import DatasetError
 from chunkmark.relations.matching import normalise
 from chunkmark.relations.model import (
@@ -215,14 +216,7 @@ def occurrences(form: str, text: str) -> list[Span]:
 
 def unite(spans: Iterable[Span]) -> tuple[Span, ...]:
     """Distinct spans in order, overlapping ones merged into one (touching ones are kept)."""
-    out: list[Span] = []
-    for span in sorted(set(spans), key=lambda s: (s.start, s.end)):
-        if out and span.start < out[-1].end:
-            last = out[-1]
-            out[-1] = Span(last.start, max(last.end, span.end))
-        else:
-            out.append(span)
-    return tuple(out)
+    return merge_spans(set(spans))
 
 
 def _sentence_ids(

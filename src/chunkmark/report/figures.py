@@ -14,15 +14,14 @@ Needs ``plotly`` (the ``report`` extra).
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from chunkmark.errors import MissingDependencyError
 from chunkmark.metrics import METRICS
+from chunkmark.optional import import_optional
 from chunkmark.report.comparisons import check_metric, choose_setting
 from chunkmark.report.data import LeaderRow, ReportData, load_runs
 from chunkmark.report.html import ReportOptions
@@ -52,10 +51,7 @@ class FigureSetting:
 
 def plotly_go() -> Any:
     """``plotly.graph_objects`` (a MissingDependencyError naming the extra without it)."""
-    try:
-        return importlib.import_module("plotly.graph_objects")
-    except ImportError:
-        raise MissingDependencyError("plotly", "report", "The report's figures") from None
+    return import_optional("plotly.graph_objects", "plotly", "report", "The report's figures")
 
 
 def run_figures(
@@ -182,16 +178,16 @@ def size_plots(
         for name, (_, items) in sorted(groups.items(), key=lambda g: (order[g[1][0]], g[0])):
             items = sorted(items, key=x)
             traces.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines+markers",
-                    "name": name,
-                    "x": [x(r) for r in items],
-                    "y": [_pct(r.mean.get(m)) for r in items],
-                    "error_y": _error_bars(items, m),
-                    "text": [data.cells[r.cell].label for r in items],
-                    "hovertemplate": "%{text}<br>%{x}: %{y:.2f}%<extra>%{fullData.name}</extra>",
-                }
+                _scatter(
+                    name,
+                    "lines+markers",
+                    items,
+                    x,
+                    lambda r: _pct(r.mean.get(m)),
+                    error_y=_error_bars(items, m),
+                    text=[data.cells[r.cell].label for r in items],
+                    hovertemplate="%{text}<br>%{x}: %{y:.2f}%<extra>%{fullData.name}</extra>",
+                )
             )
         plots.append((family, traces, param or "mean chunk tokens (no size parameter)"))
     return plots
@@ -245,16 +241,16 @@ def _cells_trace(
     y: Callable[[LeaderRow], float],
     hover: str,
 ) -> dict[str, Any]:
-    return {
-        "type": "scatter",
-        "mode": "markers",
-        "name": "cells",
-        "x": [x(r) for r in rows],
-        "y": [y(r) for r in rows],
-        "text": [data.cells[r.cell].label for r in rows],
-        "marker": {"size": 8, "color": BLUE, "opacity": 0.75},
-        "hovertemplate": hover,
-    }
+    return _scatter(
+        "cells",
+        "markers",
+        rows,
+        x,
+        y,
+        text=[data.cells[r.cell].label for r in rows],
+        marker={"size": 8, "color": BLUE, "opacity": 0.75},
+        hovertemplate=hover,
+    )
 
 
 def _front_trace(
@@ -264,17 +260,31 @@ def _front_trace(
     y: Callable[[LeaderRow], float],
 ) -> dict[str, Any]:
     short = data.short_retrievals()
-    return {
-        "type": "scatter",
-        "mode": "lines+markers",
-        "name": "Pareto front",
-        "x": [x(r) for r in rows],
-        "y": [y(r) for r in rows],
-        "line": {"color": RED, "width": 2, "dash": "dot"},
-        "marker": {"color": RED, "size": 11, "symbol": "diamond-open", "line": {"width": 2}},
-        "text": [f"{data.cells[r.cell].label} ({short[r.retrieval]})" for r in rows],
-        "hovertemplate": "%{text}<extra>Pareto front</extra>",
-    }
+    return _scatter(
+        "Pareto front",
+        "lines+markers",
+        rows,
+        x,
+        y,
+        line={"color": RED, "width": 2, "dash": "dot"},
+        marker={"color": RED, "size": 11, "symbol": "diamond-open", "line": {"width": 2}},
+        text=[f"{data.cells[r.cell].label} ({short[r.retrieval]})" for r in rows],
+        hovertemplate="%{text}<extra>Pareto front</extra>",
+    )
+
+
+def _scatter(
+    name: str,
+    mode: str,
+    rows: list[LeaderRow],
+    x: Callable[[LeaderRow], float],
+    y: Callable[[LeaderRow], float | None],
+    **style: Any,
+) -> dict[str, Any]:
+    """A scatter trace named ``name``: a point per row at (``x``, ``y``), drawn as ``style``
+    says."""
+    xs, ys = [x(r) for r in rows], [y(r) for r in rows]
+    return {"type": "scatter", "mode": mode, "name": name, "x": xs, "y": ys, **style}
 
 
 def _figure(go: Any, traces: list[dict[str, Any]], title: str, x: str, y: str) -> Any:

@@ -13,21 +13,20 @@ from __future__ import annotations
 import base64
 import functools
 import gzip
-import importlib
 import json
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from chunkmark.datasets import Dataset
-from chunkmark.errors import MissingDependencyError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.metrics.selection import MIN_P_BEST
+from chunkmark.optional import import_optional
 from chunkmark.report.answers import answers_payload
 from chunkmark.report.comparisons import (
     Comparisons,
@@ -89,17 +88,10 @@ class ReportOptions:
     min_p_best: float = MIN_P_BEST
 
     def stats(self) -> StatsOptions:
+        """The tests' settings: each field of these options that :class:`StatsOptions` has."""
+        shared = {f.name for f in fields(StatsOptions)}
         return StatsOptions(
-            metric=self.metric,
-            retrieval=self.retrieval,
-            k=self.k,
-            scoring=self.scoring,
-            max_context_tokens=self.max_context_tokens,
-            alpha=self.alpha,
-            permutations=self.permutations,
-            bootstrap=self.bootstrap,
-            seed=self.seed,
-            min_p_best=self.min_p_best,
+            **{f.name: getattr(self, f.name) for f in fields(self) if f.name in shared}
         )
 
 
@@ -118,10 +110,7 @@ class Report:
 
 def plotly_js() -> str:
     """plotly.js from the installed ``plotly`` package (a MissingDependencyError without it)."""
-    try:
-        offline = importlib.import_module("plotly.offline")
-    except ImportError:
-        raise MissingDependencyError("plotly", "report", "The HTML report") from None
+    offline = import_optional("plotly.offline", "plotly", "report", "The HTML report")
     script: str = offline.get_plotlyjs()
     return script
 

@@ -18,7 +18,6 @@ Scores are faiss's own inner products, which may differ from exact search's in t
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from chunkmark.errors import MissingDependencyError
+from chunkmark.optional import import_optional
 from chunkmark.retrieval.base import FloatArray, IntArray
 from chunkmark.retrieval.exact import ExactIndex
 from chunkmark.retrieval.settings import ranker
@@ -211,10 +210,7 @@ def _one_thread(faiss: Any) -> Iterator[None]:
 
 
 def _faiss() -> Any:
-    try:
-        return importlib.import_module("faiss")
-    except ImportError:
-        raise MissingDependencyError("faiss-cpu", "ann", "The faiss ranker") from None
+    return import_optional("faiss", "faiss-cpu", "ann", "The faiss ranker")
 
 
 def check_faiss(

@@ -1,5 +1,6 @@
 """What every converter of the suite shares: the seeded document sample, the result of a
-conversion, span helpers and the strict readers of the raw files."""
+conversion (a kept question added to it), a question's evidence placed piece by piece, span
+helpers and the strict readers of the raw files."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from chunkmark.datasets.model import Document, Question
-from chunkmark.datasets.suite.manifest import Tally
+from chunkmark.datasets.suite.locate import Miss, Placement
+from chunkmark.datasets.suite.manifest import MISSES, Reason, Tally
 from chunkmark.errors import DatasetError
 from chunkmark.spans import Span
 from chunkmark.specs import Catalog
@@ -57,6 +59,50 @@ class Converted:
     tally: Tally = field(default_factory=Tally)
     documents_in_source: int = 0
     notes: dict[str, Any] = field(default_factory=dict)
+
+    def keep(
+        self,
+        qid: str,
+        text: str,
+        doc_id: str,
+        spans: Sequence[Span],
+        metadata: dict[str, Any],
+        *,
+        split: str | None = None,
+        structural: bool = False,
+    ) -> None:
+        """A question kept, its evidence ``spans`` merged (:func:`merge_spans`), and counted (in
+        its ``split``); ``structural``: each span was placed by the set's own structure (turns,
+        sections), and is counted so."""
+        self.questions.append(Question(qid, text, doc_id, merge_spans(spans), metadata))
+        for _ in spans if structural else ():
+            self.tally.place("structural")
+        self.tally.keep(split=split)
+
+
+@dataclass
+class Evidence:
+    """A question's evidence placed piece by piece, each piece tallied: the spans placed, and
+    the first piece that was not (its reason, and which piece it was)."""
+
+    tally: Tally
+    spans: list[Span] = field(default_factory=list)
+    problem: tuple[Reason, str] | None = None
+
+    def add(self, found: Placement | Miss, piece: str) -> None:
+        if isinstance(found, str):
+            reason = MISSES[found]
+            self.tally.miss(reason)
+            self.problem = self.problem or (reason, piece)
+            return
+        self.spans.append(found.span)
+        self.tally.place(found.method, first_of_several=found.occurrences > 1)
+
+    def dropped(self, qid: str, doc_id: str) -> bool:
+        """Whether a piece was not placed: the question is then counted dropped, for the first."""
+        if self.problem is not None:
+            self.tally.drop(qid, doc_id, *self.problem)
+        return self.problem is not None
 
 
 @dataclass(frozen=True)
@@ -125,25 +171,24 @@ def joined(parts: Sequence[str], separator: str) -> tuple[str, list[Span]]:
     return separator.join(parts), spans
 
 
+def _refetch(problem: str) -> DatasetError:
+    """A raw file not as pinned: ``problem`` (naming it), and the fix."""
+    return DatasetError(problem, "Fetch the file again: chunkmark datasets download NAME --force.")
+
+
 def read_text(path: Path) -> str:
     """A raw file's text: strict UTF-8 (a leading BOM dropped), newlines as stored."""
     try:
         return path.read_bytes().decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path} is not valid UTF-8 (byte {exc.start}).",
-            "Fetch the file again: chunkmark datasets download NAME --force.",
-        ) from None
+        raise _refetch(f"{path} is not valid UTF-8 (byte {exc.start}).") from None
 
 
 def read_json(path: Path) -> Any:
     try:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
-        raise DatasetError(
-            f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}).",
-            "Fetch the file again: chunkmark datasets download NAME --force.",
-        ) from None
+        raise _refetch(f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}).") from None
 
 
 def read_csv(path: Path, required: Sequence[str]) -> list[dict[str, str]]:
@@ -152,10 +197,7 @@ def read_csv(path: Path, required: Sequence[str]) -> list[dict[str, str]]:
     header = set(rows[0]) if rows else set()
     missing = [c for c in required if c not in header]
     if missing:
-        raise DatasetError(
-            f"{path} lacks the column(s) {', '.join(missing)}.",
-            "Fetch the file again: chunkmark datasets download NAME --force.",
-        )
+        raise _refetch(f"{path} lacks the column(s) {', '.join(missing)}.")
     return rows
 
 
@@ -164,10 +206,7 @@ def field_of(row: Mapping[str, Any], key: str, path: Path, where: str) -> Any:
     try:
         return row[key]
     except (KeyError, TypeError):
-        raise DatasetError(
-            f"{path}: {where} has no {key!r}.",
-            "Fetch the file again: chunkmark datasets download NAME --force.",
-        ) from None
+        raise _refetch(f"{path}: {where} has no {key!r}.") from None
 
 
 def files_under(files: Sequence[str], prefix: str, suffix: str) -> list[str]:

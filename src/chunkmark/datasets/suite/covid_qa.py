@@ -21,13 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chunkmark.datasets.model import Document, Question
+from chunkmark.datasets.model import Document
 from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
     Sample,
     field_of,
-    merge_spans,
     read_json,
 )
 from chunkmark.datasets.suite.locate import Locator
@@ -93,8 +92,7 @@ def _paper(path: Path, doc_id: str, paragraph: Any, out: Converted) -> None:
                 continue
             question = str(field_of(qa, "question", path, f"question {qid}"))
             metadata = {"answers": texts, "scope": DOCUMENT_SCOPE}
-            out.questions.append(Question(qid, question, doc_id, merge_spans(spans), metadata))
-            out.tally.keep()
+            out.keep(qid, question, doc_id, spans, metadata)
 
 
 COVID_QA = SetInfo(

@@ -32,20 +32,18 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from chunkmark.datasets.model import Document, Question
+from chunkmark.datasets.model import Document
 from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
+    Evidence,
     Sample,
-    merge_spans,
     read_csv,
     read_text,
 )
 from chunkmark.datasets.suite.locate import Locator
-from chunkmark.datasets.suite.manifest import MISSES, Reason
 from chunkmark.datasets.suite.pinned import SetInfo
 from chunkmark.errors import DatasetError
-from chunkmark.spans import Span
 
 BASE = "data/CUAD_v1"
 MASTER = f"{BASE}/master_clauses.csv"
@@ -164,28 +162,19 @@ def _question(
     locator: Locator,
     out: Converted,
 ) -> None:
-    spans: list[Span] = []
-    problem: tuple[Reason, str] | None = None
+    evidence = Evidence(out.tally)
     for number, clause in enumerate(clauses, start=1):
         found = locator.locate(clause, many="first")
         if found == "not found" and OMITTED in clause:
             found = locator.elided(clause.split(OMITTED), MAX_GAP, many="first")
-        if isinstance(found, str):
-            reason: Reason = MISSES[found]
-            out.tally.miss(reason)
-            problem = problem or (reason, f"clause {number} of {len(clauses)}")
-            continue
-        spans.append(found.span)
-        out.tally.place(found.method, first_of_several=found.occurrences > 1)
-    if problem is not None:
-        out.tally.drop(qid, doc_id, *problem)
+        evidence.add(found, f"clause {number} of {len(clauses)}")
+    if evidence.dropped(qid, doc_id):
         return
     metadata: dict[str, object] = {"category": column}
     if answer:
         metadata["answers"] = [answer]
     metadata["scope"] = DOCUMENT_SCOPE
-    out.questions.append(Question(qid, template, doc_id, merge_spans(spans), metadata))
-    out.tally.keep()
+    out.keep(qid, template, doc_id, evidence.spans, metadata)
 
 
 CUAD = SetInfo(

@@ -32,17 +32,16 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from chunkmark.datasets.model import Document, Question
+from chunkmark.datasets.model import Document
 from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
+    Evidence,
     Sample,
-    merge_spans,
     read_csv,
     read_text,
 )
 from chunkmark.datasets.suite.locate import Locator
-from chunkmark.datasets.suite.manifest import MISSES, Reason
 from chunkmark.datasets.suite.pinned import SetInfo
 from chunkmark.errors import DatasetError
 from chunkmark.spans import Span
@@ -134,25 +133,16 @@ def _prompt(
         out.tally.drop(qid, doc_id, "no evidence accepted")
         return
     text = locator.document
-    spans: list[Span] = []
-    problem: tuple[Reason, str] | None = None
+    placed = Evidence(out.tally)
     for row in accepted:
         annotation = row["Annotations"]
         start, end = int(row["Evidence Start"]), int(row["Evidence End"])
         if 0 <= start < end <= len(text) and text[start:end] == annotation and annotation.strip():
-            spans.append(Span(start, end))
+            placed.spans.append(Span(start, end))
             out.tally.place("exact")
             continue
-        found = locator.locate(annotation, many="drop")
-        if isinstance(found, str):
-            reason: Reason = MISSES[found]
-            out.tally.miss(reason)
-            problem = problem or (reason, f"offsets {start}-{end}")
-            continue
-        spans.append(found.span)
-        out.tally.place(found.method)
-    if problem is not None:
-        out.tally.drop(qid, doc_id, *problem)
+        placed.add(locator.locate(annotation, many="drop"), f"offsets {start}-{end}")
+    if placed.dropped(qid, doc_id):
         return
     votes = Counter(
         LABELS.get(r["Label Code"].strip(), r["Label Code"])
@@ -175,8 +165,7 @@ def _prompt(
         scope=DOCUMENT_SCOPE,
     )
     question = question_text(info["Outcome"], info["Intervention"], info["Comparator"])
-    out.questions.append(Question(qid, question, doc_id, merge_spans(spans), metadata))
-    out.tally.keep()
+    out.keep(qid, question, doc_id, placed.spans, metadata)
 
 
 EVIDENCE_INFERENCE = SetInfo(

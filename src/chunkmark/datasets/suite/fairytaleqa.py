@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from chunkmark.datasets.model import Document, Question
+from chunkmark.datasets.model import Document
 from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
@@ -89,26 +89,16 @@ def _story(
         for s in dict.fromkeys(named):
             excerpts.append(span_of[s])
         answers = [row[a].strip() for a in ANSWERS if (row.get(a) or "").strip()]
-        out.questions.append(
-            Question(
-                qid,
-                row["question"],
-                story,
-                tuple(sorted(excerpts, key=lambda s: s.start)),
-                {
-                    "split": split,
-                    "answers": list(dict.fromkeys(answers)),
-                    "attribute": row["attribute1"],
-                    "local_or_summary": row["local-or-sum"],
-                    "explicit_or_implicit": row.get("ex-or-im1") or "",
-                    "question_id": row["question_id"],
-                    "scope": DOCUMENT_SCOPE,
-                },
-            )
-        )
-        for _ in excerpts:
-            out.tally.place("structural")
-        out.tally.keep(split=split)
+        metadata = {
+            "split": split,
+            "answers": list(dict.fromkeys(answers)),
+            "attribute": row["attribute1"],
+            "local_or_summary": row["local-or-sum"],
+            "explicit_or_implicit": row.get("ex-or-im1") or "",
+            "question_id": row["question_id"],
+            "scope": DOCUMENT_SCOPE,
+        }
+        out.keep(qid, row["question"], story, excerpts, metadata, split=split, structural=True)
 
 
 FAIRYTALEQA = SetInfo(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from chunkmark.datasets.model import Document, Question
+from chunkmark.datasets.model import Document
 from chunkmark.datasets.suite.base import (
     DOCUMENT_SCOPE,
     Converted,
@@ -27,7 +27,6 @@ from chunkmark.datasets.suite.base import (
     field_of,
     files_under,
     joined,
-    merge_spans,
     read_json,
 )
 from chunkmark.datasets.suite.manifest import Reason
@@ -87,22 +86,10 @@ def _meeting(path: Path, meeting: str, split: str, out: Converted) -> None:
             out.tally.miss(reason)
             out.tally.drop(qid, meeting, reason, bad)
             continue
-        out.questions.append(
-            Question(
-                qid,
-                str(field_of(query, "query", path, where)),
-                meeting,
-                merge_spans(excerpts),
-                {
-                    "split": split,
-                    "answers": [str(field_of(query, "answer", path, where))],
-                    "scope": DOCUMENT_SCOPE,
-                },
-            )
-        )
-        for _ in excerpts:
-            out.tally.place("structural")
-        out.tally.keep(split=split)
+        text = str(field_of(query, "query", path, where))
+        answers = [str(field_of(query, "answer", path, where))]
+        metadata = {"split": split, "answers": answers, "scope": DOCUMENT_SCOPE}
+        out.keep(qid, text, meeting, excerpts, metadata, split=split, structural=True)
 
 
 QMSUM = SetInfo(

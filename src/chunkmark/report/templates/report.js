@@ -26,6 +26,12 @@
     return node;
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+  // An optional section and its link shown only when the run has its part: its body, emptied, or null.
+  function optionalSection(name, part) {
+    document.getElementById(`nav-${name}`).hidden = !part;
+    document.getElementById(name).hidden = !part;
+    return part ? clear(document.getElementById(`${name}-body`)) : null;
+  }
   function isNum(v) { return typeof v === "number" && isFinite(v); }
   function pct(v, digits) { return isNum(v) ? (100 * v).toFixed(digits) : "–"; }
   function mpct(metric, v) { return pct(v, METRICS[metric].digits); }
@@ -686,11 +692,8 @@
 
   function renderRelations() {
     const R = DATA.relations;
-    const section = document.getElementById("relations");
-    document.getElementById("nav-relations").hidden = !R;
-    section.hidden = !R;
-    if (!R) return;
-    const body = clear(document.getElementById("relations-body"));
+    const body = optionalSection("relations", R);
+    if (!body) return;
     for (const set of R.sets) body.append(relationSetCard(set));
     for (const g of R.groups) {
       const card = el("div", { class: "card relation-group", "data-dataset": g.dataset, "data-embedder": g.embedder, "data-retrieval": g.retrieval });
@@ -738,11 +741,8 @@
 
   function renderAnswers() {
     const A = DATA.answers;
-    const section = document.getElementById("answers");
-    document.getElementById("nav-answers").hidden = !A;
-    section.hidden = !A;
-    if (!A) return;
-    const body = clear(document.getElementById("answers-body"));
+    const body = optionalSection("answers", A);
+    if (!body) return;
     for (const run of A.runs) {
       const line = `LLM ${run.llm}` + (run.judge ? `, judge ${run.judge}` : "") + `, context from ${run.setting}, prompt v${run.promptVersion}.`;
       const card = el("div", { class: "card answers-run" }, el("p", { class: "muted", text: line }));
