@@ -99,7 +99,8 @@ def build_prompt(
     evidence_chars: int | None = None,
 ) -> Prompt:
     """The request for ``slot``: the window (numbered pieces in the approximate mode; in the
-    given mode the window is the passage, and only a question is asked for), the
+    given mode the window is the passage, only a question is asked for and the questions
+    already asked are not listed), the
     style's instructions, the length of evidence asked for (``evidence_chars``, when given),
     the examples, and the latest :data:`ASKED_LIMIT` questions already asked about the
     document.
@@ -124,6 +125,10 @@ def build_prompt(
     }
     system = prompt_text("system")
     if mode == "given":  # the window is the passage: the LLM writes the question alone
+        # Each question has its own passage, so the questions already asked are not listed: a
+        # small model answered with one of them, whatever the passage (the duplicate checks
+        # still compare every answer with them).
+        values["asked"] = ""
         values["text"] = doc.text[slot.start : slot.end]
         values["style"] = prompt_text(f"given_{slot.style}")
         user = Template(prompt_text("given")).substitute(values)
