@@ -190,17 +190,22 @@ def test_cli_excerpts_given(synth_server: SynthServer, synth_corpus: Path, tmp_p
     assert "cannot ask the multi style" in error_line(result)
 
 
-def test_the_dry_run_estimates_given_passages_steered_by_examples(
-    synth_corpus: Path, tmp_path: Path
+def test_the_dry_run_counts_the_tokens_of_the_prompts_a_given_run_sends(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
 ) -> None:
+    from chunkmark.costs.meter import MESSAGE_TOKENS
     from chunkmark.synth.generate import estimate
+    from chunkmark.tokenizers import count_tokens
 
-    llm = build_llm("fake()", cache_dir=None)
-    found = estimate(
-        synth_corpus, llm, tmp_path / "out", mode="given", questions=5,
-        examples=("How long is the bridge?",), example_evidence=(180, 420),
-    )  # fmt: skip
-    # one request a passage, each prompt the passage (at most about 480 characters) and the
-    # instructions: far fewer tokens than a 4,000-character window a request
-    assert found.slots == found.calls == 5
-    assert 5 * 100 < found.input_tokens < 5 * 600
+    synth_server.responder = lambda number, user: given_answer(user)
+    spec = synth_server.openai_spec()
+    steer = {"examples": ("How long is the bridge?",), "example_evidence": (180, 420)}
+    llm = build_llm(spec, cache_dir=None)
+    found = estimate(synth_corpus, llm, tmp_path / "out", mode="given", questions=5, **steer)
+    run(synth_corpus, tmp_path / "out", spec, tmp_path / "cache", questions=5, **steer)
+    sent = [r["messages"] for r in synth_server.requests]
+    assert found.slots == found.calls == len(sent) == 5  # every answer accepted at once
+    # no earlier question is listed in a given prompt, so the estimate is the prompts' own
+    # tokens, counted here from what the server received
+    tokens = [sum(count_tokens([m["content"] for m in ms], "cl100k_base")) for ms in sent]
+    assert found.input_tokens == sum(tokens) + 5 * MESSAGE_TOKENS

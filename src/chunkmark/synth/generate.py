@@ -193,7 +193,7 @@ def estimate(
 ) -> Estimate:
     """What generating would ask, without asking: one request per slot not yet written in
     ``out``, its prompt tokens (earlier questions of a document that are not written yet
-    counted as :data:`QUESTION_TOKENS` each) and at most
+    counted as :data:`QUESTION_TOKENS` each, except with given passages, which list none) and at most
     :data:`~chunkmark.synth.prompt.ANSWER_TOKENS` answer tokens; requests answered in the cache
     cost nothing. The cost is None when the model has no price. Nothing is written.
 
@@ -222,7 +222,8 @@ def estimate(
             cached += 1
             continue
         calls += 1
-        input_tokens += request_tokens(prompt) + QUESTION_TOKENS * min(unknown, ASKED_LIMIT)
+        listed = 0 if o.mode == "given" else min(unknown, ASKED_LIMIT)  # given lists none
+        input_tokens += request_tokens(prompt) + QUESTION_TOKENS * listed
     if o.filter_documents:  # one judgement a document (planned as if all were kept)
         calls += len(documents)
     output_tokens = calls * ANSWER_TOKENS
