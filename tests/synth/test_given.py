@@ -209,3 +209,26 @@ def test_the_dry_run_counts_the_tokens_of_the_prompts_a_given_run_sends(
     # tokens, counted here from what the server received
     tokens = [sum(count_tokens([m["content"] for m in ms], "cl100k_base")) for ms in sent]
     assert found.input_tokens == sum(tokens) + 5 * MESSAGE_TOKENS
+
+
+def test_an_example_asked_again_is_not_shown_in_the_slots_next_prompts(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    examples = ("How long is the mill near the hill?", "Which bridge is the longest?")
+
+    def copy_first_example(number: int, user: str) -> Scripted:
+        shown = [e for e in examples if f"- {e}" in user]  # copies the first example it sees
+        question = shown[0] if shown else "What does the passage's first fact say?"
+        return Scripted(text=json.dumps({"question": question}))
+
+    synth_server.responder = copy_first_example
+    out = tmp_path / "out"
+    report = run(
+        synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=1,
+        examples=examples,
+    )  # fmt: skip
+    prompts = [user_of(r) for r in synth_server.requests]
+    # first both examples, then without the one copied, then without either
+    assert [sum(f"- {e}" in p for e in examples) for p in prompts] == [2, 1, 0]
+    assert report.accepted == 1 and report.counts["duplicate_example"] == 2
+    assert rows(out)[0]["question"] == "What does the passage's first fact say?"

@@ -144,7 +144,8 @@ class Excerpt:
 @dataclass(frozen=True)
 class Verdict:
     """What an answer gave: a question and its excerpts, or the reason (one of
-    :data:`REJECTIONS`) and a sentence for the LLM saying what was wrong."""
+    :data:`REJECTIONS`) and a sentence for the LLM saying what was wrong (a duplicate keeps
+    the question it repeated)."""
 
     question: str = ""
     excerpts: tuple[Excerpt, ...] = ()
@@ -321,12 +322,14 @@ def _check_question(
     stage = duplicate_stage(question, asked, examples)
     if stage == "duplicate_example":
         return Verdict(
+            question,
             reason=DUPLICATE,
             detail="this is one of the example questions; write a new question in their style",
             stage=stage,
         )
     if stage is not None:
         return Verdict(
+            question,
             reason=DUPLICATE,
             detail="this question (or one nearly the same) was already asked; ask about "
             "something else in the text",

@@ -32,6 +32,7 @@ from chunkmark.synth.answers import (
     EMPTY_ANSWER,
     REJECTIONS,
     SlotOutcome,
+    duplicate_stage,
     judge,
     reject,
 )
@@ -449,6 +450,7 @@ class Generation:
         tried: list[tuple[str, str]] = []
         detail = ""
         llm = self.llm
+        copied: list[str] = []  # example questions the LLM asked again
         for attempt in range(1, MAX_ATTEMPTS + 1):
             answer = self._ask(llm, prompt, user, schema)
             if answer is None:
@@ -476,13 +478,19 @@ class Generation:
                 llm = self.variant(attempt + 1)
             detail = verdict.detail
             tried.append((answer, verdict.detail))
+            if verdict.stage == "duplicate_example":  # the next prompts no longer show it
+                copied.append(verdict.question)
+                prompt, _ = self.prompt_for(slot, asked, withheld=copied)
             user = correction_prompt(prompt.user, tried)
         return SlotOutcome(slot, "", (), MAX_ATTEMPTS, rejected, detail)
 
-    def prompt_for(self, slot: Slot, asked: Sequence[str]) -> tuple[Prompt, int | None]:
+    def prompt_for(
+        self, slot: Slot, asked: Sequence[str], withheld: Sequence[str] = ()
+    ) -> tuple[Prompt, int | None]:
         """The first request of ``slot`` and the evidence length it asks for (None when it
         asks none: no examples' evidence nor ``--evidence``, or a given passage, already the
-        length drawn for it)."""
+        length drawn for it). Examples that a ``withheld`` question repeats are not shown: a
+        small model that asked an example again asks it again while it is in the prompt."""
         o = self.options
         window = f"{slot.doc_id}:{slot.start}"
         evidence = None
@@ -493,7 +501,11 @@ class Generation:
             slot,
             mode=o.mode,
             asked=asked,
-            examples=steer.shown(o.examples, o.seed, window),
+            examples=[
+                e
+                for e in steer.shown(o.examples, o.seed, window)
+                if not any(duplicate_stage(q, (), (e,)) for q in withheld)
+            ],
             min_chars=o.min_excerpt_chars,
             evidence_chars=evidence,
         )
