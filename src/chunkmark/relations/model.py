@@ -100,13 +100,6 @@ class RelationSet:
         return {doc: tuple(items) for doc, items in out.items()}
 
     @cached_property
-    def relations_by_doc(self) -> Mapping[str, tuple[Relation, ...]]:
-        out: dict[str, list[Relation]] = {d.id: [] for d in self.dataset.documents}
-        for relation in self.relations:
-            out.setdefault(relation.doc_id, []).append(relation)
-        return {doc: tuple(items) for doc, items in out.items()}
-
-    @cached_property
     def gold_pairs(self) -> frozenset[Pair]:
         """Every unordered gold entity pair (pairs never cross documents: ids are unique)."""
         return frozenset(r.pair for r in self.relations)
