@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from chunkmark.datasets.jsonl import parsed_lines
-from chunkmark.datasets.model import Dataset
+from chunkmark.datasets.model import Dataset, Question
 from chunkmark.errors import DatasetError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.spans import Span
@@ -178,6 +178,14 @@ class Extractor(Protocol):
     def extract(self, chunks: Sequence[ChunkInput]) -> list[Extraction]:
         """One :class:`Extraction` per chunk, in order. Equal chunk texts are extracted once."""
         ...
+
+
+def relation_question(relation: Relation, entities: Mapping[str, Entity]) -> Question:
+    """The question a relation's support answers: "What is the <label> of <head>?"."""
+    head = entities[relation.head].aliases[0]
+    return Question(
+        relation.id, f"What is the {relation.label} of {head}?", relation.doc_id, relation.support
+    )
 
 
 # --- files --------------------------------------------------------------------------------------
