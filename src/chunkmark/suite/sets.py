@@ -22,10 +22,12 @@ from chunkmark.datasets.suite.base import Preparing, Scope
 from chunkmark.datasets.suite.manifest import MANIFEST_FILE, summary_line
 from chunkmark.errors import ChunkmarkError, DatasetError
 from chunkmark.files import write_bytes_atomic
+from chunkmark.relations import redocred
 from chunkmark.suite.run import SuiteSet
 
 SUITE = "suite"  # every set of the suite
 CHROMA = downloads.CHROMA_GENERAL.name
+REDOCRED_EVIDENCE = redocred.EVIDENCE_SET
 
 
 @dataclass(frozen=True)
