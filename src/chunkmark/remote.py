@@ -24,7 +24,6 @@ and retries are counted under a lock (:meth:`RemoteClient._counted`).
 
 from __future__ import annotations
 
-import importlib
 import os
 import random
 import threading
@@ -34,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
-from chunkmark.errors import ChunkmarkError, MissingDependencyError
+from chunkmark.errors import ChunkmarkError
+from chunkmark.optional import import_optional
 from chunkmark.retry import (
     NO_KEY_PLACEHOLDER,
     backoff_delay,
@@ -149,10 +149,7 @@ class RemoteClient(ABC):
             setattr(self, f"_{name}", getattr(self, f"_{name}") + 1)
 
     def _import_sdk(self) -> Any:
-        try:
-            return importlib.import_module(self.sdk)
-        except ImportError:
-            raise MissingDependencyError(self.sdk, self.sdk, self._wording().purpose) from None
+        return import_optional(self.sdk, self.sdk, self.sdk, self._wording().purpose)
 
     def _get_client(self, sdk: Any) -> Any:
         """The SDK client, made on first use with the key from ``api_key_env`` (once, when

@@ -63,33 +63,3 @@ def union(spans: IntArray) -> IntArray:
 def total_length(spans: IntArray) -> int:
     """Sum of span lengths (overlaps counted twice)."""
     return int((spans[:, 1] - spans[:, 0]).sum()) if len(spans) else 0
-
-
-def overlap_length(a: IntArray, b: IntArray) -> int:
-    """Length of the intersection of two sets of *disjoint, sorted* spans."""
-    if len(a) == 0 or len(b) == 0:
-        return 0
-    lo = np.maximum(a[:, None, 0], b[None, :, 0])
-    hi = np.minimum(a[:, None, 1], b[None, :, 1])
-    return int(np.clip(hi - lo, 0, None).sum())
-
-
-def touches(a: IntArray, b: IntArray) -> npt.NDArray[np.bool_]:
-    """``(len(a), len(b))`` mask: span ``a[i]`` intersects or merely touches span ``b[j]``.
-
-    Touching (``a.end == b.start`` or the reverse) counts, as in the reference implementation.
-    """
-    return np.maximum(a[:, None, 0], b[None, :, 0]) <= np.minimum(a[:, None, 1], b[None, :, 1])
-
-
-def subtract_length(a: IntArray, b: IntArray) -> int:
-    """Sum over spans of ``a`` of the length of ``a[i]`` not covered by ``union(b)``."""
-    if len(a) == 0:
-        return 0
-    ub = union(b)
-    covered = 0
-    if len(ub):
-        lo = np.maximum(a[:, None, 0], ub[None, :, 0])
-        hi = np.minimum(a[:, None, 1], ub[None, :, 1])
-        covered = int(np.clip(hi - lo, 0, None).sum())
-    return total_length(a) - covered

@@ -295,13 +295,12 @@ class _Job:
 
 @dataclass(frozen=True)
 class _Fetched:
-    """What the LLMs said for one job: the answer or its error, and the judge's answer or
-    error (None when there is no judge or nothing to judge)."""
+    """What the LLMs said for one job: the answer or its error, and the judge's answer (None
+    when there is no judge, nothing to judge, or the judge failed)."""
 
     answer: str | None = None
     error: LLMError | None = None
     judged: str | None = None
-    judge_error: LLMError | None = None
 
 
 class _Asker:
@@ -434,8 +433,8 @@ class _Asker:
                 max_tokens=judging.max_tokens,
                 json_schema=judging.json_schema,
             )
-        except LLMError as exc:
-            return _Fetched(text, judge_error=exc)
+        except LLMError:
+            return _Fetched(text)
         return _Fetched(text, judged=judged)
 
     def _scored(self, job: _Job, found: _Fetched) -> dict[str, Any]:

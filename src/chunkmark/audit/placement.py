@@ -132,9 +132,9 @@ class Placer:
         return Placement(doc_id, span.start, span.end, "normalised")
 
     def _fuzzy(self, doc_id: str, text: str) -> Placement | None:
-        from chunkmark.audit.stores.base import require
+        from chunkmark.optional import import_optional
 
-        fuzz = require("rapidfuzz.fuzz", "rapidfuzz", "audit", "Fuzzy placement of chunks")
+        fuzz = import_optional("rapidfuzz.fuzz", "rapidfuzz", "audit", "Fuzzy placement of chunks")
         found = nearest_match(fuzz, self.documents[doc_id], text, self.fuzzy_threshold)
         if found is None:
             return None

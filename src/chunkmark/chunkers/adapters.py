@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from chunkmark.chunkers.base import CHUNKERS, ChunkerFn
-from chunkmark.errors import ChunkingError, MissingDependencyError, SpecError
+from chunkmark.errors import ChunkingError, SpecError
+from chunkmark.optional import import_optional
 from chunkmark.spans import Span
 from chunkmark.specs import Spec
 from chunkmark.tokenizers import encoder, plain_encoding, tiktoken_name, token_counter
@@ -344,7 +345,9 @@ def _split(obj: Any, text: str, name: str) -> tuple[list[str], list[int | None] 
     """Run the splitter; its pieces and, where it reports them, their starts."""
     try:
         if callable(getattr(obj, "get_nodes_from_documents", None)):
-            schema = _require("llama_index.core.schema", "llama-index-core", "llama-index", name)
+            schema = import_optional(
+                "llama_index.core.schema", "llama-index-core", "llama-index", name
+            )
             items: Sequence[Any] = obj.get_nodes_from_documents([schema.Document(text=text)])
         elif callable(getattr(obj, "chunk", None)):
             items = obj.chunk(text)
@@ -512,14 +515,6 @@ def _describe_object(value: Any, depth: int, top: bool) -> Any:
 # --- registered chunkers -----------------------------------------------------------------------
 
 
-def _require(module: str, package: str, extra: str, purpose: str) -> Any:
-    """Import an optional dependency or say which extra installs it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingDependencyError(package, extra, purpose) from None
-
-
 def _init_parameters(cls: Any) -> set[str]:
     try:
         return set(inspect.signature(cls).parameters)
@@ -607,7 +602,7 @@ def langchain(
         options: further keyword arguments of the class, e.g.
             ``{'separators': ['\\n\\n', '\\n', ' ', ''], 'keep_separator': 'end'}``.
     """
-    module = _require(
+    module = import_optional(
         "langchain_text_splitters", "langchain-text-splitters", "langchain", "The langchain chunker"
     )
     cls = _pick("LangChain splitter", splitter, _langchain_classes(module), _LANGCHAIN_UNSUPPORTED)
@@ -696,7 +691,7 @@ def llama_index(
             counts as ordinary text.
         options: further keyword arguments of the class, e.g. ``{'paragraph_separator': '\\n\\n'}``.
     """
-    module = _require(
+    module = import_optional(
         "llama_index.core.node_parser", "llama-index-core", "llama-index", "The llama_index chunker"
     )
     cls = _pick("LlamaIndex parser", parser, _llama_index_classes(module), _LLAMA_INDEX_UNSUPPORTED)
@@ -752,7 +747,7 @@ def chonkie(
         options: further keyword arguments of the class, e.g.
             ``{'min_sentences_per_chunk': 2}``.
     """
-    module = _require("chonkie", "chonkie", "chonkie", "The chonkie chunker")
+    module = import_optional("chonkie", "chonkie", "chonkie", "The chonkie chunker")
     cls = _pick("chonkie chunker", chunker, _chonkie_classes(module), _CHONKIE_UNSUPPORTED)
     _check_taken(cls, "chonkie chunker", chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     kwargs = _merge_options(options, "chonkie", chunk_size=chunk_size, chunk_overlap=chunk_overlap)

@@ -39,12 +39,9 @@ def mcp(
     ] = False,
     port: Annotated[int, typer.Option(help="The port of --http.", min=1, max=65535)] = 8765,
 ) -> None:
-    try:
-        import mcp as _sdk  # noqa: F401
-    except ImportError:
-        from chunkmark.errors import MissingDependencyError
+    from chunkmark.optional import import_optional
 
-        raise MissingDependencyError("mcp", "mcp", "The MCP server") from None
+    import_optional("mcp", "mcp", "mcp", "The MCP server")
     from chunkmark.cli.mcp_server import serve
 
     serve(runs_dir.expanduser().resolve(), cache_dir, http=http, port=port)

@@ -144,13 +144,6 @@ def download(
     return folder
 
 
-def ensure_downloaded(name: str, progress: Callable[[str], None] | None = None) -> Path:
-    """The cached folder of ``name``, downloading it first if any file is missing or changed."""
-    if is_downloaded(name):
-        return dataset_dir(name)
-    return download(name, progress=progress)
-
-
 def _remote(name: str) -> RemoteDataset:
     try:
         return DOWNLOADABLE[name]

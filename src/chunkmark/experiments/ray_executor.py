@@ -30,7 +30,6 @@ and a rerun into the same results folder computes only what is missing.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -52,7 +51,7 @@ from chunkmark.embedders.base import (
     SpanEmbedder,
     embeds_spans,
 )
-from chunkmark.errors import ChunkmarkError, EmbeddingError, MissingDependencyError
+from chunkmark.errors import ChunkmarkError, EmbeddingError
 from chunkmark.experiments.cell import (
     Cell,
     CellEnv,
@@ -64,6 +63,7 @@ from chunkmark.experiments.cell import (
 from chunkmark.experiments.chunk_store import chunk_key
 from chunkmark.experiments.config import RayOptions
 from chunkmark.experiments.outcome import CellOutcome, CellTask
+from chunkmark.optional import import_optional
 from chunkmark.remote import RemoteClient
 from chunkmark.specs import Spec
 from chunkmark.timing import PhaseTimer
@@ -109,12 +109,9 @@ STAT_FIELDS = ("inputs", "measured", "truncated", "tokens", "requests", "retries
 
 def require_ray() -> Any:
     """The ``ray`` module, or an error naming the extra that installs it."""
-    try:
-        return importlib.import_module("ray")
-    except ImportError:
-        raise MissingDependencyError(
-            "ray[data]", "ray", "Running cells on a Ray cluster (executor: ray)"
-        ) from None
+    return import_optional(
+        "ray", "ray[data]", "ray", "Running cells on a Ray cluster (executor: ray)"
+    )
 
 
 def connect(options: RayOptions) -> Any:

@@ -64,7 +64,6 @@ class ScoreInputs:
     chunking: OmegaScores
 
 
-MetricFn = Callable[[ScoreInputs], FloatArray]
 Compute = TypeVar("Compute", bound=Callable[..., Any])
 
 

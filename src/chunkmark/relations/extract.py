@@ -50,6 +50,7 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from chunkmark.chunkers.contextual import fill
 from chunkmark.errors import LLMError, SpecError
 from chunkmark.files import shipped_prompt
 from chunkmark.relations.matching import EntityMatcher, normalise
@@ -97,8 +98,6 @@ VERSION = 1
 
 EXTRACTORS: Registry[Extractor] = Registry("extractor")
 
-_FIELD = re.compile(r"\{(\w+)\}")
-
 
 # --- prompts ----------------------------------------------------------------------------------
 
@@ -106,11 +105,6 @@ _FIELD = re.compile(r"\{(\w+)\}")
 def prompt_text(name: str) -> str:
     """The text of the prompt file ``prompts/<name>.md`` shipped in the package."""
     return shipped_prompt("relations", f"{name}.md")
-
-
-def _fill(template: str, **values: str) -> str:
-    """``template`` with each ``{name}`` of ``values`` replaced in one pass; other braces stay."""
-    return _FIELD.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
 def _delimiters() -> dict[str, str]:
@@ -240,9 +234,9 @@ class LLMExtractor:
         self.budget = budget
         system, _, user = prompt_text(f"extract_{prompt}").partition(USER_MARK)
         values = {"entity_types": type_list(self.entity_types), **_delimiters()}
-        self.system = _fill(system.strip("\n"), **values)
-        self._user = _fill(user.strip("\n"), **values)
-        self._glean = _fill(prompt_text(f"glean_{prompt}"), **_delimiters())
+        self.system = fill(system.strip("\n"), **values)
+        self._user = fill(user.strip("\n"), **values)
+        self._glean = fill(prompt_text(f"glean_{prompt}"), **_delimiters())
         self._counts = _Counts()
         self._lock = threading.Lock()
         self._meter: CostMeter | None = None
@@ -272,12 +266,12 @@ class LLMExtractor:
 
     def request(self, text: str) -> str:
         """The user message of the first round for a chunk text."""
-        return _fill(self._user, chunk=text)
+        return fill(self._user, chunk=text)
 
     def glean_request(self, text: str, answers: Sequence[str]) -> str:
         """The user message of the gleaning round after ``answers`` (the earlier answers)."""
         shown = "\n".join(a.strip() for a in answers)
-        return _fill(self._glean, request=self.request(text), answers=shown)
+        return fill(self._glean, request=self.request(text), answers=shown)
 
     def requests(self, chunks: Sequence[ChunkInput]) -> list[tuple[str, str, int]]:
         """The first-round ``(system, user, max_tokens)`` request of each distinct chunk text

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from chunkmark.datasets.jsonl import parsed_lines
-from chunkmark.datasets.model import Dataset
+from chunkmark.datasets.model import Dataset, Question
 from chunkmark.errors import DatasetError
 from chunkmark.files import write_bytes_atomic
 from chunkmark.spans import Span
@@ -97,13 +97,6 @@ class RelationSet:
         out: dict[str, list[Entity]] = {d.id: [] for d in self.dataset.documents}
         for entity in sorted(self.entities.values(), key=lambda e: e.id):
             out.setdefault(entity.doc_id, []).append(entity)
-        return {doc: tuple(items) for doc, items in out.items()}
-
-    @cached_property
-    def relations_by_doc(self) -> Mapping[str, tuple[Relation, ...]]:
-        out: dict[str, list[Relation]] = {d.id: [] for d in self.dataset.documents}
-        for relation in self.relations:
-            out.setdefault(relation.doc_id, []).append(relation)
         return {doc: tuple(items) for doc, items in out.items()}
 
     @cached_property
@@ -185,6 +178,14 @@ class Extractor(Protocol):
     def extract(self, chunks: Sequence[ChunkInput]) -> list[Extraction]:
         """One :class:`Extraction` per chunk, in order. Equal chunk texts are extracted once."""
         ...
+
+
+def relation_question(relation: Relation, entities: Mapping[str, Entity]) -> Question:
+    """The question a relation's support answers: "What is the <label> of <head>?"."""
+    head = entities[relation.head].aliases[0]
+    return Question(
+        relation.id, f"What is the {relation.label} of {head}?", relation.doc_id, relation.support
+    )
 
 
 # --- files --------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from typing import Any
 
 from chunkmark.datasets import download as downloads
 from chunkmark.datasets.jsonl import load_jsonl, write_jsonl
-from chunkmark.datasets.model import Dataset, Document, Question
+from chunkmark.datasets.model import Dataset, Document
 from chunkmark.datasets.suite import SUITE_SETS, Sample
 from chunkmark.datasets.suite.base import Preparing, Scope
 from chunkmark.datasets.suite.manifest import (
@@ -67,6 +67,7 @@ from chunkmark.relations.model import (
     Relation,
     RelationSet,
     SupportKind,
+    relation_question,
 )
 from chunkmark.spans import Span
 
@@ -479,19 +480,9 @@ def build_relation_set(
     corpora = [
         builder.corpus(f"{CORPUS_PREFIX}-{n:0{width}d}", group) for n, group in enumerate(groups)
     ]
-    questions = tuple(_question(r, builder.entity_by_id) for r in builder.relations)
+    questions = tuple(relation_question(r, builder.entity_by_id) for r in builder.relations)
     dataset = Dataset(name, tuple(corpora), questions, source=source)
     return PreparedSet(dataset, tuple(builder.entities), tuple(builder.relations), builder.stats())
-
-
-def _question(relation: Relation, entities: Mapping[str, Entity]) -> Question:
-    head = entities[relation.head].aliases[0]
-    return Question(
-        relation.id,
-        f"What is the {relation.label} of {head}?",
-        relation.doc_id,
-        relation.support,
-    )
 
 
 class _Builder:

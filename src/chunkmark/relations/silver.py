@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chunkmark.chunkers.sentences import sentence_spans
-from chunkmark.datasets.model import Dataset, Document, Question
+from chunkmark.datasets.model import Dataset, Document
 from chunkmark.datasets.suite.base import merge_spans
 from chunkmark.errors import DatasetError
 from chunkmark.relations.matching import normalise
@@ -58,6 +58,7 @@ from chunkmark.relations.model import (
     Extractor,
     Relation,
     RelationSet,
+    relation_question,
 )
 from chunkmark.spans import Span
 
@@ -333,13 +334,6 @@ def _span_key(span: Span) -> tuple[int, int]:
     return (span.start, span.end)
 
 
-def _question(relation: Relation, entities: Mapping[str, Entity]) -> Question:
-    head = entities[relation.head].aliases[0]
-    return Question(
-        relation.id, f"What is the {relation.label} of {head}?", relation.doc_id, relation.support
-    )
-
-
 def build_silver(
     dataset: Dataset,
     extractor: Extractor,
@@ -361,7 +355,7 @@ def build_silver(
     builder = _Builder(dataset)
     entities, relations = builder.build(inputs, found)
     by_id = {e.id: e for e in entities}
-    questions = tuple(_question(r, by_id) for r in relations)
+    questions = tuple(relation_question(r, by_id) for r in relations)
     counts = builder.counts
     stats = SilverStats(
         documents=len(dataset.documents),

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from chunkmark.errors import MissingDependencyError
 from chunkmark.metrics import METRICS, Metric
+from chunkmark.optional import import_optional
 from chunkmark.report.data import CellInfo, LeaderRow, ReportData
 from chunkmark.report.settings import DEFAULT_SCORING, Scoring, name_of
 
@@ -201,10 +201,7 @@ def log_to_mlflow(
     """Log one MLflow run per cell: its specs as params, every metric at every retrieval setting
     and scoring (see :func:`mlflow_metric_name`), its costs; the report and the leaderboard CSV
     as artifacts of each. Returns the MLflow run ids."""
-    try:
-        import mlflow
-    except ImportError:
-        raise MissingDependencyError("mlflow", "mlflow", "Logging to MLflow") from None
+    mlflow = import_optional("mlflow", "mlflow", "mlflow", "Logging to MLflow")
     mlflow.set_tracking_uri(tracking_uri)
     mlflow.set_experiment(experiment)
     leaderboard = export_table(data, "csv")

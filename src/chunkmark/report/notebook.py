@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import csv
 import html
-import importlib
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from chunkmark.errors import ChunkmarkError, MissingDependencyError
+from chunkmark.errors import ChunkmarkError
 from chunkmark.experiments import runner
 from chunkmark.experiments.config import ExperimentConfig
 from chunkmark.files import read_parquet
 from chunkmark.metrics import METRICS
+from chunkmark.optional import import_optional
 from chunkmark.report.data import short_name
 from chunkmark.report.errors import ReportError
 from chunkmark.report.recommendation import RunRecommendation, recommendations, summary_lines
@@ -39,10 +39,7 @@ TOP_ROWS = 10  # rows of the summary shown by _repr_html_
 
 def pandas() -> Any:
     """The ``pandas`` module (a MissingDependencyError naming the extra without it)."""
-    try:
-        return importlib.import_module("pandas")
-    except ImportError:
-        raise MissingDependencyError("pandas", "notebook", "A DataFrame of the results") from None
+    return import_optional("pandas", "pandas", "notebook", "A DataFrame of the results")
 
 
 @dataclass

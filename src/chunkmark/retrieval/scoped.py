@@ -25,8 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from chunkmark.retrieval.base import RETRIEVERS, FloatArray, IntArray, RankerStats, ranker_stats
-from chunkmark.retrieval.settings import DENSE, dense_ranker, ranker, ranker_spec
-from chunkmark.specs import ParamValue
+from chunkmark.retrieval.settings import DENSE, omit_dense_ranker, ranker, ranker_spec
 
 NAME = "in_document"
 
@@ -103,20 +102,10 @@ def _positions(docs: Sequence[str]) -> dict[str, IntArray]:
     return {doc: np.asarray(rows, dtype=np.int64) for doc, rows in out.items()}
 
 
-def _canonical(values: dict[str, ParamValue]) -> dict[str, ParamValue]:
-    """The inner ranker as its canonical spec, left out when it is the dense ranking (so
-    ``in_document()`` reads as the dense search filtered by document)."""
-    inner = ranker_spec(str(values["ranker"]))
-    out = {key: v for key, v in values.items() if key != "ranker"}
-    if inner != dense_ranker():
-        out["ranker"] = str(inner)
-    return out
-
-
 @ranker(
     NAME,
     setting="The top k chunks of the question's own document, by ``ranker``'s ranking of them.",
-    canonical=_canonical,
+    canonical=omit_dense_ranker,
     nested={"ranker": RETRIEVERS},
 )
 def in_document(ranker: str = DENSE) -> InDocumentRetriever:

@@ -149,10 +149,10 @@ def ranker_spec(ranker: str) -> Spec:
         ) from None
 
 
-def _omit_dense_ranker(values: dict[str, ParamValue]) -> dict[str, ParamValue]:
+def omit_dense_ranker(values: dict[str, ParamValue]) -> dict[str, ParamValue]:
     """Canonical parameters of a setting with ``ranker=``: the ranker as its canonical spec,
     left out when it is the dense ranking (so ``token_budget(tokens=1024)`` prints as it always
-    has)."""
+    has, and ``in_document()`` reads as the dense search filtered by document)."""
     ranker = ranker_spec(str(values["ranker"]))
     out = {k: v for k, v in values.items() if k != "ranker"}
     if ranker != dense_ranker():
@@ -409,7 +409,7 @@ DENSE = "exact()"
 """The ``ranker`` of a setting that reads the dense ranking (left out of canonical specs)."""
 
 
-@RETRIEVAL.register("token_budget", canonical=_omit_dense_ranker, nested={"ranker": RETRIEVERS})
+@RETRIEVAL.register("token_budget", canonical=omit_dense_ranker, nested={"ranker": RETRIEVERS})
 def token_budget(tokens: int = 1024, ranker: str = DENSE) -> TokenBudget:
     """Chunks by exact cosine similarity (or ``ranker``'s ranking) until a budget of cl100k
     tokens is full; the last chunk is cut to fit.
@@ -424,7 +424,7 @@ def token_budget(tokens: int = 1024, ranker: str = DENSE) -> TokenBudget:
     return TokenBudget(ranker_spec(ranker), tokens)
 
 
-@RETRIEVAL.register("threshold", canonical=_omit_dense_ranker, nested={"ranker": RETRIEVERS})
+@RETRIEVAL.register("threshold", canonical=omit_dense_ranker, nested={"ranker": RETRIEVERS})
 def threshold(min_similarity: float = 0.5, max_k: int = 20, ranker: str = DENSE) -> Threshold:
     """The leading chunks whose cosine similarity (or ``ranker``'s score) is at least
     ``min_similarity``, at most ``max_k`` (possibly none).

@@ -34,8 +34,6 @@ from chunkmark.suite.estimates import CellKey, Estimate, ranks
 
 FloatArray = npt.NDArray[np.float64]
 
-PICKS = ("mean rank", "minimax regret")
-
 
 @dataclass(frozen=True)
 class HeldOutPick:

@@ -142,20 +142,27 @@ def build_leaderboard(
     )
 
 
-def _checked_suite(suite_dir: str | Path, budget: int, metric: str) -> Suite:
+def _checked_suite(
+    suite_dir: str | Path,
+    budget: int,
+    metric: str,
+    ranking: str = "The leaderboard",
+    name_budgets: bool = True,
+) -> Suite:
     """The suite folder's suite.json, with ``budget`` among its budgets and ``metric`` one the
-    board ranks by (else one LeaderboardError line)."""
+    board ranks by (else one LeaderboardError line: ``ranking`` ranks by ..., and the budgets it
+    has when ``name_budgets``)."""
     if metric not in RANK_METRICS:
         raise LeaderboardError(
-            f"The leaderboard ranks by one of {', '.join(RANK_METRICS)}, not {metric!r}.",
+            f"{ranking} ranks by one of {', '.join(RANK_METRICS)}, not {metric!r}.",
             f"Pass --metric {DEFAULT_METRIC}.",
         )
     suite = read_suite(suite_dir)
     if budget not in suite.budgets:
         have = ", ".join(str(b) for b in suite.budgets) or "none"
         raise LeaderboardError(
-            f"{suite.path / SUITE_FILE} has no setting with a budget of {budget} tokens "
-            f"(budgets: {have}).",
+            f"{suite.path / SUITE_FILE} has no setting with a budget of {budget} tokens"
+            + (f" (budgets: {have})." if name_budgets else "."),
             "Pass --budget with one of its budgets.",
         )
     return suite
@@ -190,18 +197,8 @@ def leave_one_set_out_suite(
     cells). ``baseline`` names a cell by substrings of its chunker, embedder and setting label
     (say ``("fixed_tokens(size=512", "all-MiniLM-L6-v2', ", "dense @1024")``); exactly one cell
     must match."""
-    if metric not in RANK_METRICS:
-        raise LeaderboardError(
-            f"Leaving a set out ranks by one of {', '.join(RANK_METRICS)}, not {metric!r}.",
-            f"Pass --metric {DEFAULT_METRIC}.",
-        )
-    suite = read_suite(suite_dir)
+    suite = _checked_suite(suite_dir, budget, metric, "Leaving a set out", name_budgets=False)
     labels = {s.label for s in suite.settings if s.tokens == budget}
-    if not labels:
-        raise LeaderboardError(
-            f"{suite.path / SUITE_FILE} has no setting with a budget of {budget} tokens.",
-            "Pass --budget with one of its budgets.",
-        )
     if len(suite.sets) < 2:
         raise LeaderboardError(
             f"{suite.path / SUITE_FILE} holds {len(suite.sets)} set(s); leaving one out needs two.",

@@ -20,7 +20,6 @@ For a kind addressed by folder, ``collection=`` and ``table=`` are the same para
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,7 +30,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.errors import ChunkmarkError, MissingDependencyError
+from chunkmark.errors import ChunkmarkError
+from chunkmark.optional import import_optional
 from chunkmark.specs import Catalog
 
 FloatArray = npt.NDArray[np.float32]
@@ -217,19 +217,11 @@ def uri_forms() -> str:
     return ", ".join(uri for kind in STORES.values() for uri, _ in kind.forms)
 
 
-def require(module: str, package: str, extra: str, purpose: str) -> Any:
-    """Import an optional dependency, or raise naming the pip install that provides it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingDependencyError(package, extra, purpose) from None
-
-
 def require_store(kind: str, module: str | None = None) -> Any:
     """A module of the client of the store ``kind`` (its own module when None), or the error
     naming the pip install that provides it."""
     own, package, extra = STORES[kind].client
-    return require(module or own, package, extra, f"The {kind} store")
+    return import_optional(module or own, package, extra, f"The {kind} store")
 
 
 def folder_missing(address: StoreAddress, opened_on: str, example: str) -> StoreError:
