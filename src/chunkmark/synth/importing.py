@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import importlib
 import io
 import json
 import os
@@ -32,8 +31,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from chunkmark.datasets.chroma import CORPORA, CORPUS_SUFFIXES
-from chunkmark.errors import ConfigError, DatasetError, MissingDependencyError
+from chunkmark.errors import ConfigError, DatasetError
 from chunkmark.files import write_bytes_atomic
+from chunkmark.optional import import_optional
 from chunkmark.version import __version__
 
 MANIFEST = "manifest.json"
@@ -455,21 +455,15 @@ def _load_converters(suffixes: Iterable[str]) -> _Converters:
     converters = _Converters()
     needed = set(suffixes)
     if needed & set(CONVERTED_SUFFIXES):
-        module = _import_optional("markitdown", _PURPOSE)
+        module = import_optional("markitdown", "markitdown", "import", _PURPOSE)
         converters.markitdown = module.MarkItDown()
         converters.stream_info = module.StreamInfo
         converters.markitdown_version = str(getattr(module, "__version__", "unknown"))
     if ".pdf" in needed:
-        converters.pypdf = _import_optional("pypdf", "Checking PDFs for encryption")
+        converters.pypdf = import_optional(
+            "pypdf", "pypdf", "import", "Checking PDFs for encryption"
+        )
     return converters
-
-
-def _import_optional(package: str, purpose: str) -> Any:
-    """The module ``package``, or a MissingDependencyError naming the ``import`` extra."""
-    try:
-        return importlib.import_module(package)
-    except ImportError as exc:
-        raise MissingDependencyError(package, "import", purpose) from exc
 
 
 def _markitdown(name: str, suffix: str, data: bytes, converters: _Converters) -> str:
