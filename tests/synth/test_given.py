@@ -232,3 +232,18 @@ def test_an_example_asked_again_is_not_shown_in_the_slots_next_prompts(
     assert [sum(f"- {e}" in p for e in examples) for p in prompts] == [2, 1, 0]
     assert report.accepted == 1 and report.counts["duplicate_example"] == 2
     assert rows(out)[0]["question"] == "What does the passage's first fact say?"
+
+
+def test_given_passages_are_at_most_window_chars_long(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    synth_server.responder = lambda number, user: given_answer(user)
+    out = tmp_path / "out"
+    report = run(
+        synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=3,
+        examples=("How long is the bridge?",), example_evidence=(2000,), window_chars=300,
+    )  # fmt: skip
+    assert report.accepted == 3
+    lengths = [r["excerpts"][0]["end"] - r["excerpts"][0]["start"] for r in rows(out)]
+    # drawn 2,000, capped at 300: within a sentence (about 60 characters) of the cap
+    assert all(200 <= n <= 360 for n in lengths)

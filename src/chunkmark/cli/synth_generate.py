@@ -101,8 +101,8 @@ Excerpts = Annotated[
         "--excerpts",
         help="exact: the LLM copies passages, located in the text; approximate: it cites "
         "numbered ~100-character pieces; given: chunkmark picks each passage (whole sentences, "
-        "sized like the examples' evidence or --evidence, else 300-1,200 characters) and the "
-        "LLM writes a question it answers (--window-chars is not used).",
+        "sized like the examples' evidence or --evidence, else 300-1,200 characters, at most "
+        "--window-chars) and the LLM writes a question it answers.",
     ),
 ]
 Styles = Annotated[

@@ -149,7 +149,8 @@ class Generation:
     def _plan(self) -> list[Slot]:
         """The slots: windows for the LLM to find evidence in, or (``--excerpts given``) the
         passages themselves, sized like the examples' evidence (else ``--evidence``, else a
-        paragraph: :data:`GIVEN_EVIDENCE`)."""
+        paragraph: :data:`GIVEN_EVIDENCE`) and at most ``--window-chars`` long, the most of a
+        document the LLM is shown for one question."""
         o = self.options
         if o.mode != "given":
             return make_plan(
@@ -162,9 +163,9 @@ class Generation:
             )
         size = o.evidence or GIVEN_EVIDENCE
 
-        def length_of(doc_id: str, j: int) -> int:
+        def length_of(doc_id: str, j: int) -> int:  # at most --window-chars
             drawn = steer.target_length(o.example_evidence, size, o.seed, f"{doc_id}#{j}")
-            return drawn or 1
+            return min(drawn or 1, o.window_chars)
 
         return make_passage_plan(
             self.documents, o.questions, seed=o.seed, styles=o.styles, length_of=length_of
