@@ -247,3 +247,42 @@ def test_given_passages_are_at_most_window_chars_long(
     lengths = [r["excerpts"][0]["end"] - r["excerpts"][0]["start"] for r in rows(out)]
     # drawn 2,000, capped at 300: within a sentence (about 60 characters) of the cap
     assert all(200 <= n <= 360 for n in lengths)
+
+
+def test_a_slot_is_shown_examples_asked_of_other_documents(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    synth_server.responder = lambda number, user: given_answer(user)
+    examples = ("Atlas one?", "Atlas two?", "Bulletin one?", "Chronicle one?", "Anywhere?")
+    docs = ("atlas", "atlas", "bulletin", "chronicle", None)
+    report = run(
+        synth_corpus, tmp_path / "out", synth_server.openai_spec(), tmp_path / "cache",
+        questions=6, examples=examples, example_docs=docs,
+    )  # fmt: skip
+    assert report.accepted == 6
+    for request in synth_server.requests:
+        user = user_of(request)
+        doc = user.split("Document: ", 1)[1].split(" ", 1)[0]
+        listed = {e for e in examples if f"- {e}" in user}
+        mine = {e for e, d in zip(examples, docs, strict=True) if d == doc}
+        theirs = {e for e, d in zip(examples, docs, strict=True) if d is not None and d != doc}
+        assert listed == theirs and not listed & mine, (doc, listed)
+
+
+def test_examples_without_documents_or_only_of_this_one_are_all_shown() -> None:
+    from chunkmark.synth.examples import elsewhere
+
+    assert elsewhere(["a", "b"], [None, None], "x") == ["a", "b"]
+    assert elsewhere(["a", "b"], ["x", "x"], "x") == ["a", "b"]
+    assert elsewhere(["a", "b", "c"], ["x", "y", None], "x") == ["b"]
+    assert elsewhere(["a", "b"], [], "x") == ["a", "b"]
+
+
+def test_an_examples_file_says_which_document_each_was_asked_of(tmp_path: Path) -> None:
+    from chunkmark.synth.examples import read_examples
+
+    path = tmp_path / "examples.jsonl"
+    path.write_text(
+        '{"question": "Q1?", "doc_id": "atlas"}\n{"question": "Q2?"}\n', encoding="utf-8"
+    )
+    assert [e.doc_id for e in read_examples(path)] == ["atlas", None]

@@ -212,6 +212,7 @@ def generate_command(
         "styles": styles,
         "examples": tuple(e.question for e in steering),
         "example_evidence": engine.evidence_lengths(steering),
+        "example_docs": tuple(e.doc_id for e in steering),
         "evidence": evidence.value if evidence is not None else None,
         "filter_documents": filter_documents,
         "layout": layout.value,

@@ -56,6 +56,7 @@ class Example:
     question: str
     evidence: tuple[int, ...] = ()
     style: str | None = None
+    doc_id: str | None = None  # the document it was asked of, when the file says
 
 
 def read_examples(path: str | Path) -> tuple[Example, ...]:
@@ -110,7 +111,10 @@ def _example_of(file: Path, number: int, line: str) -> Example:
     style = KINDS.get(str(kind).lower()) if kind is not None else None
     if style is None and len(lengths) >= 2:
         style = "multi"
-    return Example(" ".join(question.split()), tuple(lengths), style)
+    doc = row.get("doc_id")
+    return Example(
+        " ".join(question.split()), tuple(lengths), style, doc if isinstance(doc, str) else None
+    )
 
 
 def _excerpt_length(e: Any) -> int | None:
@@ -158,6 +162,14 @@ def target_length(lengths: Sequence[int], evidence: str | None, seed: int, key: 
         low, high = EVIDENCE_SIZES[evidence]
         return rng.randint(low, high)
     return None
+
+
+def elsewhere(examples: Sequence[str], docs: Sequence[str | None], doc_id: str) -> list[str]:
+    """The examples asked of other documents than ``doc_id`` (``docs`` gives each example's
+    document, None when unknown), when there are any; else all of them. A small model shown a
+    real question about the passage in front of it asks that question again."""
+    other = [e for e, d in zip(examples, docs, strict=False) if d is not None and d != doc_id]
+    return other or list(examples)
 
 
 def shown(examples: Sequence[str], seed: int, key: str, count: int = SHOWN_EXAMPLES) -> list[str]:

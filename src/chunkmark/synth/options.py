@@ -44,7 +44,8 @@ class GenerationOptions:
     """The options of one generation: everything that shapes the questions written (``questions``
     to ``json_schema``; a rerun must use the same to resume), then how the run goes:
     ``examples`` are real questions shown as examples of style (a few a window) and never
-    accepted again; ``example_evidence`` their evidence lengths (characters), from which each
+    accepted again (``example_docs``: the document each was asked of, when known; a slot is
+    shown examples of other documents); ``example_evidence`` their evidence lengths (characters), from which each
     window's evidence length is drawn, else ``evidence`` (``sentence``, ``passage`` or
     ``section``) sizes it; ``window_questions`` questions are asked in a row about each window
     (a server's prompt cache then reads the window once); ``filter_documents`` asks the LLM
@@ -61,6 +62,7 @@ class GenerationOptions:
     styles: tuple[str, ...] = ("factoid",)
     examples: tuple[str, ...] = ()
     example_evidence: tuple[int, ...] = ()
+    example_docs: tuple[str | None, ...] = ()
     evidence: str | None = None
     window_questions: int = 1
     filter_documents: bool = False
@@ -75,6 +77,7 @@ class GenerationOptions:
         object.__setattr__(self, "styles", tuple(self.styles))
         object.__setattr__(self, "examples", tuple(self.examples))
         object.__setattr__(self, "example_evidence", tuple(self.example_evidence))
+        object.__setattr__(self, "example_docs", tuple(self.example_docs))
 
     @classmethod
     def given(cls, options: GenerationOptions | None, changes: dict[str, Any]) -> GenerationOptions:

@@ -186,6 +186,7 @@ class Generation:
             "styles": list(o.styles),
             "examples": list(o.examples),
             "example_evidence": list(o.example_evidence),
+            "example_docs": list(o.example_docs),
             "evidence": o.evidence,
             "window_questions": o.window_questions,
             "filter_documents": o.filter_documents,
@@ -490,8 +491,10 @@ class Generation:
     ) -> tuple[Prompt, int | None]:
         """The first request of ``slot`` and the evidence length it asks for (None when it
         asks none: no examples' evidence nor ``--evidence``, or a given passage, already the
-        length drawn for it). Examples that a ``withheld`` question repeats are not shown: a
-        small model that asked an example again asks it again while it is in the prompt."""
+        length drawn for it). Examples asked of other documents are shown when the examples say
+        their documents (:func:`~chunkmark.synth.examples.elsewhere`), and examples that a
+        ``withheld`` question repeats are not: a small model that asked an example again asks
+        it again while it is in the prompt."""
         o = self.options
         window = f"{slot.doc_id}:{slot.start}"
         evidence = None
@@ -504,7 +507,9 @@ class Generation:
             asked=asked,
             examples=[
                 e
-                for e in steer.shown(o.examples, o.seed, window)
+                for e in steer.shown(
+                    steer.elsewhere(o.examples, o.example_docs, slot.doc_id), o.seed, window
+                )
                 if not any(duplicate_stage(q, (), (e,)) for q in withheld)
             ],
             min_chars=o.min_excerpt_chars,
