@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,20 @@ def given_answer(user: str) -> Scripted:
 def run(corpus: Path, out: Path, spec: str, cache: Path, **options: Any) -> Any:
     llm = build_llm(spec, cache_dir=cache, seed=options.get("seed", 0))
     return generate(corpus, llm, out, mode="given", **options)
+
+
+def run_given(
+    server: SynthServer,
+    corpus: Path,
+    tmp_path: Path,
+    responder: Callable[[int, str], Scripted | None] | None = None,
+    **options: Any,
+) -> tuple[Any, Path]:
+    """A given-mode run into ``tmp_path/out`` against ``server``, answering with ``responder``
+    (else like a model: :func:`given_answer`)."""
+    server.responder = responder or (lambda number, user: given_answer(user))
+    out = tmp_path / "out"
+    return run(corpus, out, server.openai_spec(), tmp_path / "cache", **options), out
 
 
 def rows(out: Path) -> list[dict[str, Any]]:
@@ -121,10 +136,8 @@ def test_the_prompt_shows_the_passage_and_asks_for_a_question_alone() -> None:
 def test_each_question_gets_its_passage_as_excerpt_sized_like_the_examples(
     synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
 ) -> None:
-    synth_server.responder = lambda number, user: given_answer(user)
-    out = tmp_path / "out"
-    report = run(
-        synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=10,
+    report, out = run_given(
+        synth_server, synth_corpus, tmp_path, questions=10,
         examples=("How long is the bridge?",), example_evidence=(180, 420),
     )  # fmt: skip
     assert report.accepted == 10 and report.counts["duplicate"] == 0
@@ -221,12 +234,9 @@ def test_an_example_asked_again_is_not_shown_in_the_slots_next_prompts(
         question = shown[0] if shown else "What does the passage's first fact say?"
         return Scripted(text=json.dumps({"question": question}))
 
-    synth_server.responder = copy_first_example
-    out = tmp_path / "out"
-    report = run(
-        synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=1,
-        examples=examples,
-    )  # fmt: skip
+    report, out = run_given(
+        synth_server, synth_corpus, tmp_path, copy_first_example, questions=1, examples=examples
+    )
     prompts = [user_of(r) for r in synth_server.requests]
     # first both examples, then without the one copied, then without either
     assert [sum(f"- {e}" in p for e in examples) for p in prompts] == [2, 1, 0]
@@ -237,10 +247,8 @@ def test_an_example_asked_again_is_not_shown_in_the_slots_next_prompts(
 def test_given_passages_are_at_most_window_chars_long(
     synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
 ) -> None:
-    synth_server.responder = lambda number, user: given_answer(user)
-    out = tmp_path / "out"
-    report = run(
-        synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=3,
+    report, out = run_given(
+        synth_server, synth_corpus, tmp_path, questions=3,
         examples=("How long is the bridge?",), example_evidence=(2000,), window_chars=300,
     )  # fmt: skip
     assert report.accepted == 3
@@ -252,13 +260,11 @@ def test_given_passages_are_at_most_window_chars_long(
 def test_a_slot_is_shown_examples_asked_of_other_documents(
     synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
 ) -> None:
-    synth_server.responder = lambda number, user: given_answer(user)
     examples = ("Atlas one?", "Atlas two?", "Bulletin one?", "Chronicle one?", "Anywhere?")
     docs = ("atlas", "atlas", "bulletin", "chronicle", None)
-    report = run(
-        synth_corpus, tmp_path / "out", synth_server.openai_spec(), tmp_path / "cache",
-        questions=6, examples=examples, example_docs=docs,
-    )  # fmt: skip
+    report, _ = run_given(
+        synth_server, synth_corpus, tmp_path, questions=6, examples=examples, example_docs=docs
+    )
     assert report.accepted == 6
     for request in synth_server.requests:
         user = user_of(request)
