@@ -393,6 +393,7 @@ class SlotOutcome:
     attempts: int
     rejected: Mapping[str, int]
     last_problem: str = ""
+    copied: tuple[str, ...] = ()  # examples the LLM asked again (withheld from later prompts)
 
     @property
     def accepted(self) -> bool:

@@ -138,11 +138,14 @@ def make_plan(
     ]
 
 
-def snap_passage(text: str, sentences: Sequence[Span], start: int, length: int) -> Span:
+def snap_passage(
+    text: str, sentences: Sequence[Span], start: int, length: int, limit: int | None = None
+) -> Span:
     """The run of whole sentences that starts with the first sentence starting at or after
-    ``start`` (else the last one) and whose end lies nearest its start plus ``length``: at least
-    one sentence, never past the text. A first sentence over twice ``length`` (a text without
-    sentence marks) gives ``[start, start + length)`` on word boundaries instead."""
+    ``start`` (else the last one) and whose end lies nearest its start plus ``length``, not
+    past ``limit`` when given: at least one sentence, never past the text. A first sentence
+    over twice ``length`` (a text without sentence marks) gives ``[start, start + length)`` on
+    word boundaries instead."""
     first = next((i for i, s in enumerate(sentences) if s.start >= start), len(sentences) - 1)
     begin = sentences[first].start
     if sentences[first].end - begin > 2 * length:
@@ -150,8 +153,10 @@ def snap_passage(text: str, sentences: Sequence[Span], start: int, length: int) 
         return ex.snap_window(text, begin, min(len(text), begin + length))
     goal = begin + length
     last = first
-    while last + 1 < len(sentences) and abs(sentences[last + 1].end - goal) <= abs(
-        sentences[last].end - goal
+    while (
+        last + 1 < len(sentences)
+        and abs(sentences[last + 1].end - goal) <= abs(sentences[last].end - goal)
+        and (limit is None or sentences[last + 1].end <= limit)
     ):
         last += 1
     return Span(begin, sentences[last].end)
@@ -166,14 +171,15 @@ def make_passage_plan(
     length_of: Callable[[str, int], int],
 ) -> list[Slot]:
     """The plan of a generation over given passages (``--excerpts given``): every slot's
-        window is the passage its question must be answered by, chosen here rather than by the LLM.
+    window is the passage its question must be answered by, chosen here rather than by the LLM.
 
-        Documents get slots as in :func:`make_plan` (in proportion to their length); a document's
-        ``k`` passages start one in each of ``k`` equal stretches of it, at a seeded position, and
-        are whole sentences (:func:`snap_passage`) about ``length_of(doc_id, j)`` characters long,
-        so passages of one document do not overlap unless they are longer than its stretches (a
-    passage that would run past the document's end starts earlier).
-        Slots are interleaved by position as in :func:`make_plan`."""
+    Documents get slots as in :func:`make_plan` (in proportion to their length); a document's
+    ``k`` passages start one in each of ``k`` equal stretches of it, at a seeded position, and
+    are whole sentences (:func:`snap_passage`) about ``length_of(doc_id, j)`` characters long
+    but at most one stretch, so passages of one document do not overlap (a small model asked
+    about two overlapping passages asks both the same question; a passage that would run past
+    the document's end starts earlier). Slots are interleaved by position as in
+    :func:`make_plan`."""
     rng = random.Random(f"chunkmark-synth-passages:{seed}")
     counts = quotas([len(d.text) for d in documents], questions, rng)
     placed: list[tuple[float, int, Span, str]] = []
@@ -182,12 +188,17 @@ def make_passage_plan(
             continue
         sentences = sentence_spans(doc.text) or [Span(0, len(doc.text))]
         stretch = len(doc.text) / k
+        end = 0  # where the document's previous passage ended
         for j in range(k):
-            length = max(1, length_of(doc.id, j))
+            length = max(1, min(length_of(doc.id, j), int(stretch)))
             last_start = max(0, len(doc.text) - length)  # a passage never runs off the end
             low = min(int(j * stretch), last_start)
             high = max(low, min(int((j + 1) * stretch) - length, last_start))
-            passage = snap_passage(doc.text, sentences, rng.randint(low, high), length)
+            start = max(rng.randint(low, high), end)  # after the previous passage
+            # ending at most half a stretch into the next one, so no passage pushes the rest on
+            limit = max(int((j + 1.5) * stretch), start)
+            passage = snap_passage(doc.text, sentences, start, length, limit)
+            end = passage.end
             placed.append(((j + 0.5) / k, order, passage, doc.id))
     placed.sort(key=lambda item: (item[0], item[1]))
     dealt = deal_styles(styles, len(placed), rng)

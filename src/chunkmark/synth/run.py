@@ -350,6 +350,18 @@ class Generation:
                 asked.append(self.outcomes[s.index].question)
         return asked
 
+    def copied_before(self, slot: Slot) -> list[str]:
+        """The examples the LLM asked again for earlier slots of the plan, of any document:
+        withheld from this slot's prompts, since a small model that copied an example once
+        copies it again wherever it is shown (slots still running, and on a resumed run the
+        slots written before the stop, are not counted)."""
+        return [
+            q
+            for s in self.plan[: slot.index]
+            if s.index in self.outcomes
+            for q in self.outcomes[s.index].copied
+        ]
+
     def run(self) -> None:
         """Work through the slots not yet written: concurrently across documents, in order
         within one, writing accepted questions in plan order."""
@@ -445,14 +457,15 @@ class Generation:
         the next answers come at :data:`RETRY_TEMPERATURE` with other seeds."""
         doc = self.by_id[slot.doc_id]
         o = self.options
-        prompt, evidence = self.prompt_for(slot, asked)
+        copied = self.copied_before(slot)  # example questions the LLM asked again
+        prompt, evidence = self.prompt_for(slot, asked, withheld=copied)
         schema = prompt.schema if o.json_schema else None
         user = prompt.user
         rejected: Counter[str] = Counter()
         tried: list[tuple[str, str]] = []
         detail = ""
         llm = self.llm
-        copied: list[str] = []  # example questions the LLM asked again
+        mine: list[str] = []
         for attempt in range(1, MAX_ATTEMPTS + 1):
             answer = self._ask(llm, prompt, user, schema)
             if answer is None:
@@ -472,7 +485,9 @@ class Generation:
                     evidence_chars=evidence,
                 )
             if verdict.reason is None:
-                return SlotOutcome(slot, verdict.question, verdict.excerpts, attempt, rejected)
+                return SlotOutcome(
+                    slot, verdict.question, verdict.excerpts, attempt, rejected, copied=tuple(mine)
+                )
             rejected[verdict.reason] += 1
             if verdict.stage is not None:
                 rejected[verdict.stage] += 1
@@ -481,10 +496,10 @@ class Generation:
             detail = verdict.detail
             tried.append((answer, verdict.detail))
             if verdict.stage == "duplicate_example":  # the next prompts no longer show it
-                copied.append(verdict.question)
-                prompt, _ = self.prompt_for(slot, asked, withheld=copied)
+                mine.append(verdict.question)
+                prompt, _ = self.prompt_for(slot, asked, withheld=copied + mine)
             user = correction_prompt(prompt.user, tried)
-        return SlotOutcome(slot, "", (), MAX_ATTEMPTS, rejected, detail)
+        return SlotOutcome(slot, "", (), MAX_ATTEMPTS, rejected, detail, tuple(mine))
 
     def prompt_for(
         self, slot: Slot, asked: Sequence[str], withheld: Sequence[str] = ()
