@@ -752,6 +752,10 @@ def test_other_settings_or_a_foreign_folder_are_refused(
     check_excerpts(out)
     with pytest.raises(SynthError, match=r"other settings \(seed differ\)"):
         run(synth_corpus, out, spec, tmp_path / "cache", questions=3, seed=1)
+    assert manifest(out)["settings"]["temperature"] == 0.0
+    warmer = synth_server.openai_spec(temperature=0.7)
+    with pytest.raises(SynthError, match=r"other settings \(temperature differ\)"):
+        run(synth_corpus, out, warmer, tmp_path / "cache", questions=3)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")

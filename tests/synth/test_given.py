@@ -100,12 +100,13 @@ def test_passages_are_whole_sentences_near_the_length_drawn_and_spread_out() -> 
     assert again == plan and other != plan
 
 
-def test_a_passage_as_long_as_its_document_is_the_whole_document() -> None:
+def test_a_passage_longer_than_the_rest_of_its_document_starts_earlier() -> None:
     text = corpus_texts()["chronicle"]
-    [slot] = make_passage_plan(
-        [Document("c", text)], 1, seed=0, styles=("factoid",), length_of=lambda d, j: 5000
+    plan = make_passage_plan(
+        [Document("c", text)], 2, seed=0, styles=("factoid",), length_of=lambda d, j: 500
     )
-    assert (slot.start, slot.end) == (0, len(text.rstrip()))
+    sentence = max(len(m) for m in FACT.findall(text))
+    assert all(abs(s.end - s.start - 500) <= sentence for s in plan)
 
 
 def test_a_text_without_sentence_marks_gives_a_passage_of_the_length_on_word_boundaries() -> None:
@@ -264,18 +265,6 @@ def test_an_example_asked_again_is_withheld_from_every_later_slot(
     assert shown[:4] == [2, 1, 1, 0], shown
     assert all(n == 0 for n in shown[4:])
     assert report.counts["duplicate_example"] == 2 and report.accepted == 4
-
-
-def test_passages_longer_than_their_stretch_are_cut_to_it_and_do_not_overlap() -> None:
-    texts = corpus_texts()
-    docs = [Document(name, text) for name, text in texts.items()]
-    plan = make_passage_plan(docs, 30, seed=1, styles=("factoid",), length_of=lambda doc, j: 5000)
-    sentence = max(len(m) for m in FACT.findall(texts["atlas"]))
-    for doc in docs:
-        spans = sorted((s.start, s.end) for s in plan if s.doc_id == doc.id)
-        stretch = len(doc.text) / len(spans)
-        assert all(a[1] <= b[0] for a, b in pairwise(spans)), doc.id
-        assert all(end - start <= stretch + sentence for start, end in spans)
 
 
 def test_given_passages_are_at_most_window_chars_long(

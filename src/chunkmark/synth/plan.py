@@ -138,14 +138,11 @@ def make_plan(
     ]
 
 
-def snap_passage(
-    text: str, sentences: Sequence[Span], start: int, length: int, limit: int | None = None
-) -> Span:
+def snap_passage(text: str, sentences: Sequence[Span], start: int, length: int) -> Span:
     """The run of whole sentences that starts with the first sentence starting at or after
-    ``start`` (else the last one) and whose end lies nearest its start plus ``length``, not
-    past ``limit`` when given: at least one sentence, never past the text. A first sentence
-    over twice ``length`` (a text without sentence marks) gives ``[start, start + length)`` on
-    word boundaries instead."""
+    ``start`` (else the last one) and whose end lies nearest its start plus ``length``: at least
+    one sentence, never past the text. A first sentence over twice ``length`` (a text without
+    sentence marks) gives ``[start, start + length)`` on word boundaries instead."""
     first = next((i for i, s in enumerate(sentences) if s.start >= start), len(sentences) - 1)
     begin = sentences[first].start
     if sentences[first].end - begin > 2 * length:
@@ -153,10 +150,8 @@ def snap_passage(
         return ex.snap_window(text, begin, min(len(text), begin + length))
     goal = begin + length
     last = first
-    while (
-        last + 1 < len(sentences)
-        and abs(sentences[last + 1].end - goal) <= abs(sentences[last].end - goal)
-        and (limit is None or sentences[last + 1].end <= limit)
+    while last + 1 < len(sentences) and abs(sentences[last + 1].end - goal) <= abs(
+        sentences[last].end - goal
     ):
         last += 1
     return Span(begin, sentences[last].end)
@@ -175,11 +170,10 @@ def make_passage_plan(
 
     Documents get slots as in :func:`make_plan` (in proportion to their length); a document's
     ``k`` passages start one in each of ``k`` equal stretches of it, at a seeded position, and
-    are whole sentences (:func:`snap_passage`) about ``length_of(doc_id, j)`` characters long
-    but at most one stretch, so passages of one document do not overlap (a small model asked
-    about two overlapping passages asks both the same question; a passage that would run past
-    the document's end starts earlier). Slots are interleaved by position as in
-    :func:`make_plan`."""
+    are whole sentences (:func:`snap_passage`) about ``length_of(doc_id, j)`` characters long,
+    so passages of one document do not overlap unless they are longer than its stretches (a
+    passage that would run past the document's end starts earlier). Slots are interleaved by
+    position as in :func:`make_plan`."""
     rng = random.Random(f"chunkmark-synth-passages:{seed}")
     counts = quotas([len(d.text) for d in documents], questions, rng)
     placed: list[tuple[float, int, Span, str]] = []
@@ -188,17 +182,12 @@ def make_passage_plan(
             continue
         sentences = sentence_spans(doc.text) or [Span(0, len(doc.text))]
         stretch = len(doc.text) / k
-        end = 0  # where the document's previous passage ended
         for j in range(k):
-            length = max(1, min(length_of(doc.id, j), int(stretch)))
+            length = max(1, length_of(doc.id, j))
             last_start = max(0, len(doc.text) - length)  # a passage never runs off the end
             low = min(int(j * stretch), last_start)
             high = max(low, min(int((j + 1) * stretch) - length, last_start))
-            start = max(rng.randint(low, high), end)  # after the previous passage
-            # ending at most half a stretch into the next one, so no passage pushes the rest on
-            limit = max(int((j + 1.5) * stretch), start)
-            passage = snap_passage(doc.text, sentences, start, length, limit)
-            end = passage.end
+            passage = snap_passage(doc.text, sentences, rng.randint(low, high), length)
             placed.append(((j + 0.5) / k, order, passage, doc.id))
     placed.sort(key=lambda item: (item[0], item[1]))
     dealt = deal_styles(styles, len(placed), rng)

@@ -178,6 +178,8 @@ class Generation:
         o = self.options
         return {
             "llm": self.llm.identity(),
+            # the sampling temperature of first answers (retries after a duplicate use their own)
+            "temperature": getattr(self.llm, "temperature", None),
             "prompt_version": PROMPT_VERSION,
             "seed": o.seed,
             "questions": o.questions,
