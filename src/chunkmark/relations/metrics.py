@@ -504,14 +504,11 @@ class ChunkPairs:
 
 @dataclass(frozen=True)
 class RetrievalScores:
-    """Per question (dataset order): RelRecall@k, RelPrecision@k, SupportRecall@k, and how many
-    gold pairs and extracted pairs each had."""
+    """Per question (dataset order): RelRecall@k, RelPrecision@k, SupportRecall@k."""
 
     rel_recall: FloatArray
     rel_precision: FloatArray
     support_recall: FloatArray
-    n_gold: IntArray
-    n_extracted: IntArray
 
 
 @dataclass(frozen=True)
@@ -559,17 +556,12 @@ class RankedRelations:
         covered = (self.cover <= depth[self.pair_question]).astype(np.float64)
         support = share(np.bincount(self.pair_question, covered, minlength=nq), self.n_gold)
         if not self.extracted:
-            zeros = np.zeros(nq)
-            return RetrievalScores(
-                zeros, zeros.copy(), support, self.n_gold, np.zeros(nq, np.int64)
-            )
+            return RetrievalScores(np.zeros(nq), np.zeros(nq), support)
         counted = self.first <= depth[self.key_question]
         n_ext = np.bincount(self.key_question[counted], minlength=nq).astype(np.int64)
         hit = counted & self.gold_hit
         hits = np.bincount(self.key_question[hit], minlength=nq).astype(np.float64)
-        return RetrievalScores(
-            share(hits, self.n_gold), share(hits, n_ext), support, self.n_gold, n_ext
-        )
+        return RetrievalScores(share(hits, self.n_gold), share(hits, n_ext), support)
 
 
 def score_retrieval(
