@@ -197,16 +197,12 @@ class _Doc:
         return key
 
 
-def _pattern(form: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(form) + r"(?!\w)")
-
-
 def occurrences(form: str, text: str) -> list[Span]:
     """Every whole-word, case-sensitive occurrence of ``form`` in ``text`` (overlapping ones
     too), in order."""
     if not form:
         return []
-    pattern = _pattern(form)
+    pattern = re.compile(r"(?<!\w)" + re.escape(form) + r"(?!\w)")
     out: list[Span] = []
     at = 0
     while (hit := pattern.search(text, at)) is not None:
