@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -200,19 +200,7 @@ def write_relation_files(
 ) -> None:
     """Write ``entities.jsonl`` and ``relations.jsonl`` into ``folder`` (atomically each)."""
     root = Path(folder)
-    lines = [
-        json.dumps(
-            {
-                "id": e.id,
-                "doc_id": e.doc_id,
-                "type": e.type,
-                "aliases": list(e.aliases),
-                "mentions": _spans(e.mentions),
-            },
-            ensure_ascii=False,
-        )
-        for e in entities
-    ]
+    lines = [json.dumps(asdict(e), ensure_ascii=False) for e in entities]
     write_bytes_atomic(root / ENTITIES_FILE, ("\n".join(lines) + "\n").encode())
     lines = [
         json.dumps(
