@@ -38,6 +38,7 @@ import numpy.typing as npt
 from chunkmark.metrics import bootstrap_ci
 from chunkmark.metrics.catalog import MetricCatalog
 from chunkmark.metrics.span_metrics import share
+from chunkmark.relations.matching import EntityMatcher, normalise
 from chunkmark.relations.model import Entity, Extraction, Pair, RelationSet
 
 IntArray = npt.NDArray[np.int64]
@@ -147,7 +148,6 @@ class Gold:
 
     @classmethod
     def of(cls, rs: RelationSet) -> Gold:
-        norm = _normalise
         relations = rs.relations
         pairs = tuple(sorted(rs.gold_pairs, key=lambda p: tuple(sorted(p))))
         pair_id = {p: i for i, p in enumerate(pairs)}
@@ -161,7 +161,7 @@ class Gold:
         type_names: dict[Directed, set[str]] = {}
         for r in relations:
             type_names.setdefault((r.head, r.tail), set()).update(
-                {norm(r.label), norm(r.property_id)}
+                {normalise(r.label), normalise(r.property_id)}
             )
         ptr, members = _question_pairs(rs, pair_of)
         return cls(
@@ -194,12 +194,6 @@ class Gold:
     @cached_property
     def doc_index(self) -> Mapping[str, int]:
         return {d.id: i for i, d in enumerate(self.rs.dataset.documents)}
-
-
-def _normalise(text: str) -> str:
-    from chunkmark.relations.matching import normalise
-
-    return normalise(text)
 
 
 def _question_pairs(rs: RelationSet, pair_of: IntArray) -> tuple[IntArray, IntArray]:
@@ -336,8 +330,7 @@ def match_records(
     """
     if len(extractions) != len(chunking):
         raise ValueError(f"{len(extractions)} extractions for {len(chunking)} chunks")
-    make = matcher or _entity_matcher
-    norm = _normalise
+    make = matcher or EntityMatcher
     matchers: dict[str, NameMatcher] = {}
     texts = chunking.texts(rs)
     seen: set[str] = set()
@@ -361,7 +354,7 @@ def match_records(
             if src == tgt:
                 same += 1
                 continue
-            kept.append((src, tgt, norm(rec.type) if rec.type else ""))
+            kept.append((src, tgt, normalise(rec.type) if rec.type else ""))
         out.append(tuple(kept))
         if texts[i] not in seen:
             seen.add(texts[i])
@@ -385,12 +378,6 @@ def match_records(
         tokens_in,
         tokens_out,
     )
-
-
-def _entity_matcher(entities: Sequence[Entity]) -> NameMatcher:
-    from chunkmark.relations.matching import EntityMatcher
-
-    return EntityMatcher(entities)
 
 
 @dataclass(frozen=True)
@@ -443,7 +430,7 @@ def score_extraction(
     accepted: dict[Typed, set[str]] = {}
     for r in gold.rs.relations:
         accepted.setdefault((r.head, r.tail, r.property_id), set()).update(
-            {_normalise(r.label), _normalise(r.property_id)}
+            {normalise(r.label), normalise(r.property_id)}
         )
     t_found = np.fromiter(
         (bool(types_at.get((h, t), set()) & accepted[(h, t, p)]) for h, t, p in gold.typed),
