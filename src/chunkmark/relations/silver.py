@@ -267,7 +267,7 @@ class _Builder:
         for key, name in doc.names.items():
             self.counts["names"] += 1
             found = {form: occurrences(form, text) for form in name.forms}
-            mentions = sorted({s for spans in found.values() for s in spans}, key=_span_key)
+            mentions = sorted({s for spans in found.values() for s in spans})
             if not mentions:
                 self.counts["names_dropped"] += 1
                 continue
@@ -324,10 +324,6 @@ class _Builder:
                 )
             )
         return out
-
-
-def _span_key(span: Span) -> tuple[int, int]:
-    return (span.start, span.end)
 
 
 def build_silver(
