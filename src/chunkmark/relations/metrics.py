@@ -39,7 +39,7 @@ from chunkmark.metrics import bootstrap_ci
 from chunkmark.metrics.catalog import MetricCatalog
 from chunkmark.metrics.span_metrics import share
 from chunkmark.relations.matching import EntityMatcher, normalise
-from chunkmark.relations.model import Entity, Extraction, Pair, RelationSet
+from chunkmark.relations.model import Entity, Extraction, Pair, RelationSet, extraction_costs
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -333,10 +333,9 @@ def match_records(
     make = matcher or EntityMatcher
     matchers: dict[str, NameMatcher] = {}
     texts = chunking.texts(rs)
-    seen: set[str] = set()
+    distinct: dict[str, Extraction] = {}  # each text's first extraction: its cost counts once
     out: list[tuple[Typed, ...]] = []
-    n_records = names = unmatched = same = malformed = incomplete = 0
-    calls = hits = tokens_in = tokens_out = 0
+    n_records = names = unmatched = same = 0
     for i, extraction in enumerate(extractions):
         doc = chunking.doc_ids[i]
         if doc not in matchers:
@@ -356,27 +355,15 @@ def match_records(
                 continue
             kept.append((src, tgt, normalise(rec.type) if rec.type else ""))
         out.append(tuple(kept))
-        if texts[i] not in seen:
-            seen.add(texts[i])
-            malformed += extraction.malformed
-            incomplete += not extraction.complete
-            calls += extraction.calls
-            hits += extraction.cache_hits
-            tokens_in += extraction.input_tokens
-            tokens_out += extraction.output_tokens
+        distinct.setdefault(texts[i], extraction)
     return MatchedRecords(
         tuple(out),
         n_records,
         names,
         unmatched,
         same,
-        malformed,
-        incomplete,
-        len(seen),
-        calls,
-        hits,
-        tokens_in,
-        tokens_out,
+        distinct_texts=len(distinct),
+        **extraction_costs(distinct.values()),
     )
 
 

@@ -25,7 +25,7 @@ type is ``Relation.property_id`` (``property`` in the file).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -150,6 +150,20 @@ class Extraction:
     cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+def extraction_costs(extractions: Iterable[Extraction]) -> dict[str, int]:
+    """What the extractions cost, summed: malformed records, answers without the completion
+    marker (``incomplete``), calls, cache hits and tokens in and out."""
+    found = list(extractions)
+    return {
+        "malformed": sum(x.malformed for x in found),
+        "incomplete": sum(not x.complete for x in found),
+        "calls": sum(x.calls for x in found),
+        "cache_hits": sum(x.cache_hits for x in found),
+        "input_tokens": sum(x.input_tokens for x in found),
+        "output_tokens": sum(x.output_tokens for x in found),
+    }
 
 
 @dataclass(frozen=True, slots=True)
