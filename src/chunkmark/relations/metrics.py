@@ -28,7 +28,7 @@ same :class:`~chunkmark.metrics.catalog.Metric` type with a ``unit``, a ``family
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
@@ -280,18 +280,18 @@ def pair_contained(gold: Gold, per_relation: FloatArray) -> BoolArray:
 class MatchedRecords:
     """A chunking's extraction, mapped to gold entities.
 
-    ``records[i]`` are chunk ``i``'s relationship records whose source and target matched
+    ``per_chunk[i]`` are chunk ``i``'s relationship records whose source and target matched
     distinct entities of its document, as ``(source id, target id, normalised type)``.
     Counters: records returned, names looked up (two per record), names matched to no entity,
     records whose ends matched one same entity, malformed records; and the extraction's cost
     summed over distinct chunk texts (an equal text is extracted once).
     """
 
-    records: tuple[tuple[Typed, ...], ...]
-    n_records: int = 0
+    per_chunk: tuple[tuple[Typed, ...], ...]
+    records: int = 0
     names: int = 0
     unmatched_names: int = 0
-    same_entity: int = 0
+    same_entity_records: int = 0
     malformed: int = 0
     incomplete: int = 0
     distinct_texts: int = 0
@@ -301,19 +301,8 @@ class MatchedRecords:
     output_tokens: int = 0
 
     def counts(self) -> dict[str, int]:
-        return {
-            "records": self.n_records,
-            "names": self.names,
-            "unmatched_names": self.unmatched_names,
-            "same_entity_records": self.same_entity,
-            "malformed": self.malformed,
-            "incomplete": self.incomplete,
-            "distinct_texts": self.distinct_texts,
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
+        """Every counter by its name (the cost columns of relations.csv)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "per_chunk"}
 
 
 def match_records(
@@ -387,7 +376,7 @@ class ExtractionScores:
 def extracted_sets(records: MatchedRecords, chunking: Chunking) -> dict[str, set[Typed]]:
     """Every document's extracted (source, target, type) records, merged over its chunks."""
     out: dict[str, set[Typed]] = {}
-    for doc, items in zip(chunking.doc_ids, records.records, strict=True):
+    for doc, items in zip(chunking.doc_ids, records.per_chunk, strict=True):
         out.setdefault(doc, set()).update(items)
     return out
 
@@ -441,7 +430,7 @@ def score_extraction(
         typed_correct=t_correct,
         contained=pair_contained(gold, per_relation),
         same_sentence=gold.pair_same_sentence,
-        relations_per_1k_tokens=_ratio(1000.0 * records.n_records, tokens),
+        relations_per_1k_tokens=_ratio(1000.0 * records.records, tokens),
         unmatched_name_rate=_ratio(records.unmatched_names, records.names),
     )
 
@@ -461,7 +450,7 @@ class ChunkPairs:
     def of(cls, gold: Gold, records: MatchedRecords) -> ChunkPairs:
         extra: dict[Pair, int] = {}
         rows: list[list[int]] = []
-        for items in records.records:
+        for items in records.per_chunk:
             row: set[int] = set()
             for s, t, _ in items:
                 pair = frozenset((s, t))
