@@ -220,10 +220,3 @@ def unknown_name_fix() -> str | None:
     if not found:
         return None
     return "; ".join(f"{f.line()}, and may be what provides it: {f.fix()}" for f in found) + "."
-
-
-def reset() -> None:
-    """Forget what was discovered, so the next lookup discovers again (for tests; components
-    already registered stay registered)."""
-    global _state
-    _state = _State()

@@ -120,7 +120,7 @@ class RemoteClient(ABC):
     def _call(self, request: Callable[[Any], T]) -> T:
         """``request(client)``, retried as the module docstring says; SDK errors that outlast
         the retries (or are not worth retrying) become an :attr:`error_type`."""
-        sdk = self._import_sdk()
+        sdk = import_optional(self.sdk, self.sdk, self.sdk, self._wording().purpose)
         client = self._get_client(sdk)
         attempt = 0
         while True:
@@ -147,9 +147,6 @@ class RemoteClient(ABC):
         """Count one ``requests`` or ``retries`` (``_requests``, ``_retries``; thread-safe)."""
         with self._count_lock:
             setattr(self, f"_{name}", getattr(self, f"_{name}") + 1)
-
-    def _import_sdk(self) -> Any:
-        return import_optional(self.sdk, self.sdk, self.sdk, self._wording().purpose)
 
     def _get_client(self, sdk: Any) -> Any:
         """The SDK client, made on first use with the key from ``api_key_env`` (once, when

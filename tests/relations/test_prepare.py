@@ -386,7 +386,7 @@ def test_offline_download_names_redocred(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_download_refuses_a_changed_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(downloads, "_fetch", lambda url, remote, folder: b"changed")
+    monkeypatch.setattr(downloads, "fetch_url", lambda url, manual, env: b"changed")
     with pytest.raises(DatasetError, match=r"not the pinned .*--redocred FILE"):
         ensure_redocred()
 
@@ -396,11 +396,11 @@ def test_download_caches_verified_files(
 ) -> None:
     fetched: list[str] = []
 
-    def fetch(url: str, remote: object, folder: object) -> bytes:
+    def fetch(url: str, manual: str, env: str) -> bytes:
         fetched.append(url)
         return (redocred_file.parent / url.rsplit("/", 1)[1]).read_bytes()
 
-    monkeypatch.setattr(downloads, "_fetch", fetch)
+    monkeypatch.setattr(downloads, "fetch_url", fetch)
     path = ensure_redocred()
     assert path.read_bytes() == redocred_file.read_bytes()
     assert [u.rsplit("/", 2)[1:] for u in fetched] == [

@@ -73,11 +73,11 @@ def test_support_containment_by_hand() -> None:
 
 def test_matching_counts_by_hand() -> None:
     records = _records(calls=1, input_tokens=7, output_tokens=3)
-    assert records.records[0] == (("e1", "e2", "knows"), ("e1", "e3", ""))
-    assert records.records[1] == (("e4", "e2", "employer"),)
-    assert records.records[2] == (("e5", "e6", "p551"),)
-    assert (records.n_records, records.names, records.unmatched_names) == (6, 12, 1)
-    assert records.same_entity == 1
+    assert records.per_chunk[0] == (("e1", "e2", "knows"), ("e1", "e3", ""))
+    assert records.per_chunk[1] == (("e4", "e2", "employer"),)
+    assert records.per_chunk[2] == (("e5", "e6", "p551"),)
+    assert (records.records, records.names, records.unmatched_names) == (6, 12, 1)
+    assert records.same_entity_records == 1
     assert (records.calls, records.input_tokens, records.output_tokens) == (3, 21, 9)
 
 
@@ -85,7 +85,7 @@ def test_costs_count_each_distinct_text_once() -> None:
     twice = Chunking.of(["d1", "d1", "d2"], [0, 0, 0], [23, 23, 39])
     records = _records(twice, calls=1)
     assert records.calls == 2 and records.distinct_texts == 2
-    assert records.records[0] == records.records[1]
+    assert records.per_chunk[0] == records.per_chunk[1]
 
 
 def test_extraction_metrics_by_hand() -> None:
@@ -273,7 +273,7 @@ def test_rel_recall_matches_sets_and_is_bounded(data: st.DataObject) -> None:
     k = data.draw(st.integers(1, n))
     scores = score_retrieval(GOLD, chunking, ranking, np.full(len(RELATIONS), k), pairs)
     for qi in range(len(RELATIONS)):
-        got = {frozenset(r[:2]) for c in ranking[qi, :k] for r in records.records[c]}
+        got = {frozenset(r[:2]) for c in ranking[qi, :k] for r in records.per_chunk[c]}
         lo, hi = GOLD.question_ptr[qi], GOLD.question_ptr[qi + 1]
         wanted = {GOLD.pairs[p] for p in GOLD.question_pairs[lo:hi]}
         assert scores.rel_recall[qi] == pytest.approx(len(got & wanted) / len(wanted))

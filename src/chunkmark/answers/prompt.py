@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from chunkmark.files import shipped_prompt
+from chunkmark.llm.estimate import Request as Request  # the answers analysis imports it here
 
 VERSION = 1
 ANSWER_MAX_TOKENS = 64
@@ -26,15 +27,6 @@ JUDGE_SCHEMA: dict[str, Any] = {
     "required": ["correct", "faithful"],
     "additionalProperties": False,
 }
-
-
-class Request(NamedTuple):
-    """One request: system and user prompts and the answer's token limit."""
-
-    system: str
-    user: str
-    max_tokens: int
-    json_schema: dict[str, Any] | None = None
 
 
 def prompt_text(name: str) -> str:

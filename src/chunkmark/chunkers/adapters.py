@@ -658,11 +658,6 @@ def _concrete_classes(module: Any, base: type) -> dict[str, Any]:
     return out
 
 
-def _llama_index_classes(module: Any) -> dict[str, Any]:
-    base = importlib.import_module("llama_index.core.node_parser.interface").NodeParser
-    return _concrete_classes(module, base)
-
-
 @CHUNKERS.register("llama_index")
 def llama_index(
     parser: str = "SentenceSplitter",
@@ -694,7 +689,9 @@ def llama_index(
     module = import_optional(
         "llama_index.core.node_parser", "llama-index-core", "llama-index", "The llama_index chunker"
     )
-    cls = _pick("LlamaIndex parser", parser, _llama_index_classes(module), _LLAMA_INDEX_UNSUPPORTED)
+    base = importlib.import_module("llama_index.core.node_parser.interface").NodeParser
+    classes = _concrete_classes(module, base)
+    cls = _pick("LlamaIndex parser", parser, classes, _LLAMA_INDEX_UNSUPPORTED)
     _check_taken(cls, "LlamaIndex parser", chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     kwargs = _merge_options(
         options, "llama_index", chunk_size=chunk_size, chunk_overlap=chunk_overlap
@@ -715,10 +712,6 @@ _CHONKIE_UNSUPPORTED = {
     "TeraflopAIChunker": "it calls a web API",
 }
 _CHONKIE_OWN_TOKENIZERS = ("character", "word", "byte")
-
-
-def _chonkie_classes(module: Any) -> dict[str, Any]:
-    return _concrete_classes(module, module.BaseChunker)
 
 
 @CHUNKERS.register("chonkie")
@@ -748,7 +741,8 @@ def chonkie(
             ``{'min_sentences_per_chunk': 2}``.
     """
     module = import_optional("chonkie", "chonkie", "chonkie", "The chonkie chunker")
-    cls = _pick("chonkie chunker", chunker, _chonkie_classes(module), _CHONKIE_UNSUPPORTED)
+    classes = _concrete_classes(module, module.BaseChunker)
+    cls = _pick("chonkie chunker", chunker, classes, _CHONKIE_UNSUPPORTED)
     _check_taken(cls, "chonkie chunker", chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     kwargs = _merge_options(options, "chonkie", chunk_size=chunk_size, chunk_overlap=chunk_overlap)
     if "tokenizer" in kwargs:

@@ -240,12 +240,8 @@ class Piece:
     parts: tuple[Piece, ...] = ()
 
 
-def block_piece(block: Block) -> Piece:
-    return Piece(block.start, block.end, block.kind)
-
-
 def paragraph_piece(blocks: Sequence[Block], first: int, stop: int) -> Piece:
-    parts = tuple(block_piece(b) for b in blocks[first:stop])
+    parts = tuple(Piece(b.start, b.end, b.kind) for b in blocks[first:stop])
     return Piece(blocks[first].start, blocks[stop - 1].end, "paragraph", parts)
 
 

@@ -37,7 +37,7 @@ import json
 import re
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chunkmark.chunkers.base import Chunk, ChunkerContext, ChunkerFn
@@ -251,7 +251,7 @@ class _Counts:
     llm_calls: int = 0
     corrections: int = 0
     fallback_chunks: int = 0
-    empty_chunks: int = 0
+    chunks_without_propositions: int = 0
     propositions: int = 0
     aligned: int = 0
     dropped: int = 0
@@ -308,7 +308,7 @@ class PropositionsChunker(Wrapper):
                     chunked.append(chunk)
                     continue
                 if not found:
-                    self._counts.empty_chunks += 1
+                    self._counts.chunks_without_propositions += 1
                 for proposition in found:
                     placed = self._place(proposition, source, chunk.start)
                     if placed is not None:
@@ -439,19 +439,8 @@ class PropositionsChunker(Wrapper):
         answers; the wrapped chunker's counters as ``inner.<name>``."""
         c = self._counts
         width = 100 // BINS
-        counters = {
-            "texts": c.texts,
-            "chunks": c.chunks,
-            "llm_calls": c.llm_calls,
-            "corrections": c.corrections,
-            "fallback_chunks": c.fallback_chunks,
-            "chunks_without_propositions": c.empty_chunks,
-            "propositions": c.propositions,
-            "aligned": c.aligned,
-            "dropped": c.dropped,
-            "ambiguous": c.ambiguous,
-            **{f"score_{b * width}_{(b + 1) * width}": n for b, n in enumerate(c.bins)},
-        }
+        counters = {k: v for k, v in asdict(c).items() if k != "bins"}
+        counters.update({f"score_{b * width}_{(b + 1) * width}": n for b, n in enumerate(c.bins)})
         inner = inner_stats(self.inner)
         return ChunkerStats(
             fallbacks=c.fallback_chunks + (inner.fallbacks if inner is not None else 0),

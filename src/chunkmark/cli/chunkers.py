@@ -21,6 +21,7 @@ from chunkmark.chunkers.diagnostics import (
 from chunkmark.cli import listing, options
 from chunkmark.errors import SpecError
 from chunkmark.service import catalog
+from chunkmark.service.replies import cut
 from chunkmark.service.runs import Grid
 from chunkmark.tokenizers import count_tokens
 
@@ -98,13 +99,8 @@ def _print_chunks(chunks: list[Chunk], text: str, spec: str, path: Path, encodin
         row = [str(i), str(chunk.start), str(chunk.end)]
         if tokens is not None:
             row.append(str(tokens[i]))
-        table.add_row(*row, Text(_preview(chunk_text)))
+        table.add_row(*row, Text(cut(chunk_text, _PREVIEW_CHARS)))
     Console().print(table)
-
-
-def _preview(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
 
 
 # --- chunkmark chunkers diagnose ----------------------------------------------------------------

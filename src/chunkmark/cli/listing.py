@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from chunkmark.cli import options
-from chunkmark.service.catalog import Listing, Row, embedders, extractors, llms, metrics, retrieval
+from chunkmark.service.catalog import Listing, embedders, extractors, llms, metrics, retrieval
 
 
 def show(listings: Sequence[Listing], as_json: bool) -> None:
@@ -33,17 +33,13 @@ def show(listings: Sequence[Listing], as_json: bool) -> None:
 def _table(listing: Listing) -> Table:
     columns = list(listing.columns)
     if any(row.get("origin") for row in listing.rows):
-        columns.append(("origin", _origin))
+        columns.append(("origin", lambda row: str(row.get("origin") or "chunkmark")))
     table = Table(title=listing.title, show_lines=True)
     for i, (heading, _) in enumerate(columns):
         table.add_column(heading, style="bold" if i == 0 else None)
     for row in listing.rows:
         table.add_row(*(Text(cell(row)) for _, cell in columns))
     return table
-
-
-def _origin(row: Row) -> str:
-    return str(row.get("origin") or "chunkmark")
 
 
 def listing_command(build: Callable[[], Sequence[Listing]], doc: str) -> Callable[[bool], None]:

@@ -107,7 +107,7 @@ def dataset_dir(name: str) -> Path:
 def is_downloaded(name: str) -> bool:
     """True when every file of ``name`` is in the cache with its pinned SHA-256."""
     folder = dataset_dir(name)
-    return all(_verified(folder / f.local, f.sha256) for f in _remote(name).files)
+    return all(verified(folder / f.local, f.sha256) for f in _remote(name).files)
 
 
 def download(
@@ -122,14 +122,18 @@ def download(
     remote = _remote(name)
     folder = dataset_dir(name)
     base = os.environ.get(BASE_URL_ENV) or remote.base_url
+    manual = (
+        f"Check your connection, or download the files manually from {remote.homepage} into "
+        f"{folder} (corpora/*.md, questions_df.csv)."
+    )
     for item in remote.files:
         target = folder / item.local
-        if not force and _verified(target, item.sha256):
+        if not force and verified(target, item.sha256):
             continue
         url = f"{base.rstrip('/')}/{item.remote}"
         if progress is not None:
             progress(f"downloading {url}")
-        data = _fetch(url, remote, folder)
+        data = fetch_url(url, manual, BASE_URL_ENV)
         digest = hashlib.sha256(data).hexdigest()
         if digest != item.sha256:
             raise DatasetError(
@@ -154,25 +158,13 @@ def _remote(name: str) -> RemoteDataset:
         ) from None
 
 
-def _verified(path: Path, sha256: str) -> bool:
+def verified(path: Path, sha256: str) -> bool:
+    """Whether ``path`` exists and its bytes have the SHA-256 ``sha256``."""
     try:
         data = path.read_bytes()
     except OSError:
         return False
     return hashlib.sha256(data).hexdigest() == sha256
-
-
-def _fetch(url: str, remote: RemoteDataset, folder: Path) -> bytes:
-    manual = (
-        f"Check your connection, or download the files manually from {remote.homepage} into "
-        f"{folder} (corpora/*.md, questions_df.csv)."
-    )
-    return fetch_url(url, manual, BASE_URL_ENV)
-
-
-def verified(path: Path, sha256: str) -> bool:
-    """Whether ``path`` exists and its bytes have the SHA-256 ``sha256``."""
-    return _verified(path, sha256)
 
 
 def fetch_url(url: str, manual: str, base_url_env: str) -> bytes:

@@ -25,7 +25,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from chunkmark.datasets.jsonl import JSONL_DOCUMENTS, read_documents
+from chunkmark.datasets.jsonl import JSONL_DOCUMENTS, join_lines, read_documents
 from chunkmark.datasets.validate import JSONL_QUESTIONS, Problem, brief, read_text
 from chunkmark.errors import DatasetError
 from chunkmark.files import write_bytes_atomic
@@ -137,10 +137,10 @@ def fix_jsonl(folder: Path, out: Path) -> Fixed:
         (left if missing else kept).append(line)
     out.mkdir(parents=True)
     docs = (json.dumps({"id": d, "text": t}, ensure_ascii=False) for d, t in texts.items())
-    write_bytes_atomic(out / JSONL_DOCUMENTS, _lines(docs))
-    write_bytes_atomic(out / JSONL_QUESTIONS, _lines(kept))
+    write_bytes_atomic(out / JSONL_DOCUMENTS, join_lines(docs))
+    write_bytes_atomic(out / JSONL_QUESTIONS, join_lines(kept))
     if left:
-        write_bytes_atomic(out / UNPLACED, _lines(left))
+        write_bytes_atomic(out / UNPLACED, join_lines(left))
     result.written, result.left = len(kept), len(left)
     return result
 
@@ -196,7 +196,3 @@ def _rapidfuzz() -> Any:
         return import_module("rapidfuzz.fuzz")
     except ImportError:
         return None
-
-
-def _lines(lines: Any) -> bytes:
-    return "".join(line + "\n" for line in lines).encode("utf-8")

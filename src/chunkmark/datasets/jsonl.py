@@ -18,7 +18,7 @@ named after the folder. docs/formats.md is the full description.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +70,13 @@ def write_jsonl(dataset: Dataset, folder: str | Path) -> None:
     doc_lines = (
         json.dumps({"id": d.id, "text": d.text}, ensure_ascii=False) for d in dataset.documents
     )
-    write_bytes_atomic(out / JSONL_DOCUMENTS, _join_lines(doc_lines))
+    write_bytes_atomic(out / JSONL_DOCUMENTS, join_lines(doc_lines))
     by_id = dataset.by_id
     question_lines = (
         json.dumps(_question_object(q, by_id[q.doc_id].text), ensure_ascii=False)
         for q in dataset.questions
     )
-    write_bytes_atomic(out / JSONL_QUESTIONS, _join_lines(question_lines))
+    write_bytes_atomic(out / JSONL_QUESTIONS, join_lines(question_lines))
 
 
 def _question_object(q: Question, doc_text: str) -> dict[str, Any]:
@@ -93,7 +93,8 @@ def _question_object(q: Question, doc_text: str) -> dict[str, Any]:
     return obj
 
 
-def _join_lines(lines: Iterator[str]) -> bytes:
+def join_lines(lines: Iterable[str]) -> bytes:
+    """JSON lines as a file's bytes: each line ended by a newline, UTF-8."""
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 

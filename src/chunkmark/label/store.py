@@ -28,6 +28,7 @@ from chunkmark.datasets.chroma import read_corpus, read_documents
 from chunkmark.datasets.jsonl import (
     JSONL_DOCUMENTS,
     check_question_object,
+    join_lines,
     parsed_lines,
     read_documents_file,
 )
@@ -264,20 +265,16 @@ class QuestionStore:
                 json.dumps({"id": d.id, "text": d.text}, ensure_ascii=False)
                 for d in self._documents
             )
-            write_bytes_atomic(documents, _join(lines))
+            write_bytes_atomic(documents, join_lines(lines))
         if questions != old_questions:
-            write_bytes_atomic(self.questions_path, _join(_dumps(questions)))
+            write_bytes_atomic(self.questions_path, join_lines(_dumps(questions)))
         if unanswered != old_unanswered:
-            write_bytes_atomic(self.unanswered_path, _join(_dumps(unanswered)))
+            write_bytes_atomic(self.unanswered_path, join_lines(_dumps(unanswered)))
         self._undo.append(before)
 
 
 def _dumps(objects: list[dict[str, Any]]) -> list[str]:
     return [json.dumps(o, ensure_ascii=False) for o in objects]
-
-
-def _join(lines: Any) -> bytes:
-    return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
 def _bytes_or_none(path: Path) -> bytes | None:

@@ -39,10 +39,6 @@ def _identity_json(identity: dict[str, Any]) -> str:
     return canonical_identity(identity, what="LLM identity", error=LLMError)
 
 
-def _schema_json(schema: dict[str, Any]) -> str:
-    return canonical_identity(schema, what="JSON schema", error=LLMError)
-
-
 def cache_key(
     identity: dict[str, Any],
     system: str,
@@ -69,7 +65,8 @@ def cache_key(
         str(seed),
     )
     if json_schema is not None:
-        parts += ("json_schema", _schema_json(json_schema))
+        schema = canonical_identity(json_schema, what="JSON schema", error=LLMError)
+        parts += ("json_schema", schema)
     for part in parts:
         data = part.encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))

@@ -46,7 +46,7 @@ import re
 import threading
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -202,11 +202,11 @@ class _Counts:
     texts: int = 0
     answers: int = 0
     gleaning_rounds: int = 0
+    requests: int = 0
     empty_answers: int = 0
     incomplete: int = 0
     malformed: int = 0
     self_relations: int = 0
-    requests: int = 0
 
 
 class LLMExtractor:
@@ -433,18 +433,7 @@ class LLMExtractor:
         read (``gleaning_rounds`` of them after the first), ``requests`` sent (answers not in
         the cache), ``empty_answers``, ``incomplete`` answers (no completion marker),
         ``malformed`` records (``self_relations`` of them)."""
-        c = self._counts
-        return {
-            "chunks": c.chunks,
-            "texts": c.texts,
-            "answers": c.answers,
-            "gleaning_rounds": c.gleaning_rounds,
-            "requests": c.requests,
-            "empty_answers": c.empty_answers,
-            "incomplete": c.incomplete,
-            "malformed": c.malformed,
-            "self_relations": c.self_relations,
-        }
+        return asdict(self._counts)
 
     # estimate -----------------------------------------------------------------------------------
 

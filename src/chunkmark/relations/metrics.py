@@ -28,7 +28,7 @@ same :class:`~chunkmark.metrics.catalog.Metric` type with a ``unit``, a ``family
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, Literal, Protocol
 
@@ -38,7 +38,8 @@ import numpy.typing as npt
 from chunkmark.metrics import bootstrap_ci
 from chunkmark.metrics.catalog import MetricCatalog
 from chunkmark.metrics.span_metrics import share
-from chunkmark.relations.model import Entity, Extraction, Pair, RelationSet
+from chunkmark.relations.matching import EntityMatcher, normalise
+from chunkmark.relations.model import Entity, Extraction, Pair, RelationSet, extraction_costs
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -147,7 +148,6 @@ class Gold:
 
     @classmethod
     def of(cls, rs: RelationSet) -> Gold:
-        norm = _normalise
         relations = rs.relations
         pairs = tuple(sorted(rs.gold_pairs, key=lambda p: tuple(sorted(p))))
         pair_id = {p: i for i, p in enumerate(pairs)}
@@ -161,7 +161,7 @@ class Gold:
         type_names: dict[Directed, set[str]] = {}
         for r in relations:
             type_names.setdefault((r.head, r.tail), set()).update(
-                {norm(r.label), norm(r.property_id)}
+                {normalise(r.label), normalise(r.property_id)}
             )
         ptr, members = _question_pairs(rs, pair_of)
         return cls(
@@ -194,12 +194,6 @@ class Gold:
     @cached_property
     def doc_index(self) -> Mapping[str, int]:
         return {d.id: i for i, d in enumerate(self.rs.dataset.documents)}
-
-
-def _normalise(text: str) -> str:
-    from chunkmark.relations.matching import normalise
-
-    return normalise(text)
 
 
 def _question_pairs(rs: RelationSet, pair_of: IntArray) -> tuple[IntArray, IntArray]:
@@ -286,18 +280,18 @@ def pair_contained(gold: Gold, per_relation: FloatArray) -> BoolArray:
 class MatchedRecords:
     """A chunking's extraction, mapped to gold entities.
 
-    ``records[i]`` are chunk ``i``'s relationship records whose source and target matched
+    ``per_chunk[i]`` are chunk ``i``'s relationship records whose source and target matched
     distinct entities of its document, as ``(source id, target id, normalised type)``.
     Counters: records returned, names looked up (two per record), names matched to no entity,
     records whose ends matched one same entity, malformed records; and the extraction's cost
     summed over distinct chunk texts (an equal text is extracted once).
     """
 
-    records: tuple[tuple[Typed, ...], ...]
-    n_records: int = 0
+    per_chunk: tuple[tuple[Typed, ...], ...]
+    records: int = 0
     names: int = 0
     unmatched_names: int = 0
-    same_entity: int = 0
+    same_entity_records: int = 0
     malformed: int = 0
     incomplete: int = 0
     distinct_texts: int = 0
@@ -307,19 +301,8 @@ class MatchedRecords:
     output_tokens: int = 0
 
     def counts(self) -> dict[str, int]:
-        return {
-            "records": self.n_records,
-            "names": self.names,
-            "unmatched_names": self.unmatched_names,
-            "same_entity_records": self.same_entity,
-            "malformed": self.malformed,
-            "incomplete": self.incomplete,
-            "distinct_texts": self.distinct_texts,
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
+        """Every counter by its name (the cost columns of relations.csv)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "per_chunk"}
 
 
 def match_records(
@@ -336,14 +319,12 @@ def match_records(
     """
     if len(extractions) != len(chunking):
         raise ValueError(f"{len(extractions)} extractions for {len(chunking)} chunks")
-    make = matcher or _entity_matcher
-    norm = _normalise
+    make = matcher or EntityMatcher
     matchers: dict[str, NameMatcher] = {}
     texts = chunking.texts(rs)
-    seen: set[str] = set()
+    distinct: dict[str, Extraction] = {}  # each text's first extraction: its cost counts once
     out: list[tuple[Typed, ...]] = []
-    n_records = names = unmatched = same = malformed = incomplete = 0
-    calls = hits = tokens_in = tokens_out = 0
+    n_records = names = unmatched = same = 0
     for i, extraction in enumerate(extractions):
         doc = chunking.doc_ids[i]
         if doc not in matchers:
@@ -361,36 +342,18 @@ def match_records(
             if src == tgt:
                 same += 1
                 continue
-            kept.append((src, tgt, norm(rec.type) if rec.type else ""))
+            kept.append((src, tgt, normalise(rec.type) if rec.type else ""))
         out.append(tuple(kept))
-        if texts[i] not in seen:
-            seen.add(texts[i])
-            malformed += extraction.malformed
-            incomplete += not extraction.complete
-            calls += extraction.calls
-            hits += extraction.cache_hits
-            tokens_in += extraction.input_tokens
-            tokens_out += extraction.output_tokens
+        distinct.setdefault(texts[i], extraction)
     return MatchedRecords(
         tuple(out),
         n_records,
         names,
         unmatched,
         same,
-        malformed,
-        incomplete,
-        len(seen),
-        calls,
-        hits,
-        tokens_in,
-        tokens_out,
+        distinct_texts=len(distinct),
+        **extraction_costs(distinct.values()),
     )
-
-
-def _entity_matcher(entities: Sequence[Entity]) -> NameMatcher:
-    from chunkmark.relations.matching import EntityMatcher
-
-    return EntityMatcher(entities)
 
 
 @dataclass(frozen=True)
@@ -413,7 +376,7 @@ class ExtractionScores:
 def extracted_sets(records: MatchedRecords, chunking: Chunking) -> dict[str, set[Typed]]:
     """Every document's extracted (source, target, type) records, merged over its chunks."""
     out: dict[str, set[Typed]] = {}
-    for doc, items in zip(chunking.doc_ids, records.records, strict=True):
+    for doc, items in zip(chunking.doc_ids, records.per_chunk, strict=True):
         out.setdefault(doc, set()).update(items)
     return out
 
@@ -443,7 +406,7 @@ def score_extraction(
     accepted: dict[Typed, set[str]] = {}
     for r in gold.rs.relations:
         accepted.setdefault((r.head, r.tail, r.property_id), set()).update(
-            {_normalise(r.label), _normalise(r.property_id)}
+            {normalise(r.label), normalise(r.property_id)}
         )
     t_found = np.fromiter(
         (bool(types_at.get((h, t), set()) & accepted[(h, t, p)]) for h, t, p in gold.typed),
@@ -467,7 +430,7 @@ def score_extraction(
         typed_correct=t_correct,
         contained=pair_contained(gold, per_relation),
         same_sentence=gold.pair_same_sentence,
-        relations_per_1k_tokens=_ratio(1000.0 * records.n_records, tokens),
+        relations_per_1k_tokens=_ratio(1000.0 * records.records, tokens),
         unmatched_name_rate=_ratio(records.unmatched_names, records.names),
     )
 
@@ -487,7 +450,7 @@ class ChunkPairs:
     def of(cls, gold: Gold, records: MatchedRecords) -> ChunkPairs:
         extra: dict[Pair, int] = {}
         rows: list[list[int]] = []
-        for items in records.records:
+        for items in records.per_chunk:
             row: set[int] = set()
             for s, t, _ in items:
                 pair = frozenset((s, t))
@@ -504,14 +467,11 @@ class ChunkPairs:
 
 @dataclass(frozen=True)
 class RetrievalScores:
-    """Per question (dataset order): RelRecall@k, RelPrecision@k, SupportRecall@k, and how many
-    gold pairs and extracted pairs each had."""
+    """Per question (dataset order): RelRecall@k, RelPrecision@k, SupportRecall@k."""
 
     rel_recall: FloatArray
     rel_precision: FloatArray
     support_recall: FloatArray
-    n_gold: IntArray
-    n_extracted: IntArray
 
 
 @dataclass(frozen=True)
@@ -559,17 +519,12 @@ class RankedRelations:
         covered = (self.cover <= depth[self.pair_question]).astype(np.float64)
         support = share(np.bincount(self.pair_question, covered, minlength=nq), self.n_gold)
         if not self.extracted:
-            zeros = np.zeros(nq)
-            return RetrievalScores(
-                zeros, zeros.copy(), support, self.n_gold, np.zeros(nq, np.int64)
-            )
+            return RetrievalScores(np.zeros(nq), np.zeros(nq), support)
         counted = self.first <= depth[self.key_question]
         n_ext = np.bincount(self.key_question[counted], minlength=nq).astype(np.int64)
         hit = counted & self.gold_hit
         hits = np.bincount(self.key_question[hit], minlength=nq).astype(np.float64)
-        return RetrievalScores(
-            share(hits, self.n_gold), share(hits, n_ext), support, self.n_gold, n_ext
-        )
+        return RetrievalScores(share(hits, self.n_gold), share(hits, n_ext), support)
 
 
 def score_retrieval(

@@ -25,8 +25,8 @@ type is ``Relation.property_id`` (``property`` in the file).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
@@ -152,6 +152,20 @@ class Extraction:
     output_tokens: int = 0
 
 
+def extraction_costs(extractions: Iterable[Extraction]) -> dict[str, int]:
+    """What the extractions cost, summed: malformed records, answers without the completion
+    marker (``incomplete``), calls, cache hits and tokens in and out."""
+    found = list(extractions)
+    return {
+        "malformed": sum(x.malformed for x in found),
+        "incomplete": sum(not x.complete for x in found),
+        "calls": sum(x.calls for x in found),
+        "cache_hits": sum(x.cache_hits for x in found),
+        "input_tokens": sum(x.input_tokens for x in found),
+        "output_tokens": sum(x.output_tokens for x in found),
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkInput:
     """One chunk to extract from: its text, its document, and that document's gold entities
@@ -200,19 +214,7 @@ def write_relation_files(
 ) -> None:
     """Write ``entities.jsonl`` and ``relations.jsonl`` into ``folder`` (atomically each)."""
     root = Path(folder)
-    lines = [
-        json.dumps(
-            {
-                "id": e.id,
-                "doc_id": e.doc_id,
-                "type": e.type,
-                "aliases": list(e.aliases),
-                "mentions": _spans(e.mentions),
-            },
-            ensure_ascii=False,
-        )
-        for e in entities
-    ]
+    lines = [json.dumps(asdict(e), ensure_ascii=False) for e in entities]
     write_bytes_atomic(root / ENTITIES_FILE, ("\n".join(lines) + "\n").encode())
     lines = [
         json.dumps(

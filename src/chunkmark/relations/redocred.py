@@ -734,7 +734,7 @@ def ensure_redocred(progress: Callable[[str], None] | None = None) -> Path:
     folder = redocred_dir()
     for item in REDOCRED.files:
         target = folder / item.local
-        if downloads._verified(target, item.sha256):
+        if downloads.verified(target, item.sha256):
             continue
         url = f"{REDOCRED.base_url}/{item.remote}"
         if progress is not None:
@@ -743,10 +743,7 @@ def ensure_redocred(progress: Callable[[str], None] | None = None) -> Path:
             f"Download {url} (and {REL_INFO_FILE} beside it) yourself and pass the file with "
             "--redocred FILE, or check your connection."
         )
-        try:
-            data = downloads._fetch(url, REDOCRED, folder)
-        except DatasetError as exc:
-            raise DatasetError(exc.problem, manual) from None
+        data = downloads.fetch_url(url, manual, downloads.BASE_URL_ENV)
         digest = hashlib.sha256(data).hexdigest()
         if digest != item.sha256:
             raise DatasetError(

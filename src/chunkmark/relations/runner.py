@@ -76,19 +76,7 @@ COUNT_COLUMNS = (
     "chunk_tokens",
     "n_extracted_pairs",
 )
-COST_COLUMNS = (
-    "records",
-    "names",
-    "unmatched_names",
-    "same_entity_records",
-    "malformed",
-    "incomplete",
-    "distinct_texts",
-    "calls",
-    "cache_hits",
-    "input_tokens",
-    "output_tokens",
-)
+COST_COLUMNS = tuple(MatchedRecords(()).counts())  # the extraction's counts and cost
 
 
 @dataclass

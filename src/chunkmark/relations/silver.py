@@ -58,6 +58,7 @@ from chunkmark.relations.model import (
     Extractor,
     Relation,
     RelationSet,
+    extraction_costs,
     relation_question,
 )
 from chunkmark.spans import Span
@@ -149,11 +150,10 @@ def extract_excerpts(
         for item, extraction in zip(batch, extractor.extract(batch), strict=True):
             found[item.text] = extraction
         if progress is not None:
-            calls = sum(e.calls for e in found.values())
-            hits = sum(e.cache_hits for e in found.values())
+            cost = extraction_costs(found.values())
             progress(
                 f"extracted {len(found):,} of {len(distinct):,} distinct excerpt texts "
-                f"({calls:,} requests, {hits:,} answers from the cache)"
+                f"({cost['calls']:,} requests, {cost['cache_hits']:,} answers from the cache)"
             )
     return inputs, found
 
@@ -197,16 +197,12 @@ class _Doc:
         return key
 
 
-def _pattern(form: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(form) + r"(?!\w)")
-
-
 def occurrences(form: str, text: str) -> list[Span]:
     """Every whole-word, case-sensitive occurrence of ``form`` in ``text`` (overlapping ones
     too), in order."""
     if not form:
         return []
-    pattern = _pattern(form)
+    pattern = re.compile(r"(?<!\w)" + re.escape(form) + r"(?!\w)")
     out: list[Span] = []
     at = 0
     while (hit := pattern.search(text, at)) is not None:
@@ -271,7 +267,7 @@ class _Builder:
         for key, name in doc.names.items():
             self.counts["names"] += 1
             found = {form: occurrences(form, text) for form in name.forms}
-            mentions = sorted({s for spans in found.values() for s in spans}, key=_span_key)
+            mentions = sorted({s for spans in found.values() for s in spans})
             if not mentions:
                 self.counts["names_dropped"] += 1
                 continue
@@ -330,10 +326,6 @@ class _Builder:
         return out
 
 
-def _span_key(span: Span) -> tuple[int, int]:
-    return (span.start, span.end)
-
-
 def build_silver(
     dataset: Dataset,
     extractor: Extractor,
@@ -363,12 +355,7 @@ def build_silver(
         excerpts=sum(len(q.excerpts) for q in dataset.questions),
         distinct_excerpts=len(inputs),
         texts=len(found),
-        calls=sum(e.calls for e in found.values()),
-        cache_hits=sum(e.cache_hits for e in found.values()),
-        input_tokens=sum(e.input_tokens for e in found.values()),
-        output_tokens=sum(e.output_tokens for e in found.values()),
-        malformed=sum(e.malformed for e in found.values()),
-        incomplete=sum(not e.complete for e in found.values()),
+        **extraction_costs(found.values()),
         names=counts["names"],
         entities=len(entities),
         names_dropped=counts["names_dropped"],

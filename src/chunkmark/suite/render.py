@@ -75,16 +75,12 @@ def _estimate(e: Estimate, digits: int = 3) -> Value:
     return Value(_num(e.value, digits), f"[{_num(e.low, digits)}, {_num(e.high, digits)}]", e.value)
 
 
-def _text(text: str) -> Value:
-    return Value(text)
-
-
 def _count(n: float) -> Value:
     return Value(f"{n:,.0f}" if math.isfinite(n) else "n/a", number=float(n))
 
 
 def _cell_names(key: CellKey) -> tuple[Value, Value, Value]:
-    return (_text(short("chunker", key[0])), _text(short("embedder", key[1])), _text(key[2]))
+    return (Value(short("chunker", key[0])), Value(short("embedder", key[1])), Value(key[2]))
 
 
 def sections(board: Leaderboard) -> list[Section]:
@@ -112,8 +108,8 @@ def _overview(board: Leaderboard, pct: str) -> Section:
         ("set", "scope", "documents", "questions", "cells"),
         [
             (
-                _text(b.name),
-                _text(
+                Value(b.name),
+                Value(
                     "within each question's document"
                     if b.suite_set.scope == "document"
                     else "whole corpus"
@@ -129,10 +125,10 @@ def _overview(board: Leaderboard, pct: str) -> Section:
         ("setting", "budget (tokens)", "corpus spec", "document spec"),
         [
             (
-                _text(s.label),
-                _text("-" if s.tokens is None else f"{s.tokens:,}"),
-                _text(s.corpus or "-"),
-                _text(s.document or "-"),
+                Value(s.label),
+                Value("-" if s.tokens is None else f"{s.tokens:,}"),
+                Value(s.corpus or "-"),
+                Value(s.document or "-"),
             )
             for s in board.suite.settings
         ],
@@ -160,19 +156,19 @@ def _added_section(board: Leaderboard) -> Section:
         price = "-" if a.price_per_million is None else f"{a.price_per_million:g}"
         rows.append(
             (
-                _text(short("embedder", a.embedder)),
-                _text(str(a.identity.get("name") or "-")),
-                _text(str(a.identity.get("base_url") or "-")),
-                _text(a.folder),
-                _text(", ".join(a.sets)),
+                Value(short("embedder", a.embedder)),
+                Value(str(a.identity.get("name") or "-")),
+                Value(str(a.identity.get("base_url") or "-")),
+                Value(a.folder),
+                Value(", ".join(a.sets)),
                 _count(a.chunkers),
-                _text(a.created or "-"),
-                _text(
+                Value(a.created or "-"),
+                Value(
                     f"chunkmark {a.versions.get('chunkmark', '?')}"
                     + (f", {kind} {client}" if client else "")
                 ),
                 _count(a.tokens_embedded),
-                _text(price),
+                Value(price),
                 Value(cost, number=a.cost),
             )
         )
@@ -220,10 +216,10 @@ def _rank_table(board: Leaderboard, rows: Sequence[RankRow]) -> Table:
         ),
         [
             (
-                _text(str(i + 1)),
+                Value(str(i + 1)),
                 *_cell_names(r.key),
                 _estimate(r.mean_rank, 2),
-                _text(f"{r.tied_sets} of {r.sets}"),
+                Value(f"{r.tied_sets} of {r.sets}"),
                 *(_estimate(_cell_estimate(board, s, r.key, board.metric)) for s in board.sets),
             )
             for i, r in enumerate(rows)
@@ -269,11 +265,11 @@ def _winners_section(board: Leaderboard, pct: str) -> Section:
         ),
         [
             (
-                _text(w.set),
+                Value(w.set),
                 *_cell_names(w.best),
                 _estimate(w.value),
-                _text(f"{w.tied} of {w.cells}"),
-                _text(f"{w.pick_rank:g} of {w.cells}"),
+                Value(f"{w.tied} of {w.cells}"),
+                Value(f"{w.pick_rank:g} of {w.cells}"),
                 _estimate(w.pick_value),
             )
             for w in found
@@ -305,9 +301,9 @@ def _pictures_section(board: Leaderboard, pct: str) -> Section:
         ("#", "chunker", "embedder", "setting", *(f"rank in {s}" for s in names)),
         [
             (
-                _text(str(i + 1)),
+                Value(str(i + 1)),
                 *_cell_names(r.key),
-                *(_text(f"{per_set[r.key][s]:g}") for s in names),
+                *(Value(f"{per_set[r.key][s]:g}") for s in names),
             )
             for i, r in enumerate(board.top)
         ],
@@ -322,10 +318,10 @@ def _pictures_section(board: Leaderboard, pct: str) -> Section:
                 points = {c.tokens: c.metrics[board.metric] for c in curve}
                 curve_rows.append(
                     (
-                        _text(set_board.name),
-                        _text(str(i + 1)),
-                        _text(setting_family(curve[0].setting)),
-                        *(_estimate(points[b]) if b in points else _text("-") for b in budgets),
+                        Value(set_board.name),
+                        Value(str(i + 1)),
+                        Value(setting_family(curve[0].setting)),
+                        *(_estimate(points[b]) if b in points else Value("-") for b in budgets),
                     )
                 )
     curves_table = Table(("set", "#", "setting", *(f"{b:,} tokens" for b in budgets)), curve_rows)
@@ -355,12 +351,12 @@ def _holdout_section(board: Leaderboard, held: HoldOut, pct: str) -> Section:
     rules = ("mean rank", "minimax regret")
     rows = []
     for s in held.sets:
-        row: list[Value] = [_text(s.set), _count(s.questions), *_cell_names(s.best)]
+        row: list[Value] = [Value(s.set), _count(s.questions), *_cell_names(s.best)]
         for rule in rules:
             chosen = s.pick(rule)
             row += [
                 *_cell_names(chosen.cell),
-                _text(f"{chosen.rank:g} of {s.cells}"),
+                Value(f"{chosen.rank:g} of {s.cells}"),
                 _estimate(chosen.regret),
             ]
         rows.append(tuple(row))
@@ -413,7 +409,7 @@ def _tau_section(board: Leaderboard) -> Section:
         ("", *names),
         [
             (
-                _text(a),
+                Value(a),
                 *(
                     Value(
                         _num(board.tau[(a, b)].tau, 2),
@@ -444,11 +440,11 @@ def _variance_section(board: Leaderboard) -> Section:
     for split in board.variance:
         rows.append(
             (
-                _text(METRIC_LABELS[split.metric]),
+                Value(METRIC_LABELS[split.metric]),
                 _count(split.n),
                 *(Value(_pct(split.shares[f]), number=split.shares[f]) for f in FACTORS),
                 Value(_pct(split.rest), number=split.rest),
-                _text("yes" if split.balanced else "no"),
+                Value("yes" if split.balanced else "no"),
             )
         )
     table = Table(("metric", "cells", *FACTORS, "interactions", "balanced"), rows)
@@ -482,13 +478,13 @@ def _embedder_section(board: Leaderboard, pct: str) -> Section:
         ),
         [
             (
-                _text(r.set),
-                _text(short("embedder", r.embedder)),
-                _text(r.setting),
+                Value(r.set),
+                Value(short("embedder", r.embedder)),
+                Value(r.setting),
                 _count(r.chunkers),
                 _estimate(r.mean),
                 _estimate(r.best),
-                _text(short("chunker", r.best_chunker)),
+                Value(short("chunker", r.best_chunker)),
                 _count(r.tokens_embedded),
                 Value(_num(r.index_seconds, 1), number=r.index_seconds),
                 _count(r.tokens_embedded / r.index_seconds if r.index_seconds > 0 else math.nan),
@@ -529,8 +525,8 @@ def _rho_section(board: Leaderboard) -> Section:
         ),
         [
             (
-                _text(r.diagnostic),
-                _text(METRIC_LABELS[r.metric]),
+                Value(r.diagnostic),
+                Value(METRIC_LABELS[r.metric]),
                 Value(_num(r.rho, 2), number=r.rho),
                 Value(_num(r.p, 3), number=r.p),
                 _count(r.n),
@@ -575,7 +571,7 @@ def _set_section(board: Leaderboard, set_board: SetBoard, pct: str) -> Section:
                 _count(c.chunks),
                 _count(c.tokens_embedded),
                 Value(_num(c.index_seconds, 2), number=c.index_seconds),
-                _text(_tied_text(board, set_board, c)),
+                Value(_tied_text(board, set_board, c)),
             )
             for c in cells
         ]
