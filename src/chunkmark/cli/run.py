@@ -132,9 +132,8 @@ def run(
             retrieval=pick_retrieval,
             min_p_best=min_p_best,
         )
-    rows = results.overall()
     screen = Console(width=None if sys.stdout.isatty() else 140)
-    for table in results_tables(rows):
+    for table in results_tables(results.overall()):
         screen.print(table)
     _print_notes(results.manifest, console)
     took = f" in {results.manifest['timings']['wall']:.1f}s"
@@ -150,8 +149,7 @@ def run(
 
 
 def _embedding_bar(console: Console) -> tuple[Progress, EmbedProgress]:
-    """A progress bar on ``console`` and the ``embed_progress`` that draws a line in it for
-    each embedding."""
+    """A progress bar on ``console``, and the ``embed_progress`` that draws each embedding."""
     spinner, text = SpinnerColumn(), TextColumn("{task.description}")
     counts = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     bar = Progress(spinner, text, *counts, console=console, transient=True)

@@ -241,7 +241,8 @@ class Session:
         try:
             added = self._finish_analyses(outcomes)
         finally:  # an analysis that fails still leaves the grid's files and manifest
-            manifest = self._manifest(outcomes, failures, added)
+            manifest = self._manifest(outcomes, failures)
+            manifest.update({name: output.section for name, output in added.items()})
             tables = [o.table for o in done if o.table is not None]
             extra = {name: data for output in added.values() for name, data in output.files.items()}
             files = write_run(self.out, tables, summary, extra, manifest)
@@ -413,10 +414,7 @@ class Session:
         )
 
     def _manifest(
-        self,
-        outcomes: Sequence[CellOutcome],
-        failures: list[dict[str, Any]],
-        added: dict[str, AnalysisOutput],
+        self, outcomes: Sequence[CellOutcome], failures: list[dict[str, Any]]
     ) -> dict[str, Any]:
         embedding = {
             str(spec): {"identity": identity, "stats": embedder.stats().to_dict()}
@@ -452,7 +450,6 @@ class Session:
             "embedding": embedding,
             "cells": [{**o.facts, "resumed": o.resumed} for o in outcomes if not o.failed],
             "failures": failures,
-            **{name: output.section for name, output in added.items()},
         }
 
 

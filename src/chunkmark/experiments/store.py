@@ -23,8 +23,7 @@ CELL_META_KEY = b"chunkmark.cell"
 def parquet_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
-    data: bytes = sink.getvalue().to_pybytes()
-    return data
+    return bytes(sink.getvalue())
 
 
 def write_cell(

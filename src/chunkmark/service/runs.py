@@ -42,11 +42,10 @@ def run_grid(
     retrieval: str | None,
     min_p_best: float,
 ) -> tuple[Results, ReportOptions]:
-    """Run ``config`` as ``chunkmark run`` does: with the answers analysis when it has
-    ``answers:``, and the report recommending by ``--metric``, ``--pick-retrieval`` (one of
-    the grid's settings; None: the file's ``recommend:``) and ``--min-p-best``, checked before
-    any work (else a ConfigError naming the choices). Returns the results and the options the
-    recommendation read."""
+    """Run ``config`` as ``chunkmark run`` does: with the answers analysis (``answers:``), the
+    report recommending by ``--metric``, ``--pick-retrieval`` (None: the file's ``recommend:``)
+    and ``--min-p-best``, checked before any work (else a ConfigError naming the choices).
+    Returns the results and the options the recommendation read."""
     from chunkmark.answers.analysis import answer_analyses
     from chunkmark.experiments.runner import evaluate
     from chunkmark.metrics import METRICS
