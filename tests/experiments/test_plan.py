@@ -132,6 +132,24 @@ def test_openai_tokens_and_dollars_come_without_a_request(
     assert not (tmp_path / "cache").exists()  # nothing written, not even an empty cache
 
 
+def test_the_datasets_handed_in_are_planned_not_loaded_by_name(
+    tmp_path: Path, demo: Dataset
+) -> None:
+    """The runner hands the datasets it loaded: the plan counts those (here two of the demo's
+    documents under the demo's name), not the ones their names would load."""
+    docs = demo.documents[:2]
+    ids = {d.id for d in docs}
+    part = Dataset("demo", docs, tuple(q for q in demo.questions if q.doc_id in ids))
+    plan = plan_grid(config(tmp_path, ["fake()"]), datasets=[part])
+    enc = tiktoken.get_encoding("cl100k_base")
+    (found,) = plan.datasets
+    assert (found.documents, found.questions) == (2, len(part.questions))
+    assert 0 < len(part.questions) < len(demo.questions)
+    assert found.document_tokens == sum(len(enc.encode_ordinary(d.text)) for d in docs)
+    assert found.fingerprint == part.fingerprint != demo.fingerprint
+    assert [c.chunks for c in plan.cells] == [len(chunk_texts(part, s)) for s in CHUNKERS_SHARING]
+
+
 def test_cached_texts_are_reported_and_cost_nothing(
     tmp_path: Path, server: CountingServer, demo: Dataset
 ) -> None:

@@ -25,7 +25,6 @@ import time
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -138,25 +137,16 @@ class _Counters:
 
 @dataclass
 class AnswerAnalysis:
-    """Answers per cell and question, scored (module docs). Built from the run's config by
-    :meth:`from_config`."""
+    """Answers per cell and question, scored (module docs), for the run's config by
+    :func:`answer_analyses`; the LLMs' answer cache is the run's cache folder."""
 
     options: AnswerOptions
-    cache_dir: Path | None = None
     seed: int = 0
     name: str = "answers"
     rows: list[dict[str, Any]] = field(default_factory=list)
     summary: list[dict[str, Any]] = field(default_factory=list)
     _cells: dict[str, _CellView] = field(default_factory=dict)
     _started: float = field(default_factory=time.perf_counter)
-
-    @classmethod
-    def from_config(cls, config: ExperimentConfig) -> AnswerAnalysis:
-        from chunkmark.paths import resolve_cache_dir
-
-        assert config.answers is not None
-        cache = None if config.no_cache else resolve_cache_dir(config.cache_dir)
-        return cls(config.answers, cache, config.seed)
 
     def plan(
         self, dataset: Dataset, cells: int, prices: LLMPrices, answers: LLMCache | None
@@ -200,11 +190,11 @@ class AnswerAnalysis:
     def finish(self, run: FinishedRun) -> AnalysisOutput:
         from chunkmark.llm import build_llm, identity_spec
 
-        llm = build_llm(self.options.llm, cache_dir=self.cache_dir, seed=self.seed)
+        llm = build_llm(self.options.llm, cache_dir=run.cache_dir, seed=self.seed)
         judge = (
             None
             if self.options.judge is None
-            else build_llm(self.options.judge, cache_dir=self.cache_dir, seed=self.seed)
+            else build_llm(self.options.judge, cache_dir=run.cache_dir, seed=self.seed)
         )
         asker = _Asker(llm, judge, self.options, run)
         datasets: list[dict[str, Any]] = []
@@ -276,7 +266,7 @@ class AnswerAnalysis:
 def answer_analyses(config: ExperimentConfig) -> list[AnswerAnalysis]:
     """The analyses ``config`` asks for, to hand to the runner and the planner: the answers
     analysis with ``answers:``, else none."""
-    return [] if config.answers is None else [AnswerAnalysis.from_config(config)]
+    return [] if config.answers is None else [AnswerAnalysis(config.answers, config.seed)]
 
 
 @dataclass(frozen=True, eq=False)

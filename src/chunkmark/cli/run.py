@@ -22,7 +22,7 @@ from rich.table import Table
 
 from chunkmark.cli import options
 from chunkmark.report.recommendation_text import recommendation_lines
-from chunkmark.service.runs import recommended_metric, recommended_retrieval
+from chunkmark.service.runs import run_grid
 from chunkmark.specs import short
 
 RUN_HELP = """Chunk, embed, retrieve and score: one cell per (dataset, chunker, embedder), every
@@ -50,8 +50,7 @@ Data batch inference), with the same rows.
 FAILED_EXIT = 3
 
 if TYPE_CHECKING:
-    from chunkmark.experiments.config import ExperimentConfig
-    from chunkmark.experiments.runner import ReportWriter, Results
+    from chunkmark.experiments.runner import EmbedProgress, Results
 
 
 def register(app: typer.Typer) -> None:
@@ -108,10 +107,6 @@ def run(
     min_p_best: options.MinPBest = 0.9,
     quiet: options.Quiet = False,
 ) -> None:
-    from functools import partial
-
-    from chunkmark.report import ReportOptions, write_run_report
-
     scoring = {"excerpts": excerpts, "unit": unit, "denominator": denominator}
     config = grid.config(
         **caches.settings(),
@@ -126,14 +121,17 @@ def run(
         config = config.model_copy(
             update={"ray": config.ray.model_copy(update={"address": address})}
         )
-
-    asked = ReportOptions(
-        metric=recommended_metric(config, metric),
-        retrieval=recommended_retrieval(config, pick_retrieval),
-        min_p_best=min_p_best,
-    )
     console = Console(stderr=True, quiet=quiet, log_path=False)
-    results = _evaluate(config, partial(write_run_report, options=asked), console)
+    bar, embed_progress = _embedding_bar(console)
+    with bar:
+        results, asked = run_grid(
+            config,
+            console.log,
+            embed_progress,
+            metric=metric,
+            retrieval=pick_retrieval,
+            min_p_best=min_p_best,
+        )
     screen = Console(width=None if sys.stdout.isatty() else 140)
     for table in results_tables(results.overall()):
         screen.print(table)
@@ -150,11 +148,8 @@ def run(
         raise typer.Exit(FAILED_EXIT)
 
 
-def _evaluate(config: ExperimentConfig, writer: ReportWriter, console: Console) -> Results:
-    """Run the grid, its progress lines and embedding bars on ``console``."""
-    from chunkmark.answers.analysis import answer_analyses
-    from chunkmark.experiments.runner import evaluate
-
+def _embedding_bar(console: Console) -> tuple[Progress, EmbedProgress]:
+    """A progress bar on ``console``, and the ``embed_progress`` that draws each embedding."""
     spinner, text = SpinnerColumn(), TextColumn("{task.description}")
     counts = (BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     bar = Progress(spinner, text, *counts, console=console, transient=True)
@@ -165,14 +160,7 @@ def _evaluate(config: ExperimentConfig, writer: ReportWriter, console: Console) 
             tasks[what] = bar.add_task(f"embedding {what}", total=total)
         bar.update(tasks[what], completed=done)
 
-    with bar:
-        return evaluate(
-            config,
-            console.log,
-            embed_progress,
-            analyses=answer_analyses(config),
-            report_writer=writer,
-        )
+    return bar, embed_progress
 
 
 def _print_notes(manifest: dict[str, Any], console: Console) -> None:

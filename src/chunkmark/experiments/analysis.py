@@ -71,13 +71,15 @@ class FinishedCell:
 @dataclass(frozen=True, eq=False)
 class FinishedRun:
     """What an analysis's :meth:`Analysis.finish` reads: the run's config, results folder,
-    datasets and outcomes (failed cells included, in the run's order)."""
+    datasets and outcomes (failed cells included, in the run's order), and the cache folder
+    it uses (None with ``no_cache``)."""
 
     config: ExperimentConfig
     out: Path
     datasets: Sequence[Dataset]
     outcomes: Sequence[CellOutcome]
     progress: Callable[[str], None]
+    cache_dir: Path | None = None
 
 
 @dataclass

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chunkmark.chunkers.base import Chunk
+from chunkmark.experiments.store import parquet_bytes
 from chunkmark.files import read_parquet, write_bytes_atomic
 
 STORE_FORMAT = 1
@@ -150,10 +151,8 @@ class ChunkStore:
         about = getattr(key, "about", None)
         if about is not None:
             table = table.replace_schema_metadata({_META: json.dumps(about).encode()})
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
         try:
-            write_bytes_atomic(self.folder / f"{key}.parquet", sink.getvalue().to_pybytes())
+            write_bytes_atomic(self.folder / f"{key}.parquet", parquet_bytes(table))
         except OSError:
             return  # a store that cannot be written only costs a recomputation next time
 

@@ -300,9 +300,15 @@ def _load(name: str) -> Dataset:
     return load_dataset(name)
 
 
-def plan_grid(config: ExperimentConfig, analyses: Sequence[Analysis] = ()) -> Plan:
+def plan_grid(
+    config: ExperimentConfig,
+    analyses: Sequence[Analysis] = (),
+    datasets: Sequence[Dataset] | None = None,
+) -> Plan:
     """What running ``config`` with ``analyses`` would do and cost, found without any request
     or model load (an analysis that asks an LLM says what it would ask: the answers).
+    ``datasets``: the config's datasets, loaded already (the runner's); else each is loaded by
+    name here, never downloaded.
 
     Reads the chunk store, the embedding cache and the LLM cache under the config's cache
     folder when their files exist (never with ``no_cache``), and writes nothing.
@@ -310,29 +316,29 @@ def plan_grid(config: ExperimentConfig, analyses: Sequence[Analysis] = ()) -> Pl
     from chunkmark.paths import resolve_cache_dir
 
     check_handed(config, analyses)
+    if datasets is None:
+        datasets = [_load(name) for name in config.datasets]
     prices = load_plan_prices(config.prices, config.price_file)
+    tokens = [sum(count_tokens([d.text for d in ds.documents], ENCODING)) for ds in datasets]
     cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
     planner = _Planner(config, prices, cache_dir, analyses)
-    datasets = []
-    for name in config.datasets:
-        dataset = _load(name)
-        doc_tokens = sum(count_tokens([d.text for d in dataset.documents], ENCODING))
-        datasets.append(
-            DatasetPlan(
-                name=dataset.name,
-                fingerprint=dataset.fingerprint,
-                documents=len(dataset.documents),
-                questions=len(dataset.questions),
-                document_tokens=doc_tokens,
-            )
-        )
+    for dataset, doc_tokens in zip(datasets, tokens, strict=True):
         planner.plan_dataset(dataset, doc_tokens)
     embedding = planner.embedder_plans()
     answers = [p.usd for p in planner.answer_plans]
     parts = [e.usd for e in embedding] + [p.usd for p in planner.llm_plans] + answers
     parts_max = [e.usd for e in embedding] + [p.usd_max for p in planner.llm_plans] + answers
     return Plan(
-        datasets=datasets,
+        datasets=[
+            DatasetPlan(
+                name=d.name,
+                fingerprint=d.fingerprint,
+                documents=len(d.documents),
+                questions=len(d.questions),
+                document_tokens=n,
+            )
+            for d, n in zip(datasets, tokens, strict=True)
+        ],
         chunkers=list(config.chunkers),
         embedders=list(config.embedders),
         retrieval=list(config.retrieval_specs()),

@@ -50,12 +50,10 @@ from chunkmark.experiments.store import (
     prepare_out_dir,
     read_cell,
     write_cell,
-    write_csv,
     write_json,
-    write_results,
-    write_table,
+    write_run,
 )
-from chunkmark.files import read_parquet, write_bytes_atomic
+from chunkmark.files import read_parquet
 from chunkmark.metrics import METRICS, Scoring, bootstrap_ci, mean_std_rows
 from chunkmark.paths import resolve_cache_dir
 from chunkmark.retrieval import RETRIEVAL
@@ -182,9 +180,6 @@ class Session:
         self.embed_progress = embed_progress
         self.started = time.perf_counter()
         self.totals = PhaseTimer()
-        self.embedder_specs = [EMBEDDERS.resolve(s) for s in config.embedders]
-        self.retrieval = tuple(RETRIEVAL.resolve(s) for s in config.retrieval_specs())
-        self.scoring = tuple(config.scoring.scorings())
         self.out = config.out or default_out_dir()
         with self.totals("load_dataset"):
             self.datasets = [load_dataset(name) for name in config.datasets]
@@ -192,20 +187,23 @@ class Session:
         if config.max_cost is not None:
             from chunkmark.experiments.plan import check_budget, plan_grid
 
-            check_budget(plan_grid(config, self.analyses), config.max_cost)
+            check_budget(plan_grid(config, self.analyses, self.datasets), config.max_cost)
         prepare_out_dir(self.out)
         for dataset in self.datasets:
             self.say(
                 f"dataset {dataset.name}: {len(dataset.documents)} documents, "
                 f"{len(dataset.questions)} questions"
             )
+        self.embedder_specs = [EMBEDDERS.resolve(s) for s in config.embedders]
+        self.retrieval = tuple(RETRIEVAL.resolve(s) for s in config.retrieval_specs())
+        self.scoring = tuple(config.scoring.scorings())
         self.cache_dir = None if config.no_cache else resolve_cache_dir(config.cache_dir)
         self.cache = None if self.cache_dir is None else EmbeddingCache(self.cache_dir)
         self.chunk_store = None if self.cache_dir is None else ChunkStore(self.cache_dir)
-        self._embedders: dict[Spec, tuple[CachedEmbedder, dict[str, Any]]] = {}
         self._envs: dict[tuple[str, Spec], CellEnv] = {}
-        for e_spec in self.embedder_specs:  # a missing extra stops the run here, not per cell
-            self._embedder(e_spec)
+        self._embedders = {  # a missing extra stops the run here, not per cell
+            e_spec: self._embedder(e_spec) for e_spec in dict.fromkeys(self.embedder_specs)
+        }
 
     def close(self) -> None:
         """Close this process's connection to the embedding cache (a later use reopens it), so
@@ -239,25 +237,15 @@ class Session:
         failures = [_failure(o) for o in outcomes if o.failed]
         with self.totals("summarise"):
             summary = summary_rows(done, self.config.seed)
-        files = {
-            "results": self.out / "results.parquet",
-            "summary": self.out / "summary.csv",
-            "manifest": self.out / "manifest.json",
-        }
-        write_results(files["results"], [o.table for o in done if o.table is not None])
-        write_csv(files["summary"], summary)
+        added: dict[str, AnalysisOutput] = {}
         try:
             added = self._finish_analyses(outcomes)
-        except BaseException:  # an analysis that fails still leaves the grid's manifest
-            write_json(files["manifest"], self._manifest(outcomes, failures))
-            raise
-        for output in added.values():
-            for file_name, data in output.files.items():
-                path = files[Path(file_name).stem] = self.out / file_name
-                write_bytes_atomic(path, data)
-        manifest = self._manifest(outcomes, failures)
-        manifest.update({name: output.section for name, output in added.items()})
-        write_json(files["manifest"], manifest)
+        finally:  # an analysis that fails still leaves the grid's files and manifest
+            manifest = self._manifest(outcomes, failures)
+            manifest.update({name: output.section for name, output in added.items()})
+            tables = [o.table for o in done if o.table is not None]
+            extra = {name: data for output in added.values() for name, data in output.files.items()}
+            files = write_run(self.out, tables, summary, extra, manifest)
         report_error: str | None = None
         if self.config.report and done and self.report_writer is not None:
             report = self.report_writer(self.out, self.datasets, self.say)
@@ -282,7 +270,7 @@ class Session:
         )
 
     def _finish_analyses(self, outcomes: Sequence[CellOutcome]) -> dict[str, AnalysisOutput]:
-        run = FinishedRun(self.config, self.out, self.datasets, outcomes, self.say)
+        run = FinishedRun(self.config, self.out, self.datasets, outcomes, self.say, self.cache_dir)
         added: dict[str, AnalysisOutput] = {}
         for analysis in self.analyses:
             with self.totals(f"analysis_{analysis.name}"):
@@ -290,25 +278,24 @@ class Session:
         return added
 
     def _embedder(self, e_spec: Spec) -> tuple[CachedEmbedder, dict[str, Any]]:
-        if e_spec not in self._embedders:
-            from chunkmark.experiments.plan_embedding import setup_needed
+        from chunkmark.experiments.plan_embedding import setup_needed
 
-            inner, _ = EMBEDDERS.build(e_spec)
-            needed = setup_needed(inner)
-            if needed is not None:  # built or downloaded now, by its identity or first use
-                self.say(f"set-up   {EMBEDDERS.short(e_spec)}: {needed}")
-            identity = _safe_identity(inner)
-            if self.config.executor == "ray":  # misses are embedded by the cluster's actors
-                from chunkmark.experiments.ray_executor import ClusterEmbedder
+        inner, _ = EMBEDDERS.build(e_spec)
+        needed = setup_needed(inner)
+        if needed is not None:  # built or downloaded now, by its identity or first use
+            self.say(f"set-up   {EMBEDDERS.short(e_spec)}: {needed}")
+        identity = _safe_identity(inner)
+        if self.config.executor == "ray":  # misses are embedded by the cluster's actors
+            from chunkmark.experiments.ray_executor import ClusterEmbedder
 
-                inner = ClusterEmbedder(inner, e_spec, self.config.ray)
-            self._embedders[e_spec] = (CachedEmbedder(inner, self.cache), identity)
-        return self._embedders[e_spec]
+            inner = ClusterEmbedder(inner, e_spec, self.config.ray)
+        return CachedEmbedder(inner, self.cache), identity
 
-    def _env(self, dataset: Dataset, e_spec: Spec) -> CellEnv:
+    def env(self, dataset: Dataset, e_spec: Spec) -> CellEnv:
+        """What the cells of ``dataset`` x ``e_spec`` share (built once)."""
         key = (dataset.fingerprint, e_spec)
         if key not in self._envs:
-            embedder, identity = self._embedder(e_spec)
+            embedder, identity = self._embedders[e_spec]
             short_e = EMBEDDERS.short(e_spec)
 
             def embed_queries() -> Any:
@@ -389,10 +376,7 @@ class Session:
             )
         chunks, rankings = result.chunks_table(), result.ranking_table()
         with self.totals("write"):
-            # Chunks and rankings first: the cell file marks the cell done.
-            write_table(path.with_suffix(".chunks.parquet"), chunks)
-            write_table(path.with_suffix(".ranking.parquet"), rankings)
-            write_cell(path, table, facts)
+            write_cell(path, table, facts, chunks, rankings)
         path.with_suffix(".failed.json").unlink(missing_ok=True)
         outcome = CellOutcome(cell_id, *task.names, table, facts, resumed=False)
         self._tell(FinishedCell(outcome, chunks, rankings, result))
@@ -404,10 +388,6 @@ class Session:
             with self.totals(f"analysis_{analysis.name}"):
                 analysis.cell(cell)
 
-    def env(self, dataset: Dataset, e_spec: Spec) -> CellEnv:
-        """What the cells of ``dataset`` x ``e_spec`` share (built once)."""
-        return self._env(dataset, e_spec)
-
     def _cell_path(self, cell_id: str) -> Path:
         return self.out / "cells" / f"{cell_id}.parquet"
 
@@ -416,7 +396,7 @@ class Session:
         if done is not None:
             return done
         try:
-            env = self._env(task.dataset, task.embedder)
+            env = self.env(task.dataset, task.embedder)
             env.query_vectors()
             self.say(f"cell     {self.label(task)}")
             self.track(env.embedder, self.label(task))

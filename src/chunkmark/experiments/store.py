@@ -7,7 +7,7 @@ import csv
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +20,22 @@ from chunkmark.files import read_parquet, write_bytes_atomic
 CELL_META_KEY = b"chunkmark.cell"
 
 
-def write_cell(path: Path, table: pa.Table, facts: dict[str, Any]) -> None:
-    meta = dict(table.schema.metadata or {})
-    meta[CELL_META_KEY] = json.dumps(facts).encode()
-    table = table.replace_schema_metadata(meta)
+def parquet_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
-    write_bytes_atomic(path, sink.getvalue().to_pybytes())
+    return bytes(sink.getvalue())
+
+
+def write_cell(
+    path: Path, table: pa.Table, facts: dict[str, Any], chunks: pa.Table, rankings: pa.Table
+) -> None:
+    """A finished cell's chunks and rankings beside ``path``, then its rows with ``facts`` in
+    their metadata at ``path`` (last: that file marks the cell done), each written atomically."""
+    meta = dict(table.schema.metadata or {})
+    meta[CELL_META_KEY] = json.dumps(facts).encode()
+    write_bytes_atomic(path.with_suffix(".chunks.parquet"), parquet_bytes(chunks))
+    write_bytes_atomic(path.with_suffix(".ranking.parquet"), parquet_bytes(rankings))
+    write_bytes_atomic(path, parquet_bytes(table.replace_schema_metadata(meta)))
 
 
 def read_cell(path: Path) -> tuple[pa.Table, dict[str, Any]] | None:
@@ -44,23 +53,27 @@ def read_cell(path: Path) -> tuple[pa.Table, dict[str, Any]] | None:
     return table, facts
 
 
-def write_table(path: Path, table: pa.Table) -> None:
-    """One parquet file, written atomically."""
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
-    write_bytes_atomic(path, sink.getvalue().to_pybytes())
-
-
-def write_results(path: Path, tables: Iterable[pa.Table]) -> None:
+def write_run(
+    out: Path,
+    tables: Sequence[pa.Table],
+    summary: list[dict[str, Any]],
+    files: dict[str, bytes],
+    manifest: dict[str, Any],
+) -> dict[str, Path]:
+    """A run's files in ``out``, each written atomically: ``results.parquet`` (``tables`` as
+    one, without their metadata), ``summary.csv`` (``summary``), ``files`` (name: bytes) and
+    ``manifest.json`` last. Returns their paths by stem (``results``, ``summary``...)."""
     tables = [t.replace_schema_metadata(None) for t in tables]
     combined = pa.concat_tables(tables) if tables else pa.table({})
-    sink = pa.BufferOutputStream()
-    pq.write_table(combined, sink)
-    write_bytes_atomic(path, sink.getvalue().to_pybytes())
-
-
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    write_bytes_atomic(path, csv_bytes(rows))
+    named = {
+        "results.parquet": parquet_bytes(combined),
+        "summary.csv": csv_bytes(summary),
+        **files,
+        "manifest.json": json_bytes(manifest),
+    }
+    for name, data in named.items():
+        write_bytes_atomic(out / name, data)
+    return {Path(name).stem: out / name for name in named}
 
 
 def csv_bytes(rows: list[dict[str, Any]]) -> bytes:
@@ -75,8 +88,12 @@ def csv_bytes(rows: list[dict[str, Any]]) -> bytes:
     return buf.getvalue().encode()
 
 
+def json_bytes(data: Any) -> bytes:
+    return (json.dumps(data, indent=2, default=str) + "\n").encode()
+
+
 def write_json(path: Path, data: Any) -> None:
-    write_bytes_atomic(path, (json.dumps(data, indent=2, default=str) + "\n").encode())
+    write_bytes_atomic(path, json_bytes(data))
 
 
 _ELSEWHERE = "choose another results folder (--out, or out: in the experiment file)."

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ from chunkmark.service.replies import Payload, cut, error_payload
 
 if TYPE_CHECKING:
     from chunkmark.experiments.plan_model import Plan
+    from chunkmark.experiments.runner import EmbedProgress, Progress, Results
+    from chunkmark.report import ReportOptions
 
 
 def top_k_spec(k: str) -> str:
@@ -30,35 +33,48 @@ def top_k_spec(k: str) -> str:
     return f"top_k(k={values[0]})" if len(values) == 1 else f"top_k(k=[{', '.join(values)}])"
 
 
-def recommended_retrieval(config: ExperimentConfig, asked: str | None) -> str | None:
-    """The setting the run's recommendation reads: ``--pick-retrieval`` (one of the grid's
-    settings, else a ConfigError naming them), else the file's ``recommend.retrieval``."""
-    if asked is None:
-        return config.recommend.retrieval
+def run_grid(
+    config: ExperimentConfig,
+    progress: Progress | None,
+    embed_progress: EmbedProgress | None,
+    *,
+    metric: str | None,
+    retrieval: str | None,
+    min_p_best: float,
+) -> tuple[Results, ReportOptions]:
+    """Run ``config`` as ``chunkmark run`` does: with the answers analysis (``answers:``), the
+    report recommending by ``--metric``, ``--pick-retrieval`` (None: the file's ``recommend:``)
+    and ``--min-p-best``, checked before any work (else a ConfigError naming the choices).
+    Returns the results and the options the recommendation read."""
+    from chunkmark.answers.analysis import answer_analyses
+    from chunkmark.experiments.runner import evaluate
+    from chunkmark.metrics import METRICS
+    from chunkmark.report import ReportOptions, write_run_report
     from chunkmark.report.settings import match_retrieval
 
-    settings = config.retrieval_specs()
-    try:
-        return match_retrieval(asked, settings, ConfigError)
-    except ConfigError:
+    analyses = answer_analyses(config)
+    if metric is not None and metric not in METRICS:
         raise ConfigError(
-            f"--pick-retrieval {asked!r} is not one of the grid's retrieval settings: "
-            f"{', '.join(settings)}.",
-            "Pick one of them, or add it to the grid with --retrieval.",
-        ) from None
-
-
-def recommended_metric(config: ExperimentConfig, asked: str | None) -> str | None:
-    """The metric the run's recommendation reads: ``--metric``, else ``recommend.metric``."""
-    if asked is None:
-        return config.recommend.metric
-    from chunkmark.metrics import METRICS
-
-    if asked not in METRICS:
-        raise ConfigError(
-            f"--metric {asked!r} is not a metric.", f"Use one of: {', '.join(METRICS.names())}."
+            f"--metric {metric!r} is not a metric.", f"Use one of: {', '.join(METRICS.names())}."
         )
-    return asked
+    if retrieval is not None:
+        settings = config.retrieval_specs()
+        try:
+            retrieval = match_retrieval(retrieval, settings, ConfigError)
+        except ConfigError:
+            raise ConfigError(
+                f"--pick-retrieval {retrieval!r} is not one of the grid's retrieval settings: "
+                f"{', '.join(settings)}.",
+                "Pick one of them, or add it to the grid with --retrieval.",
+            ) from None
+    asked = ReportOptions(
+        metric=config.recommend.metric if metric is None else metric,
+        retrieval=config.recommend.retrieval if retrieval is None else retrieval,
+        min_p_best=min_p_best,
+    )
+    writer = partial(write_run_report, options=asked)
+    results = evaluate(config, progress, embed_progress, analyses=analyses, report_writer=writer)
+    return results, asked
 
 
 WAIT_LIMIT = 600.0  # seconds a tool call may wait for a run
