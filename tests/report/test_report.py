@@ -233,15 +233,15 @@ def test_paired_values_hold_the_questions_every_option_scored_in_one_order() -> 
 
     data = synthetic({0: {"iou": np.zeros(3)}}, tokens={0: 10}, retrieved={0: 1})
     data.scores = {
-        (0, K5, D): scores("abcd", [1.0, 2.0, 3.0, 4.0]),
+        (0, K5, D): scores("dbca", [4.0, 2.0, 3.0, 1.0]),
         (1, K5, D): scores("dcax", [40.0, 30.0, 10.0, 99.0]),  # no b; x only here
         (2, K5, D): scores("cad", [300.0, 100.0, 400.0]),
     }
-    # a, c and d are the ones all three scored, in the first one's order.
-    assert data.shared_questions(list(data.scores)) == ["a", "c", "d"]
+    # d, c and a are the ones all three scored, in the first one's order.
+    assert data.shared_questions(list(data.scores)) == ["d", "c", "a"]
     got = paired_values(data, [(0, K5, D), (9, K5, D), (1, K5, D), (2, K5, D)], "iou")
     assert list(got) == [(0, K5, D), (1, K5, D), (2, K5, D)]  # the unscored 9 is left out
-    assert [v.tolist() for v in got.values()] == [[1, 3, 4], [10, 30, 40], [100, 300, 400]]
+    assert [v.tolist() for v in got.values()] == [[4, 3, 1], [40, 30, 10], [400, 300, 100]]
     assert paired_values(data, [(9, K5, D)], "iou") == {}
 
 
