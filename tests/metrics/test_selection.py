@@ -15,6 +15,7 @@ from chunkmark.metrics.paired import PairedComparison, compare_paired
 from chunkmark.metrics.selection import (
     Pitted,
     SelectionOptions,
+    Separation,
     min_detectable_difference,
     p_best,
     questions_needed,
@@ -227,8 +228,10 @@ def test_select_tests_the_best_and_the_cheapest_tied_option_against_it() -> None
     assert found.cheapest == Pitted("c", best, against_best("c"), found.p_adjusted["c"])
     assert found.p_best == p_best({o: values[o] for o in order}, resamples=1_000, seed=3)
     assert list(found.p_best) == list(order)
-    assert found.top_two == questions_needed(values[best], values[runner])
-    assert found.cheapest_needed == questions_needed(values[best], values["c"])
+    assert found.top_two == Separation(best, runner, questions_needed(values[best], values[runner]))
+    assert found.separate_cheapest == Separation(
+        best, "c", questions_needed(values[best], values["c"])
+    )
     # The budget's test (rank) is the same test without the pick's extras.
     ranked = rank(values, "higher", FAST)
     assert (ranked.order, ranked.tied, ranked.best) == (found.order, found.tied, found.best)
@@ -243,7 +246,7 @@ def test_select_names_a_clear_winner_and_reads_the_direction() -> None:
     top = select(values, "higher", costs, FAST)
     assert top.order == ("high", "mid", "low") and top.tied == ("high",)
     assert top.winner == "high" and top.p_best["high"] == 1.0
-    assert top.cheapest == top.best and top.cheapest_needed is None
+    assert top.cheapest == top.best and top.separate_cheapest is None
     bottom = select(values, "lower", costs, FAST)
     assert bottom.order == ("low", "mid", "high") and bottom.winner == "low"
     # A P(best) below the bar names no winner, though nothing is tied.
@@ -254,10 +257,19 @@ def test_select_with_equal_costs_picks_the_best_placed_and_one_question_separate
     values = {"x": np.array([0.5, 0.5, 0.6]), "y": np.array([0.5, 0.5, 0.5])}
     found = select(values, "higher", {"x": (1.0,), "y": (1.0,)}, FAST)
     assert found.order == ("x", "y") and found.tied == ("x", "y")
-    assert found.cheapest == found.best and found.cheapest_needed is None
+    assert found.cheapest == found.best and found.separate_cheapest is None
     one = select({"x": [0.4], "y": [0.2]}, "higher", {"x": (1.0,), "y": (2.0,)}, FAST)
     assert one.n == 1 and one.p_best == {"x": 1.0, "y": 0.0}
     assert one.top_two is None and one.best.comparison is not None
     alone = select({"only": [0.3, 0.4]}, "higher", {"only": (1.0,)}, FAST)
     assert alone.best == Pitted("only") and alone.cheapest == Pitted("only")
     assert alone.winner == "only" and alone.top_two is None
+
+
+def test_rank_breaks_an_exact_tie_of_means_by_place_as_the_report_always_has() -> None:
+    # The tests name the options "0", "1", ... by place, and of two equal means the greater
+    # name ranks first: "1" over "0", and "9" over "10" (names compare as text).
+    same = np.array([0.2, 0.4, 0.6])
+    assert rank({"x": same, "y": same.copy()}, "higher", FAST).order[:2] == ("y", "x")
+    eleven = {i: same - 0.1 for i in range(9)} | {9: same, 10: same.copy()}
+    assert rank(eleven, "higher", FAST).order[:2] == (9, 10)

@@ -24,9 +24,9 @@ Same inputs and seed, same numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +42,7 @@ from chunkmark.metrics.paired import (
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["higher", "lower"]
+K = TypeVar("K", bound=Hashable)  # what the options of a pick are named by
 RESAMPLES = 10_000
 # A winner is named only when its P(best) reaches this (and the paired tests agree).
 MIN_P_BEST = 0.9
@@ -56,13 +57,13 @@ _CELLS_X_QUESTIONS = 4_000_000  # values held at once while resampling
 
 
 def p_best(
-    cells: Mapping[str, npt.ArrayLike],
+    cells: Mapping[K, npt.ArrayLike],
     *,
     direction: Direction = "higher",
     tolerance: float = 0.0,
     resamples: int = RESAMPLES,
     seed: int = 0,
-) -> dict[str, float]:
+) -> dict[K, float]:
     """Each cell's share of joint bootstrap resamples of the questions in which it is best.
 
     ``cells`` maps names to per-question values, all over the same questions in the same order.
@@ -324,36 +325,45 @@ class SelectionOptions:
 
 
 @dataclass(frozen=True)
-class Pitted:
+class Pitted(Generic[K]):
     """``option`` tested against ``versus`` (None: nothing to test it against); ``comparison``
     is the best minus the other of the two, ``p_adjusted`` the other's Holm-adjusted p-value."""
 
-    option: str
-    versus: str | None = None
+    option: K
+    versus: K | None = None
     comparison: PairedComparison | None = None
     p_adjusted: float | None = None
 
 
 @dataclass(frozen=True)
-class Selection:
+class Separation(Generic[K]):
+    """How many questions would separate two options: ``a`` (the best) against ``b``."""
+
+    a: K
+    b: K
+    needed: QuestionsNeeded
+
+
+@dataclass(frozen=True)
+class Selection(Generic[K]):
     """Options tested against the best over ``n`` questions: ``order`` best first, each one's
     Holm-adjusted p-value against the best (1 for the best itself), the options ``tied`` with
     it (the best included) and the ``best`` against the runner-up (:func:`rank`). Then
     (:func:`select`; else the best, empty and None) the ``cheapest`` tied option against the
     best, every option's P(best), best first, the ``winner`` when one is named, and the
     questions needed to separate the best from the runner-up (``top_two``) and from the
-    cheapest (``cheapest_needed``)."""
+    cheapest (``separate_cheapest``)."""
 
-    order: tuple[str, ...]
-    p_adjusted: dict[str, float]
-    tied: tuple[str, ...]
-    best: Pitted
+    order: tuple[K, ...]
+    p_adjusted: dict[K, float]
+    tied: tuple[K, ...]
+    best: Pitted[K]
     n: int
-    cheapest: Pitted
-    p_best: dict[str, float] = field(default_factory=dict)
-    winner: str | None = None
-    top_two: QuestionsNeeded | None = None
-    cheapest_needed: QuestionsNeeded | None = None
+    cheapest: Pitted[K]
+    p_best: dict[K, float] = field(default_factory=dict)
+    winner: K | None = None
+    top_two: Separation[K] | None = None
+    separate_cheapest: Separation[K] | None = None
 
 
 # The tie test reads only the randomisation p-values; the intervals of the pairs a pick shows
@@ -362,33 +372,35 @@ _TIE_BOOTSTRAP = 1
 
 
 def rank(
-    values: Mapping[str, npt.ArrayLike], direction: Direction, options: SelectionOptions
-) -> Selection:
-    """The options (names -> per-question values over the same questions in one order; at
-    least one) tested against the best (:func:`~chunkmark.metrics.paired.tied_with_best`),
-    and the best against the runner-up."""
+    values: Mapping[K, npt.ArrayLike], direction: Direction, options: SelectionOptions
+) -> Selection[K]:
+    """The options (per-question values over the same questions in one order; at least one)
+    tested against the best (:func:`~chunkmark.metrics.paired.tied_with_best`, which names
+    them by their places, ``"0"``, ``"1"``, ...: of two exactly equal means, the greater name
+    ranks first), and the best against the runner-up."""
+    keys = list(values)
     ties = tied_with_best(
-        values,
+        {str(i): values[k] for i, k in enumerate(keys)},
         direction=direction,
         alpha=options.alpha,
         permutations=options.permutations,
         bootstrap=_TIE_BOOTSTRAP,
         seed=options.seed,
     )
-    order = tuple(t.cell for t in ties)
-    p_adjusted = {t.cell: t.p_adjusted for t in ties}
+    order = tuple(keys[int(t.cell)] for t in ties)
+    p_adjusted = {keys[int(t.cell)]: t.p_adjusted for t in ties}
     best = _pitted(values, order, p_adjusted, order[0], options)
-    tied = tuple(t.cell for t in ties if t.tied)
+    tied = tuple(keys[int(t.cell)] for t in ties if t.tied)
     return Selection(order, p_adjusted, tied, best, len(np.asarray(values[order[0]])), best)
 
 
 def _pitted(
-    values: Mapping[str, npt.ArrayLike],
-    order: tuple[str, ...],
-    p_adjusted: Mapping[str, float],
-    option: str,
+    values: Mapping[K, npt.ArrayLike],
+    order: tuple[K, ...],
+    p_adjusted: Mapping[K, float],
+    option: K,
     options: SelectionOptions,
-) -> Pitted:
+) -> Pitted[K]:
     """``option`` tested against the best, or the best (``order[0]``) against the runner-up."""
     best = order[0]
     if option == best and len(order) < 2:
@@ -405,11 +417,11 @@ def _pitted(
 
 
 def select(
-    values: Mapping[str, npt.ArrayLike],
+    values: Mapping[K, npt.ArrayLike],
     direction: Direction,
-    costs: Mapping[str, tuple[float, ...]],
+    costs: Mapping[K, tuple[float, ...]],
     options: SelectionOptions,
-) -> Selection:
+) -> Selection[K]:
     """Every statistic of one pick in one call: :func:`rank`, the cheapest option tied with
     the best (the least ``costs``, compared as tuples; then the best placed) against the best,
     P(best) (:func:`p_best`, ``options.bootstrap`` resamples), whether the best is a single
@@ -419,9 +431,8 @@ def select(
     order, top = ranked.order, ranked.order[0]
     cheapest = min(ranked.tied, key=lambda o: (costs[o], order.index(o)))
     if cheapest != top:
-        ranked = replace(
-            ranked, cheapest=_pitted(values, order, ranked.p_adjusted, cheapest, options)
-        )
+        pitted = _pitted(values, order, ranked.p_adjusted, cheapest, options)
+        ranked = replace(ranked, cheapest=pitted)
     if ranked.n == 0:
         return ranked
     shares = p_best(
@@ -431,10 +442,10 @@ def select(
         seed=options.seed,
     )
 
-    def needed(other: str) -> QuestionsNeeded | None:
-        if ranked.n < 2 or other == top:
+    def apart(other: K | None) -> Separation[K] | None:
+        if ranked.n < 2 or other is None or other == top:
             return None
-        return questions_needed(
+        needed = questions_needed(
             values[top],
             values[other],
             power=options.power,
@@ -442,13 +453,13 @@ def select(
             min_difference=options.min_difference,
             max_questions=options.max_questions,
         )
+        return Separation(top, other, needed)
 
+    single = names_single_winner(shares[top], len(ranked.tied), options.min_p_best)
     return replace(
         ranked,
         p_best=shares,
-        winner=top
-        if names_single_winner(shares[top], len(ranked.tied), options.min_p_best)
-        else None,
-        top_two=needed(ranked.best.versus or top),
-        cheapest_needed=needed(cheapest),
+        winner=top if single else None,
+        top_two=apart(ranked.best.versus),
+        separate_cheapest=apart(cheapest),
     )

@@ -28,14 +28,14 @@ from chunkmark.metrics.paired import PairedComparison, compare_pairs
 from chunkmark.metrics.selection import (
     MIN_P_BEST,
     Pitted,
-    QuestionsNeeded,
     Selection,
     SelectionOptions,
+    Separation,
     rank,
     select,
     verdict_of,
 )
-from chunkmark.report.data import FloatArray, ReportData, RowKey, paired_values
+from chunkmark.report.data import ReportData, RowKey, paired_values
 from chunkmark.report.errors import ReportError
 from chunkmark.report.settings import choose_retrieval, choose_scoring
 
@@ -133,15 +133,6 @@ class Pick:
 
 
 @dataclass(frozen=True)
-class Separation:
-    """How many questions would separate two options: ``a`` (the best) against ``b``."""
-
-    a: Option
-    b: Option
-    needed: QuestionsNeeded
-
-
-@dataclass(frozen=True)
 class Recommendation:
     """The recommendation for one dataset at the chosen metric, retrieval setting and
     scoring.
@@ -167,8 +158,8 @@ class Recommendation:
     p_best: tuple[tuple[Option, float], ...] = ()
     min_p_best: float = MIN_P_BEST
     winner: Option | None = None
-    top_two: Separation | None = None
-    cheapest: Separation | None = None
+    top_two: Separation[Option] | None = None
+    cheapest: Separation[Option] | None = None
 
     def p_best_of(self, option: Option) -> float:
         """An option's P(best) (NaN for one not compared)."""
@@ -309,41 +300,28 @@ def _options(data: ReportData, dataset: str, retrieval: str, scoring: str) -> li
     ]
 
 
-def _named(
-    data: ReportData, options: Sequence[Option], metric: str
-) -> tuple[dict[str, Option], dict[str, FloatArray]]:
-    """:func:`paired_values` under the plain names the metrics layer tests them by (their
-    places: ``"0"``, ``"1"``, ...), and the option of each name."""
-    values = paired_values(data, options, metric)
-    names = {str(i): o for i, o in enumerate(values)}
-    return names, {name: values[o] for name, o in names.items()}
-
-
 def _row_tokens(data: ReportData, option: Option) -> float:
     row = data.row(*option)
     return math.inf if row is None or math.isnan(row.retrieved_tokens) else row.retrieved_tokens
 
 
-def _pick(
-    data: ReportData, names: dict[str, Option], found: Selection, pitted: Pitted, metric: str
-) -> Pick:
+def _pick(data: ReportData, found: Selection[Option], pitted: Pitted[Option], metric: str) -> Pick:
     """The pick of ``pitted`` (the best against the runner-up, or an option against the
     best), its interval read from its summary row."""
-    option = names[pitted.option]
-    row = data.row(*option)
+    row = data.row(*pitted.option)
     if row is None:
-        raise ReportError(f"No summary row for cell {option}.", "Rerun `chunkmark run`.")
+        raise ReportError(f"No summary row for cell {pitted.option}.", "Rerun `chunkmark run`.")
     low, high = row.ci.get(metric, (math.nan, math.nan))
     return Pick(
-        *option,
+        *pitted.option,
         metric=metric,
         mean=row.mean[metric],
         ci_low=low,
         ci_high=high,
-        versus=None if pitted.versus is None else names[pitted.versus],
+        versus=pitted.versus,
         comparison=pitted.comparison,
         p_adjusted=pitted.p_adjusted,
-        tied=tuple(names[o] for o in found.tied),
+        tied=found.tied,
         retrieved_tokens=row.retrieved_tokens,
         compared=len(found.order) - 1,
         is_best=pitted.option == found.order[0],
@@ -359,7 +337,7 @@ def _recommendation(
     metric = options.metric_name
     every = _options(data, dataset, *setting)
     fitting = [o for o in every if _row_tokens(data, o) <= options.max_context_tokens]
-    in_budget, recall = _named(data, fitting, BUDGET_METRIC)
+    recall = paired_values(data, fitting, BUDGET_METRIC)
     budget = rank(recall, METRICS[BUDGET_METRIC].direction, options) if recall else None
     out = Recommendation(
         dataset,
@@ -368,34 +346,25 @@ def _recommendation(
         0,
         None,
         None,
-        None if budget is None else _pick(data, in_budget, budget, budget.best, BUDGET_METRIC),
+        None if budget is None else _pick(data, budget, budget.best, BUDGET_METRIC),
         options.max_context_tokens,
         None if budget or not every else min(every, key=lambda o: _row_tokens(data, o)),
         min_p_best=options.min_p_best,
     )
-    names, values = _named(data, every, metric)
+    values = paired_values(data, every, metric)
     if not values:
         return out
-    cells = {n: data.cells[o[0]] for n, o in names.items()}
-    costs = {n: (c.tokens_embedded, c.n_chunks) for n, c in cells.items()}
+    costs = {o: (data.cells[o[0]].tokens_embedded, data.cells[o[0]].n_chunks) for o in values}
     found = select(values, METRICS[metric].direction, costs, options)
-
-    def apart(other: str | None, needed: QuestionsNeeded | None) -> Separation | None:
-        return (
-            None
-            if other is None or needed is None
-            else Separation(names[found.order[0]], names[other], needed)
-        )
-
     return replace(
         out,
         n_questions=found.n,
-        best=_pick(data, names, found, found.best, metric),
-        cheapest_tied=_pick(data, names, found, found.cheapest, metric),
-        p_best=tuple((names[o], p) for o, p in found.p_best.items()),
-        winner=None if found.winner is None else names[found.winner],
-        top_two=apart(found.best.versus, found.top_two),
-        cheapest=apart(found.cheapest.option, found.cheapest_needed),
+        best=_pick(data, found, found.best, metric),
+        cheapest_tied=_pick(data, found, found.cheapest, metric),
+        p_best=tuple(found.p_best.items()),
+        winner=found.winner,
+        top_two=found.top_two,
+        cheapest=found.separate_cheapest,
     )
 
 
