@@ -406,12 +406,9 @@ def _pitted(
     if option == best and len(order) < 2:
         return Pitted(best)
     other = order[1] if option == best else option
+    pair = values[best], values[other]
     comparison = compare_paired(
-        values[best],
-        values[other],
-        permutations=options.permutations,
-        bootstrap=options.bootstrap,
-        seed=options.seed,
+        *pair, permutations=options.permutations, bootstrap=options.bootstrap, seed=options.seed
     )
     return Pitted(option, other if option == best else best, comparison, p_adjusted[other])
 
