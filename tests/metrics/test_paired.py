@@ -12,6 +12,7 @@ import pytest
 
 from chunkmark.metrics.paired import (
     compare_paired,
+    compare_pairs,
     holm,
     paired_ttest,
     permutation_test,
@@ -241,3 +242,27 @@ def test_bad_inputs() -> None:
         compare_paired([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="no questions"):
         compare_paired([], [])
+
+
+def test_compare_pairs_compares_each_pair_and_holm_adjusts_them_together() -> None:
+    rng = np.random.default_rng(4)
+    base = rng.uniform(0, 0.5, size=40)
+    pairs = [
+        (base + 0.2, base),  # clearly apart
+        (base + rng.normal(0, 0.05, size=40), base),  # noise
+        (base, base + 0.03 + rng.normal(0, 0.05, size=40)),
+    ]
+    found = compare_pairs(pairs, permutations=3_000, bootstrap=300, seed=2)
+    each = [compare_paired(a, b, permutations=3_000, bootstrap=300, seed=2) for a, b in pairs]
+    assert [c for c, _ in found] == each
+    # Holm written out: sort the p-values, multiply the r-th smallest by (m - r), carry the
+    # running maximum, cap at 1.
+    raw = [c.p_permutation or 1.0 for c in each]
+    expected = [0.0] * 3
+    running = 0.0
+    for r, i in enumerate(sorted(range(3), key=lambda i: raw[i])):
+        running = max(running, min(1.0, (3 - r) * raw[i]))
+        expected[i] = running
+    assert [p for _, p in found] == pytest.approx(expected)
+    assert found[0][1] < 0.05 < found[1][1]
+    assert compare_pairs([]) == []

@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from chunkmark.metrics.paired import PairedComparison, compare_paired
 from chunkmark.metrics.selection import (
+    Pitted,
+    SelectionOptions,
+    Separation,
     min_detectable_difference,
     p_best,
     questions_needed,
+    rank,
+    select,
     verdict_of,
 )
 
@@ -189,3 +196,80 @@ def test_the_verdict_names_too_few_questions_inconclusive() -> None:
     enough = questions_needed(differences(0.3, 0.4))
     assert enough.n is not None and enough.n < 300
     assert verdict_of(0.2, -0.01, 0.05, 300, enough) == "tied"
+
+
+FAST = SelectionOptions(permutations=2_000, bootstrap=1_000, seed=3)
+
+
+def test_select_tests_the_best_and_the_cheapest_tied_option_against_it() -> None:
+    rng = np.random.default_rng(8)
+    base = rng.uniform(0, 0.6, size=60)
+    values = {
+        "a": base + 0.100,
+        "b": base + 0.101 + rng.normal(0, 0.02, 60),
+        "c": base + 0.099 + rng.normal(0, 0.02, 60),
+        "d": base - 0.2,  # far behind: not tied, though it costs least
+    }
+    costs = {"a": (3.0, 1.0), "b": (1.0, 9.0), "c": (1.0, 5.0), "d": (0.0, 0.0)}
+    found = select(values, "higher", costs, FAST)
+    order = tuple(sorted(values, key=lambda o: -float(np.mean(values[o]))))
+    best, runner = order[0], order[1]
+    assert found.order == order and found.n == 60
+    assert set(found.tied) == {"a", "b", "c"} and found.winner is None
+    assert found.p_adjusted["d"] < 0.05 <= min(found.p_adjusted[o] for o in "abc")
+
+    def against_best(other: str) -> PairedComparison:
+        return compare_paired(
+            values[best], values[other], permutations=2_000, bootstrap=1_000, seed=3
+        )
+
+    assert found.best == Pitted(best, runner, against_best(runner), found.p_adjusted[runner])
+    # Of the tied, c and b embed least (1.0); c has fewer chunks. d is cheaper but not tied.
+    assert found.cheapest == Pitted("c", best, against_best("c"), found.p_adjusted["c"])
+    assert found.p_best == p_best({o: values[o] for o in order}, resamples=1_000, seed=3)
+    assert list(found.p_best) == list(order)
+    assert found.top_two == Separation(best, runner, questions_needed(values[best], values[runner]))
+    assert found.separate_cheapest == Separation(
+        best, "c", questions_needed(values[best], values["c"])
+    )
+    # The budget's test (rank) is the same test without the pick's extras.
+    ranked = rank(values, "higher", FAST)
+    assert (ranked.order, ranked.tied, ranked.best) == (found.order, found.tied, found.best)
+    assert ranked.cheapest == ranked.best and ranked.p_best == {} and ranked.top_two is None
+
+
+def test_select_names_a_clear_winner_and_reads_the_direction() -> None:
+    rng = np.random.default_rng(9)
+    base = rng.uniform(0, 0.5, size=50)
+    values = {"low": base, "mid": base + 0.3, "high": base + 0.6}
+    costs = {"low": (9.0,), "mid": (1.0,), "high": (1.0,)}
+    top = select(values, "higher", costs, FAST)
+    assert top.order == ("high", "mid", "low") and top.tied == ("high",)
+    assert top.winner == "high" and top.p_best["high"] == 1.0
+    assert top.cheapest == top.best and top.separate_cheapest is None
+    bottom = select(values, "lower", costs, FAST)
+    assert bottom.order == ("low", "mid", "high") and bottom.winner == "low"
+    # A P(best) below the bar names no winner, though nothing is tied.
+    assert select(values, "higher", costs, replace(FAST, min_p_best=1.01)).winner is None
+
+
+def test_select_with_equal_costs_picks_the_best_placed_and_one_question_separates_nothing() -> None:
+    values = {"x": np.array([0.5, 0.5, 0.6]), "y": np.array([0.5, 0.5, 0.5])}
+    found = select(values, "higher", {"x": (1.0,), "y": (1.0,)}, FAST)
+    assert found.order == ("x", "y") and found.tied == ("x", "y")
+    assert found.cheapest == found.best and found.separate_cheapest is None
+    one = select({"x": [0.4], "y": [0.2]}, "higher", {"x": (1.0,), "y": (2.0,)}, FAST)
+    assert one.n == 1 and one.p_best == {"x": 1.0, "y": 0.0}
+    assert one.top_two is None and one.best.comparison is not None
+    alone = select({"only": [0.3, 0.4]}, "higher", {"only": (1.0,)}, FAST)
+    assert alone.best == Pitted("only") and alone.cheapest == Pitted("only")
+    assert alone.winner == "only" and alone.top_two is None
+
+
+def test_rank_breaks_an_exact_tie_of_means_by_place_as_the_report_always_has() -> None:
+    # The tests name the options "0", "1", ... by place, and of two equal means the greater
+    # name ranks first: "1" over "0", and "9" over "10" (names compare as text).
+    same = np.array([0.2, 0.4, 0.6])
+    assert rank({"x": same, "y": same.copy()}, "higher", FAST).order[:2] == ("y", "x")
+    eleven = {i: same - 0.1 for i in range(9)} | {9: same, 10: same.copy()}
+    assert rank(eleven, "higher", FAST).order[:2] == (9, 10)

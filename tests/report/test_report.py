@@ -38,6 +38,7 @@ from chunkmark.report.data import (
     chunker_size,
     load_prices,
     load_runs,
+    paired_values,
 )
 from chunkmark.report.html import embed_json
 from chunkmark.report.inspector import build_inspector, load_report_dataset
@@ -222,6 +223,31 @@ def synthetic(
 
     info = DatasetInfo("synthetic", "synthetic", "", "fp", 1, n)
     return ReportData([], [info], cells, rows, scores, PriceTable({}, frozenset(), None, ()))
+
+
+def test_paired_values_hold_the_questions_every_option_scored_in_one_order() -> None:
+    def scores(ids: str, iou: list[float]) -> Scores:
+        return Scores(
+            tuple(ids), ("d",) * len(ids), np.ones(len(ids), dtype=np.int64), {"iou": np.array(iou)}
+        )
+
+    data = synthetic({0: {"iou": np.zeros(3)}}, tokens={0: 10}, retrieved={0: 1})
+    data.scores = {
+        (0, K5, D): scores("dbca", [4.0, 2.0, 3.0, 1.0]),
+        (1, K5, D): scores("dcax", [40.0, 30.0, 10.0, 99.0]),  # no b; x only here
+        (2, K5, D): scores("cad", [300.0, 100.0, 400.0]),
+    }
+    # d, c and a are the ones all three scored, in the first one's order.
+    assert data.shared_questions(list(data.scores)) == ["d", "c", "a"]
+    got = paired_values(data, [(0, K5, D), (9, K5, D), (1, K5, D), (2, K5, D)], "iou")
+    assert list(got) == [(0, K5, D), (1, K5, D), (2, K5, D)]  # the unscored 9 is left out
+    assert [v.tolist() for v in got.values()] == [[4, 3, 1], [40, 30, 10], [400, 300, 100]]
+    assert paired_values(data, [(9, K5, D)], "iou") == {}
+
+
+def test_report_options_hand_the_tests_every_setting_they_share() -> None:
+    asked = ReportOptions(metric="recall", k="3", alpha=0.1, seed=4, min_p_best=0.8, title="t")
+    assert asked.stats() == StatsOptions(metric="recall", k="3", alpha=0.1, seed=4, min_p_best=0.8)
 
 
 def test_recommendation_finds_the_best_and_the_cheapest_tied_cell() -> None:

@@ -20,7 +20,7 @@ works on the differences ``d = a - b``, so question difficulty cancels out.
   differences.
 - **How large is it?** The mean difference with a paired-bootstrap percentile interval
   (questions resampled with their pair), and win/tie/loss counts over questions.
-- **Across many pairs**, p-values are Holm-adjusted (:func:`holm`), and
+- **Across many pairs**, p-values are Holm-adjusted (:func:`holm`, :func:`compare_pairs`), and
   :func:`tied_with_best` returns the cells no test can tell from the best: a tie, not an order.
 
 Same inputs and seed, same numbers.
@@ -254,6 +254,22 @@ def holm(pvalues: Sequence[float | None]) -> list[float]:
     return [float(v) for v in adjusted]
 
 
+def compare_pairs(
+    pairs: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]],
+    *,
+    permutations: int = PERMUTATIONS,
+    bootstrap: int = BOOTSTRAP,
+    seed: int = 0,
+) -> list[tuple[PairedComparison, float]]:
+    """:func:`compare_paired` of each pair (``a`` minus ``b``), with its permutation p-value
+    Holm-adjusted over all the pairs together (:func:`holm`)."""
+    found = [
+        compare_paired(a, b, permutations=permutations, bootstrap=bootstrap, seed=seed)
+        for a, b in pairs
+    ]
+    return list(zip(found, holm([c.p_permutation for c in found]), strict=True))
+
+
 @dataclass(frozen=True)
 class TieWithBest:
     """A cell against the best cell: its comparison and the Holm-adjusted p-value."""
@@ -288,14 +304,13 @@ def tied_with_best(
     means = {name: -math.inf if math.isnan(m) else m for name, m in means.items()}
     best = max(means, key=lambda name: (means[name], name))
     others = sorted((n for n in cells if n != best), key=lambda n: (-means[n], n))
-    comparisons = [
-        compare_paired(
-            cells[best], cells[n], permutations=permutations, bootstrap=bootstrap, seed=seed
-        )
-        for n in others
-    ]
-    adjusted = holm([c.p_permutation for c in comparisons])
+    found = compare_pairs(
+        [(cells[best], cells[n]) for n in others],
+        permutations=permutations,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
     out = [TieWithBest(best, None, 1.0, True)]
-    for name, comparison, p in zip(others, comparisons, adjusted, strict=True):
+    for name, (comparison, p) in zip(others, found, strict=True):
         out.append(TieWithBest(name, comparison, p, p >= alpha))
     return out

@@ -1,5 +1,5 @@
 """Picking a winner from many cells: the chance each is best, and how many questions would
-separate two.
+separate two; and :func:`select`, every statistic of one pick in one call.
 
 - **P(best)** (:func:`p_best`): the questions are resampled with replacement (one set of
   resampled question ids shared by every cell, so the cells stay paired), each cell's mean is
@@ -13,6 +13,10 @@ separate two.
   the noncentral t distribution (the normal approximation only gives the starting guess). When
   the difference is below a floor, or the number would exceed a ceiling, the answer is "no
   realistic number" (:attr:`QuestionsNeeded.n` is ``None``).
+- **One pick** (:func:`select`, :func:`rank`): the options tested against the best
+  (:func:`~chunkmark.metrics.paired.tied_with_best`), the best against the runner-up, the
+  cheapest tied option against the best, P(best), the single-winner rule and the questions
+  needed to separate the top two and the cheapest from the best.
 
 Same inputs and seed, same numbers.
 """
@@ -20,17 +24,25 @@ Same inputs and seed, same numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from collections.abc import Hashable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from chunkmark.metrics.paired import DECIMALS
+from chunkmark.metrics.paired import (
+    BOOTSTRAP,
+    DECIMALS,
+    PERMUTATIONS,
+    PairedComparison,
+    compare_paired,
+    tied_with_best,
+)
 
 FloatArray = npt.NDArray[np.float64]
 Direction = Literal["higher", "lower"]
+K = TypeVar("K", bound=Hashable)  # what the options of a pick are named by
 RESAMPLES = 10_000
 # A winner is named only when its P(best) reaches this (and the paired tests agree).
 MIN_P_BEST = 0.9
@@ -45,13 +57,13 @@ _CELLS_X_QUESTIONS = 4_000_000  # values held at once while resampling
 
 
 def p_best(
-    cells: Mapping[str, npt.ArrayLike],
+    cells: Mapping[K, npt.ArrayLike],
     *,
     direction: Direction = "higher",
     tolerance: float = 0.0,
     resamples: int = RESAMPLES,
     seed: int = 0,
-) -> dict[str, float]:
+) -> dict[K, float]:
     """Each cell's share of joint bootstrap resamples of the questions in which it is best.
 
     ``cells`` maps names to per-question values, all over the same questions in the same order.
@@ -293,3 +305,158 @@ def verdict_of(
     excludes_zero = ci_low > 0 or ci_high < 0
     short = needed is not None and needed.n is not None and needed.n > n
     return "inconclusive" if excludes_zero or short else "tied"
+
+
+@dataclass(frozen=True)
+class SelectionOptions:
+    """The settings of a pick's tests: ``alpha`` and ``permutations`` of the paired tests (and
+    of :func:`questions_needed`), ``bootstrap`` resamples of the intervals and of P(best), the
+    ``seed`` of every draw, the P(best) a single winner needs, and the ``power``,
+    ``min_difference`` and ``max_questions`` of :func:`questions_needed`."""
+
+    alpha: float = ALPHA
+    permutations: int = PERMUTATIONS
+    bootstrap: int = BOOTSTRAP
+    seed: int = 0
+    min_p_best: float = MIN_P_BEST
+    power: float = POWER
+    min_difference: float = MIN_DIFFERENCE
+    max_questions: int = MAX_QUESTIONS
+
+
+@dataclass(frozen=True)
+class Pitted(Generic[K]):
+    """``option`` tested against ``versus`` (None: nothing to test it against); ``comparison``
+    is the best minus the other of the two, ``p_adjusted`` the other's Holm-adjusted p-value."""
+
+    option: K
+    versus: K | None = None
+    comparison: PairedComparison | None = None
+    p_adjusted: float | None = None
+
+
+@dataclass(frozen=True)
+class Separation(Generic[K]):
+    """How many questions would separate two options: ``a`` (the best) against ``b``."""
+
+    a: K
+    b: K
+    needed: QuestionsNeeded
+
+
+@dataclass(frozen=True)
+class Selection(Generic[K]):
+    """Options tested against the best over ``n`` questions: ``order`` best first, each one's
+    Holm-adjusted p-value against the best (1 for the best itself), the options ``tied`` with
+    it (the best included) and the ``best`` against the runner-up (:func:`rank`). Then
+    (:func:`select`; else the best, empty and None) the ``cheapest`` tied option against the
+    best, every option's P(best), best first, the ``winner`` when one is named, and the
+    questions needed to separate the best from the runner-up (``top_two``) and from the
+    cheapest (``separate_cheapest``)."""
+
+    order: tuple[K, ...]
+    p_adjusted: dict[K, float]
+    tied: tuple[K, ...]
+    best: Pitted[K]
+    n: int
+    cheapest: Pitted[K]
+    p_best: dict[K, float] = field(default_factory=dict)
+    winner: K | None = None
+    top_two: Separation[K] | None = None
+    separate_cheapest: Separation[K] | None = None
+
+
+# The tie test reads only the randomisation p-values; the intervals of the pairs a pick shows
+# are recomputed in full (compare_paired, same seed: the same p-value).
+_TIE_BOOTSTRAP = 1
+
+
+def rank(
+    values: Mapping[K, npt.ArrayLike], direction: Direction, options: SelectionOptions
+) -> Selection[K]:
+    """The options (per-question values over the same questions in one order; at least one)
+    tested against the best (:func:`~chunkmark.metrics.paired.tied_with_best`, which names
+    them by their places, ``"0"``, ``"1"``, ...: of two exactly equal means, the greater name
+    ranks first), and the best against the runner-up."""
+    keys = list(values)
+    ties = tied_with_best(
+        {str(i): values[k] for i, k in enumerate(keys)},
+        direction=direction,
+        alpha=options.alpha,
+        permutations=options.permutations,
+        bootstrap=_TIE_BOOTSTRAP,
+        seed=options.seed,
+    )
+    order = tuple(keys[int(t.cell)] for t in ties)
+    p_adjusted = {keys[int(t.cell)]: t.p_adjusted for t in ties}
+    best = _pitted(values, order, p_adjusted, order[0], options)
+    tied = tuple(keys[int(t.cell)] for t in ties if t.tied)
+    return Selection(order, p_adjusted, tied, best, len(np.asarray(values[order[0]])), best)
+
+
+def _pitted(
+    values: Mapping[K, npt.ArrayLike],
+    order: tuple[K, ...],
+    p_adjusted: Mapping[K, float],
+    option: K,
+    options: SelectionOptions,
+) -> Pitted[K]:
+    """``option`` tested against the best, or the best (``order[0]``) against the runner-up."""
+    best = order[0]
+    if option == best and len(order) < 2:
+        return Pitted(best)
+    other = order[1] if option == best else option
+    pair = values[best], values[other]
+    comparison = compare_paired(
+        *pair, permutations=options.permutations, bootstrap=options.bootstrap, seed=options.seed
+    )
+    return Pitted(option, other if option == best else best, comparison, p_adjusted[other])
+
+
+def select(
+    values: Mapping[K, npt.ArrayLike],
+    direction: Direction,
+    costs: Mapping[K, tuple[float, ...]],
+    options: SelectionOptions,
+) -> Selection[K]:
+    """Every statistic of one pick in one call: :func:`rank`, the cheapest option tied with
+    the best (the least ``costs``, compared as tuples; then the best placed) against the best,
+    P(best) (:func:`p_best`, ``options.bootstrap`` resamples), whether the best is a single
+    winner (:func:`names_single_winner`) and :func:`questions_needed` for the top two and for
+    the best against the cheapest (with at least two questions)."""
+    ranked = rank(values, direction, options)
+    order, top = ranked.order, ranked.order[0]
+    cheapest = min(ranked.tied, key=lambda o: (costs[o], order.index(o)))
+    if cheapest != top:
+        pitted = _pitted(values, order, ranked.p_adjusted, cheapest, options)
+        ranked = replace(ranked, cheapest=pitted)
+    if ranked.n == 0:
+        return ranked
+    shares = p_best(
+        {o: values[o] for o in order},
+        direction=direction,
+        resamples=options.bootstrap,
+        seed=options.seed,
+    )
+
+    def apart(other: K | None) -> Separation[K] | None:
+        if ranked.n < 2 or other is None or other == top:
+            return None
+        needed = questions_needed(
+            values[top],
+            values[other],
+            power=options.power,
+            alpha=options.alpha,
+            min_difference=options.min_difference,
+            max_questions=options.max_questions,
+        )
+        return Separation(top, other, needed)
+
+    single = names_single_winner(shares[top], len(ranked.tied), options.min_p_best)
+    return replace(
+        ranked,
+        p_best=shares,
+        winner=top if single else None,
+        top_two=apart(ranked.best.versus),
+        separate_cheapest=apart(cheapest),
+    )

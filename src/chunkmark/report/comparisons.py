@@ -17,31 +17,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Literal
 
 import numpy as np
 
 from chunkmark.metrics import METRICS
-from chunkmark.metrics.paired import (
-    PairedComparison,
-    compare_paired,
-    holm,
-    tied_with_best,
-)
+from chunkmark.metrics.paired import PairedComparison, compare_pairs
 from chunkmark.metrics.selection import (
-    MAX_QUESTIONS,
-    MIN_DIFFERENCE,
     MIN_P_BEST,
-    POWER,
-    QuestionsNeeded,
-    names_single_winner,
-    p_best,
-    questions_needed,
+    Pitted,
+    Selection,
+    SelectionOptions,
+    Separation,
+    rank,
+    select,
     verdict_of,
 )
-from chunkmark.report.data import FloatArray, ReportData, RowKey
+from chunkmark.report.data import ReportData, RowKey, paired_values
 from chunkmark.report.errors import ReportError
 from chunkmark.report.settings import choose_retrieval, choose_scoring
 
@@ -53,10 +47,11 @@ BUDGET_METRIC = "recall"  # what a fixed number of context tokens is read by
 
 
 @dataclass(frozen=True)
-class StatsOptions:
+class StatsOptions(SelectionOptions):
     """The settings of every test in the report: the metric, the retrieval setting
     (``retrieval``, else ``top_k(k=<k>)``, else the default of :func:`choose_retrieval`), the
-    scoring (a :attr:`Scoring.key`; None: the defaults when present) and the tests' own.
+    scoring (a :attr:`Scoring.key`; None: the defaults when present) and the tests' own
+    (:class:`~chunkmark.metrics.selection.SelectionOptions`).
 
     Left out (None), the metric and setting are those the runs ask for (:func:`resolve`): with
     token budgets in the runs, recall at the first budget (the fair comparison: every cell
@@ -72,14 +67,6 @@ class StatsOptions:
     k: str | None = None
     scoring: str | None = None
     max_context_tokens: float = 1000.0
-    alpha: float = 0.05
-    permutations: int = 10_000
-    bootstrap: int = 10_000
-    seed: int = 0
-    min_p_best: float = MIN_P_BEST
-    power: float = POWER
-    min_difference: float = MIN_DIFFERENCE
-    max_questions: int = MAX_QUESTIONS
 
     @property
     def metric_name(self) -> str:
@@ -146,15 +133,6 @@ class Pick:
 
 
 @dataclass(frozen=True)
-class Separation:
-    """How many questions would separate two options: ``a`` (the best) against ``b``."""
-
-    a: Option
-    b: Option
-    needed: QuestionsNeeded
-
-
-@dataclass(frozen=True)
 class Recommendation:
     """The recommendation for one dataset at the chosen metric, retrieval setting and
     scoring.
@@ -180,8 +158,8 @@ class Recommendation:
     p_best: tuple[tuple[Option, float], ...] = ()
     min_p_best: float = MIN_P_BEST
     winner: Option | None = None
-    top_two: Separation | None = None
-    cheapest: Separation | None = None
+    top_two: Separation[Option] | None = None
+    cheapest: Separation[Option] | None = None
 
     def p_best_of(self, option: Option) -> float:
         """An option's P(best) (NaN for one not compared)."""
@@ -274,8 +252,6 @@ def resolve(data: ReportData, options: StatsOptions) -> StatsOptions:
     asked for, else recall at the runs' first ``token_budget`` setting (in display order: the
     smallest) scored with that scoring when they hold one, else IoU at :func:`choose_retrieval`'s default (a
     ReportError when the runs lack what was asked for)."""
-    from dataclasses import replace
-
     from chunkmark.report.settings import name_of, ordered
 
     retrieval = options.retrieval
@@ -315,64 +291,6 @@ def check_metric(metric: str) -> str:
     return metric
 
 
-def paired_values(
-    data: ReportData, options: Sequence[Option], metric: str
-) -> dict[Option, FloatArray]:
-    """Each option's per-question values of ``metric`` over the questions all of them share,
-    in one order."""
-    scored = [o for o in options if o in data.scores]
-    if not scored:
-        return {}
-    common = set(data.scores[scored[0]].question_ids)
-    for o in scored[1:]:
-        common &= set(data.scores[o].question_ids)
-    order = [q for q in data.scores[scored[0]].question_ids if q in common]
-    out: dict[Option, FloatArray] = {}
-    for o in scored:
-        s = data.scores[o]
-        position = {q: i for i, q in enumerate(s.question_ids)}
-        out[o] = s.values[metric][[position[q] for q in order]]
-    return out
-
-
-@dataclass(frozen=True)
-class _Group:
-    """tied_with_best's answer for some options, best first, with their paired values."""
-
-    metric: str
-    values: dict[Option, FloatArray]
-    order: list[Option]
-    p_adjusted: dict[Option, float]
-    tied: tuple[Option, ...]
-
-
-# The tie test reads only the randomisation p-values; the intervals the page shows are
-# recomputed in full (compare_paired, same seed: the same p-value) for the pairs it shows.
-_TIE_BOOTSTRAP = 1
-
-
-def _tied(values: dict[Option, FloatArray], metric: str, options: StatsOptions) -> _Group | None:
-    """The options tied with the best on ``metric`` (None when there are none)."""
-    if not values:
-        return None
-    names = {str(i): o for i, o in enumerate(values)}
-    ties = tied_with_best(
-        {name: values[o] for name, o in names.items()},
-        direction=METRICS[metric].direction,
-        alpha=options.alpha,
-        permutations=options.permutations,
-        bootstrap=_TIE_BOOTSTRAP,
-        seed=options.seed,
-    )
-    return _Group(
-        metric=metric,
-        values=values,
-        order=[names[t.cell] for t in ties],
-        p_adjusted={names[t.cell]: t.p_adjusted for t in ties},
-        tied=tuple(names[t.cell] for t in ties if t.tied),
-    )
-
-
 def _options(data: ReportData, dataset: str, retrieval: str, scoring: str) -> list[Option]:
     """Every scored cell of the dataset at the retrieval setting and scoring."""
     return [
@@ -382,149 +300,72 @@ def _options(data: ReportData, dataset: str, retrieval: str, scoring: str) -> li
     ]
 
 
-def _best_group(
-    data: ReportData, dataset: str, retrieval: str, scoring: str, options: StatsOptions
-) -> _Group | None:
-    """The dataset's cells at the setting, tested against the best on the chosen metric."""
-    cells = _options(data, dataset, retrieval, scoring)
-    metric = options.metric_name
-    return _tied(paired_values(data, cells, metric), metric, options)
-
-
-def _budget_group(
-    data: ReportData, dataset: str, retrieval: str, scoring: str, options: StatsOptions
-) -> _Group | None:
-    """The cells at the setting whose mean retrieved tokens per question fit the budget, tested
-    against the best on recall."""
-    fitting = [
-        o
-        for o in _options(data, dataset, retrieval, scoring)
-        if _row_tokens(data, o) <= options.max_context_tokens
-    ]
-    return _tied(paired_values(data, fitting, "recall"), "recall", options)
-
-
 def _row_tokens(data: ReportData, option: Option) -> float:
     row = data.row(*option)
     return math.inf if row is None or math.isnan(row.retrieved_tokens) else row.retrieved_tokens
 
 
-def _pick(data: ReportData, group: _Group, option: Option, options: StatsOptions) -> Pick:
-    """``option`` of the group, tested against the runner-up when it is the best, else against
-    the best: the paired comparison (best minus the other) and its Holm-adjusted p-value."""
-    best = group.order[0]
-    versus = (group.order[1] if len(group.order) > 1 else None) if option == best else best
-    comparison = p_adjusted = None
-    if versus is not None:
-        comparison = compare_paired(
-            group.values[best],
-            group.values[versus if option == best else option],
-            permutations=options.permutations,
-            bootstrap=options.bootstrap,
-            seed=options.seed,
-        )
-        p_adjusted = group.p_adjusted[versus if option == best else option]
-    row = data.row(*option)
+def _pick(data: ReportData, found: Selection[Option], pitted: Pitted[Option], metric: str) -> Pick:
+    """The pick of ``pitted`` (the best against the runner-up, or an option against the
+    best), its interval read from its summary row."""
+    row = data.row(*pitted.option)
     if row is None:
-        raise ReportError(f"No summary row for cell {option}.", "Rerun `chunkmark run`.")
-    low, high = row.ci.get(group.metric, (math.nan, math.nan))
+        raise ReportError(f"No summary row for cell {pitted.option}.", "Rerun `chunkmark run`.")
+    low, high = row.ci.get(metric, (math.nan, math.nan))
     return Pick(
-        cell=option[0],
-        retrieval=option[1],
-        scoring=option[2],
-        metric=group.metric,
-        mean=row.mean[group.metric],
+        *pitted.option,
+        metric=metric,
+        mean=row.mean[metric],
         ci_low=low,
         ci_high=high,
-        versus=versus,
-        comparison=comparison,
-        p_adjusted=p_adjusted,
-        tied=group.tied,
+        versus=pitted.versus,
+        comparison=pitted.comparison,
+        p_adjusted=pitted.p_adjusted,
+        tied=found.tied,
         retrieved_tokens=row.retrieved_tokens,
-        compared=len(group.order) - 1,
-        is_best=option == best,
-    )
-
-
-def _cheapest(data: ReportData, group: _Group) -> Option:
-    """The tied option with the fewest tokens embedded, then the fewest chunks."""
-    return min(
-        group.tied,
-        key=lambda o: (
-            data.cells[o[0]].tokens_embedded,
-            data.cells[o[0]].n_chunks,
-            group.order.index(o),
-        ),
+        compared=len(found.order) - 1,
+        is_best=pitted.option == found.order[0],
     )
 
 
 def _recommendation(
-    data: ReportData,
-    dataset: str,
-    setting: tuple[str, str],
-    options: StatsOptions,
-    best: _Group | None,
-    budget: _Group | None,
+    data: ReportData, dataset: str, setting: tuple[str, str], options: StatsOptions
 ) -> Recommendation:
-    best_pick = cheapest = budget_pick = smallest = None
-    if best is not None:
-        best_pick = _pick(data, best, best.order[0], options)
-        cheapest = _pick(data, best, _cheapest(data, best), options)
-    if budget is not None:
-        budget_pick = _pick(data, budget, budget.order[0], options)
-    else:
-        every = _options(data, dataset, *setting)
-        smallest = min(every, key=lambda o: _row_tokens(data, o)) if every else None
-    n = len(next(iter(best.values.values()))) if best is not None else 0
-    shares: tuple[tuple[Option, float], ...] = ()
-    winner = top_two = separate_cheapest = None
-    if best is not None and best_pick is not None and n > 0:
-        found = p_best(
-            {str(i): best.values[o] for i, o in enumerate(best.order)},
-            direction=METRICS[best.metric].direction,
-            resamples=options.bootstrap,
-            seed=options.seed,
-        )
-        shares = tuple((o, found[str(i)]) for i, o in enumerate(best.order))
-        top = best.order[0]
-        if names_single_winner(found["0"], len(best.tied), options.min_p_best):
-            winner = top
-        if len(best.order) > 1:
-            top_two = _separation(best, top, best.order[1], options)
-        if cheapest is not None and cheapest.option != top:
-            separate_cheapest = _separation(best, top, cheapest.option, options)
-    return Recommendation(
+    """The dataset's cells at the setting tested on the chosen metric (:func:`select`; the
+    cheapest tied cell has the fewest tokens embedded, then the fewest chunks), and those whose
+    mean retrieved tokens per question fit the budget tested on recall (:func:`rank`)."""
+    metric = options.metric_name
+    every = _options(data, dataset, *setting)
+    fitting = [o for o in every if _row_tokens(data, o) <= options.max_context_tokens]
+    recall = paired_values(data, fitting, BUDGET_METRIC)
+    budget = rank(recall, METRICS[BUDGET_METRIC].direction, options) if recall else None
+    out = Recommendation(
         dataset,
-        options.metric_name,
-        setting[0],
-        setting[1],
-        n,
-        best_pick,
-        cheapest,
-        budget_pick,
+        metric,
+        *setting,
+        0,
+        None,
+        None,
+        None if budget is None else _pick(data, budget, budget.best, BUDGET_METRIC),
         options.max_context_tokens,
-        smallest,
-        p_best=shares,
+        None if budget or not every else min(every, key=lambda o: _row_tokens(data, o)),
         min_p_best=options.min_p_best,
-        winner=winner,
-        top_two=top_two,
-        cheapest=separate_cheapest,
     )
-
-
-def _separation(group: _Group, a: Option, b: Option, options: StatsOptions) -> Separation | None:
-    """The questions needed to separate ``a`` from ``b`` (None with fewer than two questions)."""
-    if len(group.values[a]) < 2:
-        return None
-    needed = questions_needed(
-        group.values[a],
-        group.values[b],
-        power=options.power,
-        alpha=options.alpha,
-        min_difference=options.min_difference,
-        max_questions=options.max_questions,
+    values = paired_values(data, every, metric)
+    if not values:
+        return out
+    costs = {o: (data.cells[o[0]].tokens_embedded, data.cells[o[0]].n_chunks) for o in values}
+    found = select(values, METRICS[metric].direction, costs, options)
+    return replace(
+        out,
+        n_questions=found.n,
+        best=_pick(data, found, found.best, metric),
+        cheapest_tied=_pick(data, found, found.cheapest, metric),
+        p_best=tuple(found.p_best.items()),
+        winner=found.winner,
+        top_two=found.top_two,
+        cheapest=found.separate_cheapest,
     )
-    return Separation(a, b, needed)
 
 
 def _pairs_of(
@@ -538,18 +379,21 @@ def _pairs_of(
     return [(ch, a, b) for ch, cells in by_chunker.items() for a, b in combinations(cells, 2)]
 
 
-def _pair(
-    data: ReportData, a: int, b: int, setting: tuple[str, str], options: StatsOptions
-) -> PairedComparison:
-    oa, ob = (a, *setting), (b, *setting)
-    values = paired_values(data, [oa, ob], options.metric_name)
-    return compare_paired(
-        values[oa],
-        values[ob],
+def _embedder_pairs(
+    data: ReportData, dataset: str, setting: tuple[str, str], options: StatsOptions
+) -> list[EmbedderPair]:
+    """The embedder pairs of one dataset, compared on the chosen metric and Holm-adjusted
+    together (:func:`compare_pairs`)."""
+    found = _pairs_of(data, dataset, setting)
+    pairs = [((a, *setting), (b, *setting)) for _, a, b in found]
+    values = [paired_values(data, pair, options.metric_name) for pair in pairs]
+    tested = compare_pairs(
+        [(v[a], v[b]) for v, (a, b) in zip(values, pairs, strict=True)],
         permutations=options.permutations,
         bootstrap=options.bootstrap,
         seed=options.seed,
     )
+    return [EmbedderPair(*pair, c, p) for pair, (c, p) in zip(found, tested, strict=True)]
 
 
 def _best_per_embedder(
@@ -579,40 +423,13 @@ def analyse(data: ReportData, options: StatsOptions) -> tuple[list[Recommendatio
     metric = check_metric(options.metric_name)
     setting = (str(options.retrieval), str(options.scoring))
     keys = [d.key for d in data.datasets]
-    recommendations = [
-        _recommendation(
-            data,
-            d,
-            setting,
-            options,
-            _best_group(data, d, *setting, options),
-            _budget_group(data, d, *setting, options),
-        )
-        for d in keys
-    ]
-    pairs = {
-        d: _holm_pairs(
-            [(p, _pair(data, p[1], p[2], setting, options)) for p in _pairs_of(data, d, setting)]
-        )
-        for d in keys
-    }
+    recommendations = [_recommendation(data, d, setting, options) for d in keys]
     comparisons = Comparisons(
         best_per_embedder={d: _best_per_embedder(data, d, setting, metric) for d in keys},
-        embedder_pairs=pairs,
+        embedder_pairs={d: _embedder_pairs(data, d, setting, options) for d in keys},
         agreements=_agreements(data, setting, metric),
     )
     return recommendations, comparisons
-
-
-def _holm_pairs(
-    found: list[tuple[tuple[str, int, int], PairedComparison]],
-) -> list[EmbedderPair]:
-    """The embedder pairs of one dataset, their p-values Holm-adjusted together."""
-    adjusted = holm([c.p_permutation for _, c in found])
-    return [
-        EmbedderPair(chunker, a, b, comparison, p)
-        for ((chunker, a, b), comparison), p in zip(found, adjusted, strict=True)
-    ]
 
 
 def _agreements(data: ReportData, setting: tuple[str, str], metric: str) -> list[Agreement]:

@@ -236,6 +236,13 @@ class ReportData:
     def cells_of(self, dataset: str) -> list[CellInfo]:
         return [c for c in self.cells if c.dataset == dataset]
 
+    def shared_questions(self, keys: Sequence[RowKey]) -> list[str]:
+        """The ids of the questions every one of ``keys`` scored, in the order of the first."""
+        if not keys:
+            return []
+        common = set.intersection(*(set(self.scores[k].question_ids) for k in keys))
+        return [q for q in self.scores[keys[0]].question_ids if q in common]
+
     def ranking(self, cell: int) -> Ranking | None:
         """The cell's dense ranking, read once; None when the run did not keep it."""
         if cell not in self._rankings:
@@ -247,6 +254,20 @@ class ReportData:
         if cell not in self._chunks:
             self._chunks[cell] = read_chunks(self.cells[cell].chunks_path())
         return self._chunks[cell]
+
+
+def paired_values(
+    data: ReportData, options: Sequence[RowKey], metric: str
+) -> dict[RowKey, FloatArray]:
+    """Each scored option's per-question values of ``metric`` over the questions all of them
+    share, in one order (:meth:`ReportData.shared_questions`)."""
+    scored = [o for o in options if o in data.scores]
+    order = data.shared_questions(scored)
+    out: dict[RowKey, FloatArray] = {}
+    for o in scored:
+        position = {q: i for i, q in enumerate(data.scores[o].question_ids)}
+        out[o] = data.scores[o].values[metric][[position[q] for q in order]]
+    return out
 
 
 def load_prices(path: str | Path | None = None) -> EmbeddingPrices:

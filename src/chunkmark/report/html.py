@@ -25,7 +25,6 @@ from typing import Any
 
 from chunkmark.datasets import Dataset
 from chunkmark.files import write_bytes_atomic
-from chunkmark.metrics.selection import MIN_P_BEST
 from chunkmark.optional import import_optional
 from chunkmark.report.answers import answers_payload
 from chunkmark.report.comparisons import (
@@ -62,10 +61,10 @@ _SLOT = re.compile(r"\{\{([A-Z_]+)\}\}")
 
 
 @dataclass(frozen=True)
-class ReportOptions:
-    """How the report is built: the metric, retrieval setting and scoring of the
-    recommendation and comparisons, the token budget, the price file, and the tests' settings
-    (``min_p_best``: the P(best) a single winner needs).
+class ReportOptions(StatsOptions):
+    """How the report is built: the tests' settings (:class:`StatsOptions`: the metric,
+    retrieval setting and scoring of the recommendation and comparisons, the token budget,
+    ``min_p_best``: the P(best) a single winner needs, ...), the price file and the title.
 
     ``retrieval`` is a setting spec (``top_k(k=5)``, ``bm25(k=5)``, ``token_budget(tokens=1024)``)
     matched against the runs' settings; without it, ``k`` means ``top_k(k=<k>)``; without
@@ -74,25 +73,12 @@ class ReportOptions:
     (``position/chars/sum``); without it, the defaults when the runs hold them, else the first.
     """
 
-    metric: str | None = None
-    retrieval: str | None = None
-    k: str | None = None
-    scoring: str | None = None
-    max_context_tokens: float = 1000.0
     prices: Path | None = None
-    alpha: float = 0.05
-    permutations: int = 10_000
-    bootstrap: int = 10_000
-    seed: int = 0
     title: str | None = None
-    min_p_best: float = MIN_P_BEST
 
     def stats(self) -> StatsOptions:
         """The tests' settings: each field of these options that :class:`StatsOptions` has."""
-        shared = {f.name for f in fields(StatsOptions)}
-        return StatsOptions(
-            **{f.name: getattr(self, f.name) for f in fields(self) if f.name in shared}
-        )
+        return StatsOptions(**{f.name: getattr(self, f.name) for f in fields(StatsOptions)})
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,8 @@ import numpy as np
 from chunkmark.errors import ChunkmarkError
 from chunkmark.metrics import METRICS
 from chunkmark.metrics.paired import PairedComparison
-from chunkmark.report.comparisons import (
-    Comparisons,
-    Option,
-    Pick,
-    Recommendation,
-    Separation,
-    pareto_front,
-)
+from chunkmark.metrics.selection import Separation
+from chunkmark.report.comparisons import Comparisons, Option, Pick, Recommendation, pareto_front
 from chunkmark.report.data import (
     CellInfo,
     FailedCell,
@@ -343,7 +337,7 @@ def recommendation_payload(r: Recommendation) -> dict[str, Any]:
     }
 
 
-def separation_payload(s: Separation | None) -> dict[str, Any] | None:
+def separation_payload(s: Separation[Option] | None) -> dict[str, Any] | None:
     """The questions needed to separate two options; ``n`` null: no realistic number."""
     if s is None:
         return None

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from chunkmark.metrics.selection import Separation
     from chunkmark.report import ReportOptions
-    from chunkmark.report.comparisons import Recommendation, Separation
+    from chunkmark.report.comparisons import Option, Recommendation
     from chunkmark.report.data import ReportData
 
 
@@ -110,7 +111,7 @@ def _cost(data: ReportData, cheap: int, best: int, name: Callable[[int], str]) -
     )
 
 
-def _separation_line(s: Separation, name: Callable[[int], str], n: int) -> str:
+def _separation_line(s: Separation[Option], name: Callable[[int], str], n: int) -> str:
     """How many questions would separate the top two (or that no realistic number would)."""
     q = s.needed
     pair = f"{name(s.a[0])} and {name(s.b[0])}"

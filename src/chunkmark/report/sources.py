@@ -268,23 +268,17 @@ def check_recommendation(
 ) -> SourceCheck | None:
     """:func:`check_sources` over the cells of ``dataset`` in a report's data (its scores at
     ``retrieval`` and ``scoring``), on the questions every cell scored."""
+    from chunkmark.metrics import METRICS
+    from chunkmark.report.data import paired_values
+
     cells = data.cells_of(dataset)
     shared = len({c.embedder for c in cells}) == 1
-    scored = [(c, data.scores.get((c.index, retrieval, scoring))) for c in cells]
-    present = [(c, s) for c, s in scored if s is not None]
-    if len(present) < 2:
+    by_key = {(c.index, retrieval, scoring): c for c in cells}
+    found = paired_values(data, list(by_key), metric)
+    if len(found) < 2:
         return None
-    common = set(present[0][1].question_ids)
-    for _, s in present[1:]:
-        common &= set(s.question_ids)
-    order = [q for q in present[0][1].question_ids if q in common]
-    values: dict[str, FloatArray] = {}
-    for c, s in present:
-        position = {q: i for i, q in enumerate(s.question_ids)}
-        name = c.chunker_short if shared else c.label
-        values[name] = np.asarray(s.values[metric][[position[q] for q in order]], dtype=float)
-    from chunkmark.metrics import METRICS
-
+    values = {by_key[k].chunker_short if shared else by_key[k].label: v for k, v in found.items()}
+    order = data.shared_questions(list(found))
     label = METRICS[metric].label if metric in METRICS else metric
     return check_sources(dataset, label, values, order, sources, resamples=resamples)
 
