@@ -119,7 +119,7 @@ def test_a_text_without_sentence_marks_gives_a_passage_of_the_length_on_word_bou
         assert text[slot.start - 1] == " " and text[slot.end] == " "
 
 
-def test_the_prompt_shows_the_passage_and_asks_for_a_question_alone() -> None:
+def test_the_prompt_shows_the_passage_and_asks_for_questions_alone() -> None:
     texts = corpus_texts()
     doc = Document("atlas", texts["atlas"])
     [slot] = make_passage_plan([doc], 1, seed=0, styles=("factoid",), length_of=lambda d, j: 200)
@@ -127,7 +127,12 @@ def test_the_prompt_shows_the_passage_and_asks_for_a_question_alone() -> None:
                           examples=["How tall is the mill?"])  # fmt: skip
     assert passage_of(prompt.user) == texts["atlas"][slot.start : slot.end]
     assert "<text>" not in prompt.user and "passages" not in json.dumps(prompt.schema)
-    assert prompt.schema["required"] == ["question"]
+    # three candidate questions, no passages: the schema asks for exactly three strings
+    assert prompt.schema["required"] == ["questions"]
+    listed = prompt.schema["properties"]["questions"]
+    assert (listed["minItems"], listed["maxItems"], listed["items"]) == (3, 3, {"type": "string"})
+    assert '{"questions": ["<question 1>", "<question 2>", "<question 3>"]}' in prompt.user
+    assert "Ask 3 different specific, factual questions" in prompt.user
     # the examples are shown; the questions already asked are not (a small model copied them)
     assert "- How tall is the mill?" in prompt.user
     assert "What does fact 0-1 say?" not in prompt.user and "already asked" not in prompt.user
@@ -168,6 +173,64 @@ def test_a_repeated_question_is_a_duplicate_asked_again_at_another_temperature(
     assert report.accepted == 3 and report.counts["duplicate_exact"] == 3
     temperatures = [r.get("temperature") for r in synth_server.requests]
     assert 0.8 in temperatures and temperatures[0] == 0
+
+
+def candidates(*questions: str) -> Scripted:
+    return Scripted(text=json.dumps({"questions": list(questions)}))
+
+
+def test_the_first_new_candidate_is_kept_and_repeats_before_it_cost_no_request(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    # every answer leads with the same question; the second candidate names the passage's fact
+    def answer(number: int, user: str) -> Scripted:
+        facts = FACT.findall(passage_of(user))
+        about = label(facts[0]) if facts else "saying"
+        return candidates("What is the tallest tower?", f"What does fact {about} say?", "")
+
+    report, out = run_given(synth_server, synth_corpus, tmp_path, answer, questions=6)
+    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+    by_doc: dict[str, list[str]] = {}
+    for row in rows(out):
+        by_doc.setdefault(row["doc_id"], []).append(row["question"])
+    # each document's first slot keeps the leading question, its later slots the second one
+    expected_repeats = 0
+    for questions in by_doc.values():
+        assert questions[0] == "What is the tallest tower?"
+        assert all(q.startswith("What does fact ") for q in questions[1:])
+        expected_repeats += len(questions) - 1
+    assert report.accepted == 6 and len(synth_server.requests) == 6  # no request spent again
+    counts = manifest["counts"]
+    assert counts["duplicate"] == 0 and counts["answers"] == 6
+    assert counts["candidates"] == 6 + expected_repeats  # the kept ones and those before them
+    assert counts["candidates_duplicate"] == expected_repeats >= 3
+    assert manifest["settings"]["candidates"] == 3
+
+
+def test_an_answer_whose_candidates_all_repeat_is_one_duplicate_and_is_asked_again(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    # the first answer of a document is new; later first answers repeat it twice over (and
+    # once within the answer itself); answers at the retry temperature are new
+    def answer(number: int, user: str) -> Scripted:
+        if "Your previous answer" in user:
+            return candidates(f"What is said in request {number}?", "", "")
+        return candidates(
+            "Which tower is tallest?", "Which tower is tallest?", "What is the tallest tower?"
+        )
+
+    synth_server.responder = answer
+    out = tmp_path / "out"
+    report = run(synth_corpus, out, synth_server.openai_spec(), tmp_path / "cache", questions=4)
+    counts = report.counts
+    # three documents: each first slot keeps its first candidate; the fourth slot's three are
+    # all repeats (exactly, exactly, nearly), so the answer is one duplicate and is asked again
+    assert report.accepted == 4 and counts["duplicate"] == counts["duplicate_exact"] == 1
+    assert counts["candidates_duplicate"] == 3 and counts["candidates"] == 3 + 3 + 1
+    assert len(synth_server.requests) == 5
+    again = [r for r in synth_server.requests if "Your previous answer" in user_of(r)]
+    assert len(again) == 1 and again[0].get("temperature") == 0.8
+    assert "question 1: this question" in user_of(again[0])
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from chunkmark.datasets import Document
 from chunkmark.spans import Span
@@ -114,12 +114,21 @@ class PassagesAnswer(BaseModel):
     passages: list[str]
 
 
-class QuestionAnswer(BaseModel):
-    """The answer in the given mode: the question alone (its passage was chosen for it)."""
+class QuestionsAnswer(BaseModel):
+    """The answer in the given mode: candidate questions alone (their passage was chosen for
+    them), in the order the LLM wrote them. A lone ``{"question": ...}`` (a client without a
+    JSON schema) is one candidate."""
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str
+    questions: list[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_question(cls, data: Any) -> Any:
+        if isinstance(data, dict) and set(data) == {"question"}:
+            return {"questions": [data["question"]]}
+        return data
 
 
 class PiecesAnswer(BaseModel):
@@ -152,6 +161,9 @@ class Verdict:
     reason: str | None = None
     detail: str = ""
     stage: str | None = None  # for a duplicate, one of DUPLICATE_STAGES
+    # given mode: the answer's candidates rejected before this one (all of them when none
+    # passed), each with its own reason and stage
+    passed_over: tuple[Verdict, ...] = ()
 
 
 def reject(reason: str, detail: str) -> Verdict:
@@ -204,20 +216,19 @@ def judge(
     ``evidence_chars``), and the checks on the whole question (collapsed, copied, repeated:
     of an ``asked`` question or of one of the ``examples``). In the given mode the excerpt is
     the slot's window, the passage the question was written for."""
-    model: type[PassagesAnswer | PiecesAnswer | QuestionAnswer] = PiecesAnswer
+    model: type[PassagesAnswer | PiecesAnswer | QuestionsAnswer] = PiecesAnswer
     if mode in ("exact", "given"):
-        model = PassagesAnswer if mode == "exact" else QuestionAnswer
+        model = PassagesAnswer if mode == "exact" else QuestionsAnswer
     try:
         parsed = model.model_validate(parse_json(answer))
     except ValueError as exc:  # pydantic's ValidationError is a ValueError too
         detail = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
         return reject(MALFORMED, f"it is not the JSON object asked for ({detail})")
+    if isinstance(parsed, QuestionsAnswer):
+        return _first_new(parsed.questions, doc, slot, asked, examples)
     question = " ".join(parsed.question.split())
     if not question:
         return reject(MALFORMED, "the question is empty")
-    if isinstance(parsed, QuestionAnswer):
-        given = (Excerpt(slot.window, ex.GIVEN),)
-        return _check_question(question, given, doc, slot, asked, examples)
     cited = parsed.passages if isinstance(parsed, PassagesAnswer) else parsed.pieces
     low, high = STYLE_PASSAGES[slot.style]
     if not low <= len(cited) <= high:
@@ -241,6 +252,36 @@ def judge(
                 f"should be about {evidence_chars:,} characters, so cite all of it",
             )
     return _check_question(question, placed.excerpts, doc, slot, asked, examples)
+
+
+def _first_new(
+    candidates: Sequence[str],
+    doc: Document,
+    slot: Slot,
+    asked: Sequence[str],
+    examples: Sequence[str],
+) -> Verdict:
+    """The given mode's verdict on an answer's candidate questions: the first that passes
+    :func:`_check_question`, with the ones passed over; when none passes, the first candidate's rejection with every candidate's
+    problem as its detail."""
+    given = (Excerpt(slot.window, ex.GIVEN),)
+    passed_over: list[Verdict] = []
+    for candidate in candidates:
+        question = " ".join(candidate.split())
+        if not question:
+            verdict = reject(MALFORMED, "the question is empty")
+        else:
+            verdict = _check_question(question, given, doc, slot, asked, examples)
+        if verdict.reason is None:
+            return replace(verdict, passed_over=tuple(passed_over))
+        passed_over.append(verdict)
+    if not passed_over:
+        return reject(MALFORMED, "the list of questions is empty")
+    first = passed_over[0]
+    if len(passed_over) == 1:
+        return replace(first, passed_over=(first,))
+    detail = "; ".join(f"question {n}: {v.detail}" for n, v in enumerate(passed_over, start=1))
+    return replace(first, detail=detail, passed_over=tuple(passed_over))
 
 
 def _place_passages(

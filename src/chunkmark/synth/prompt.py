@@ -5,6 +5,7 @@ tokens and whether the LLM's cache already holds its answer."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from string import Template
@@ -19,8 +20,11 @@ from chunkmark.synth import excerpts as ex
 from chunkmark.synth.plan import Slot
 from chunkmark.tokenizers import count_tokens
 
-PROMPT_VERSION = "3"
+PROMPT_VERSION = "4"
 ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
+# Questions asked for in one answer of the given mode; the first that passes the checks is kept,
+# so a question the run already has costs no request when another candidate is new.
+GIVEN_CANDIDATES = 3
 ASKED_LIMIT = 40  # earlier questions of a document listed in a prompt (the latest ones)
 ENCODING = "cl100k_base"
 _SHOWN_ANSWER = 1500  # characters of a rejected answer quoted back to the LLM
@@ -52,11 +56,18 @@ EXACT_SCHEMA: dict[str, Any] = {
     "required": ["question", "passages"],
     "additionalProperties": False,
 }
-QUESTION_SCHEMA: dict[str, Any] = {
-    "title": "question",
+QUESTIONS_SCHEMA: dict[str, Any] = {
+    "title": "questions",
     "type": "object",
-    "properties": {"question": {"type": "string"}},
-    "required": ["question"],
+    "properties": {
+        "questions": {
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": GIVEN_CANDIDATES,
+            "maxItems": GIVEN_CANDIDATES,
+        }
+    },
+    "required": ["questions"],
     "additionalProperties": False,
 }
 PIECES_SCHEMA: dict[str, Any] = {
@@ -99,8 +110,8 @@ def build_prompt(
     evidence_chars: int | None = None,
 ) -> Prompt:
     """The request for ``slot``: the window (numbered pieces in the approximate mode; in the
-    given mode the window is the passage, only a question is asked for and the questions
-    already asked are not listed), the
+    given mode the window is the passage, only questions are asked for,
+    :data:`GIVEN_CANDIDATES` of them, and the questions already asked are not listed), the
     style's instructions, the length of evidence asked for (``evidence_chars``, when given),
     the examples, and the latest :data:`ASKED_LIMIT` questions already asked about the
     document.
@@ -130,9 +141,12 @@ def build_prompt(
         # still compare every answer with them).
         values["asked"] = ""
         values["text"] = doc.text[slot.start : slot.end]
-        values["style"] = prompt_text(f"given_{slot.style}")
+        values["candidates"] = str(GIVEN_CANDIDATES)
+        form = [f"<question {n}>" for n in range(1, GIVEN_CANDIDATES + 1)]
+        values["form"] = json.dumps({"questions": form})
+        values["style"] = Template(prompt_text(f"given_{slot.style}")).substitute(values)
         user = Template(prompt_text("given")).substitute(values)
-        return Prompt(prompt_text("system_given"), user, QUESTION_SCHEMA)
+        return Prompt(prompt_text("system_given"), user, QUESTIONS_SCHEMA)
     pieces = tuple(ex.cut_pieces(doc.text, slot.window))
     if slot.parts > 1:
         values["focus"] = _focus(doc.text, pieces, slot.part, slot.parts, mode)

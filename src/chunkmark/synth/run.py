@@ -42,6 +42,7 @@ from chunkmark.synth.output import MANIFEST, Output, Written, written_of
 from chunkmark.synth.plan import Slot, make_passage_plan, make_plan
 from chunkmark.synth.prompt import (
     ANSWER_TOKENS,
+    GIVEN_CANDIDATES,
     PROMPT_VERSION,
     Prompt,
     build_prompt,
@@ -194,6 +195,7 @@ class Generation:
             "filter_documents": o.filter_documents,
             "min_excerpt_chars": o.min_excerpt_chars,
             "json_schema": o.json_schema,
+            "candidates": GIVEN_CANDIDATES if o.mode == "given" else 1,
             "max_attempts": MAX_ATTEMPTS,
             "layout": o.layout,
             "corpus": {
@@ -306,6 +308,10 @@ class Generation:
             "answers": c["answers"],
             **{reason: c[reason] for reason in REJECTIONS},
             **{stage: c[stage] for stage in DUPLICATE_STAGES},
+            # given mode: the candidate questions of the answers, and the duplicates among them
+            # (passed over without a request when another candidate of the answer was new)
+            "candidates": c["candidates"],
+            "candidates_duplicate": c["candidates_duplicate"],
             "normalised": c["normalised"],
             "ambiguous": c["ambiguous"],
             "accepted": len(self.written),
@@ -486,6 +492,16 @@ class Generation:
                     examples=o.examples,
                     evidence_chars=evidence,
                 )
+            looked_at = verdict.passed_over or (verdict,)
+            if o.mode == "given":  # every candidate question of the answer was looked at
+                rejected["candidates"] += len(verdict.passed_over) + (verdict.reason is None)
+                rejected["candidates_duplicate"] += sum(
+                    v.reason == DUPLICATE for v in verdict.passed_over
+                )
+            copies = [v.question for v in looked_at if v.stage == "duplicate_example"]
+            if copies:  # the next prompts no longer show them
+                mine.extend(copies)
+                prompt, _ = self.prompt_for(slot, asked, withheld=copied + mine)
             if verdict.reason is None:
                 return SlotOutcome(
                     slot, verdict.question, verdict.excerpts, attempt, rejected, copied=tuple(mine)
@@ -497,9 +513,6 @@ class Generation:
                 llm = self.variant(attempt + 1)
             detail = verdict.detail
             tried.append((answer, verdict.detail))
-            if verdict.stage == "duplicate_example":  # the next prompts no longer show it
-                mine.append(verdict.question)
-                prompt, _ = self.prompt_for(slot, asked, withheld=copied + mine)
             user = correction_prompt(prompt.user, tried)
         return SlotOutcome(slot, "", (), MAX_ATTEMPTS, rejected, detail, tuple(mine))
 
