@@ -79,12 +79,14 @@ def test_two_nodes_give_the_local_rows_and_survive_losing_the_worker(
     # every cell was scored on the worker node, the only one offering the tasks' resource
     assert {c["ray_node"] for c in cells(tmp_path / "ray").values()} == {worker}
     # The worker node gets SIGKILL the moment the first cell file appears. Its one CPU scores
-    # the six cells one after another, so cells are still left: with max_retries=0 the one it
-    # was scoring fails with the node, and the ones waiting fail once no live node offers
-    # their resource.
+    # the six cells one after another at the lowest priority (so that on a busy machine it
+    # does not outrun the driver writing cells), so cells are still left: with max_retries=0
+    # the one it was scoring fails with the node, and the ones waiting fail once no live node
+    # offers their resource.
     killed = nodes.killed_run(
         cluster, str(grid), "--out", str(tmp_path / "killed"), "--no-cache", *on_ray
     )
+    assert killed["worker_processes_lowered"] >= 1
     assert killed["killed_while_running"], killed["output"]
     assert killed["status"] == 3, killed["output"]  # finished with failures
     lost = killed["failures"]
