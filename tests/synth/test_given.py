@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from chunkmark.datasets import Document
 from chunkmark.llm import build_llm
+from chunkmark.synth import examples as steer
 from chunkmark.synth.generate import generate
 from chunkmark.synth.options import SynthError
 from chunkmark.synth.plan import make_passage_plan
@@ -378,3 +380,32 @@ def test_an_examples_file_says_which_document_each_was_asked_of(tmp_path: Path) 
         '{"question": "Q1?", "doc_id": "atlas"}\n{"question": "Q2?"}\n', encoding="utf-8"
     )
     assert [e.doc_id for e in read_examples(path)] == ["atlas", None]
+
+
+def test_question_forms_are_drawn_from_the_examples_first_words() -> None:
+    examples = ["Why did the mill close?", "how tall is it?", "What is the bridge made of?",
+                "Is the tower old?", '"Who built it?"']  # fmt: skip
+    assert [steer.question_form(q) for q in examples] == ["why", "how", "what", None, "who"]
+    drawn = [steer.target_form(examples, 0, f"doc:{i}") for i in range(400)]
+    counts = Counter(drawn)
+    # an empirical draw: only the examples' forms, each about a quarter of the windows
+    assert set(counts) == {"why", "how", "what", "who"}
+    assert all(70 <= n <= 130 for n in counts.values())
+    assert drawn == [steer.target_form(examples, 0, f"doc:{i}") for i in range(400)]
+    assert drawn != [steer.target_form(examples, 1, f"doc:{i}") for i in range(400)]
+    assert steer.target_form(["Is it?", "Summarize the meeting."], 0, "doc:0") is None
+
+
+def test_a_steered_given_prompt_asks_for_the_form_drawn_for_its_passage(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    examples = ("Why is the tower tall?", "How long is the bridge?")
+    run_given(synth_server, synth_corpus, tmp_path, questions=8, examples=examples)
+    asked = [
+        re.findall(r'Start every question with "(\w+)"', user_of(r)) for r in synth_server.requests
+    ]
+    assert all(len(a) == 1 for a in asked)
+    assert {a[0] for a in asked} == {"Why", "How"}  # 8 passages, both forms drawn
+    synth_server.requests.clear()
+    run_given(synth_server, synth_corpus, tmp_path / "plain", questions=4)
+    assert not any("Start every question" in user_of(r) for r in synth_server.requests)

@@ -102,7 +102,8 @@ Excerpts = Annotated[
         help="exact: the LLM copies passages, located in the text; approximate: it cites "
         "numbered ~100-character pieces; given: chunkmark picks each passage (whole sentences, "
         "sized like the examples' evidence or --evidence, else 300-1,200 characters, at most "
-        "--window-chars) and the LLM writes a question it answers.",
+        "--window-chars) and the LLM writes three candidate questions it answers, of which "
+        "the first that is not a repeat is kept.",
     ),
 ]
 Styles = Annotated[

@@ -164,6 +164,29 @@ def target_length(lengths: Sequence[int], evidence: str | None, seed: int, key: 
     return None
 
 
+# The words a question may start with that say what kind of answer it wants; an example
+# starting otherwise ("Is ...", "Summarize ...", "In what ...") gives no form.
+FORMS = ("what", "why", "how", "who", "where", "when", "which")
+
+
+def question_form(question: str) -> str | None:
+    """The interrogative ``question`` starts with (one of :data:`FORMS`), else None."""
+    words = question.strip().split(maxsplit=1)
+    first = words[0].lower().strip("\"'(") if words else ""
+    return first if first in FORMS else None
+
+
+def target_form(examples: Sequence[str], seed: int, key: str) -> str | None:
+    """The word one window's questions are asked to start with: drawn from the examples'
+    :func:`question_form` (an empirical draw, so a run asks "why" about as often as its
+    examples do), None when no example has one. ``key`` names the window."""
+    forms = [f for f in (question_form(q) for q in examples) if f is not None]
+    if not forms:
+        return None
+    rng = random.Random(f"chunkmark-synth-form:{seed}:{key}")
+    return forms[rng.randrange(len(forms))]
+
+
 def elsewhere(examples: Sequence[str], docs: Sequence[str | None], doc_id: str) -> list[str]:
     """The examples asked of other documents than ``doc_id`` (``docs`` gives each example's
     document, None when unknown), when there are any; else all of them. A small model shown a

@@ -20,7 +20,7 @@ from chunkmark.synth import excerpts as ex
 from chunkmark.synth.plan import Slot
 from chunkmark.tokenizers import count_tokens
 
-PROMPT_VERSION = "4"
+PROMPT_VERSION = "5"
 ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
 # Questions asked for in one answer of the given mode; the first that passes the checks is kept,
 # so a question the run already has costs no request when another candidate is new.
@@ -108,6 +108,7 @@ def build_prompt(
     examples: Sequence[str] = (),
     min_chars: int = 20,
     evidence_chars: int | None = None,
+    form: str | None = None,
 ) -> Prompt:
     """The request for ``slot``: the window (numbered pieces in the approximate mode; in the
     given mode the window is the passage, only questions are asked for,
@@ -121,7 +122,8 @@ def build_prompt(
     follow it, so a server that keeps its last prompt (llama.cpp's ``cache_prompt``) reads a
     window's later questions mostly from its cache. The questions already asked come right
     after the window and the instructions last: a small model copies the last question it read
-    before answering."""
+    before answering. ``form`` (given mode): the word the questions are asked to start with
+    (:func:`~chunkmark.synth.examples.target_form`)."""
     values = {
         "document": doc.id,
         "start": str(slot.start),
@@ -135,16 +137,19 @@ def build_prompt(
         "focus": "",
     }
     system = prompt_text("system")
-    if mode == "given":  # the window is the passage: the LLM writes the question alone
+    if mode == "given":  # the window is the passage: the LLM writes candidate questions alone
         # Each question has its own passage, so the questions already asked are not listed: a
         # small model answered with one of them, whatever the passage (the duplicate checks
         # still compare every answer with them).
         values["asked"] = ""
         values["text"] = doc.text[slot.start : slot.end]
         values["candidates"] = str(GIVEN_CANDIDATES)
-        form = [f"<question {n}>" for n in range(1, GIVEN_CANDIDATES + 1)]
-        values["form"] = json.dumps({"questions": form})
+        shape = [f"<question {n}>" for n in range(1, GIVEN_CANDIDATES + 1)]
+        values["form"] = json.dumps({"questions": shape})
         values["style"] = Template(prompt_text(f"given_{slot.style}")).substitute(values)
+        if form is not None:  # the examples' question forms, one drawn for this passage
+            asked = Template(prompt_text("given_form")).substitute(form=form.capitalize())
+            values["style"] = f"{values['style'].rstrip()} {asked.strip()}\n"
         user = Template(prompt_text("given")).substitute(values)
         return Prompt(prompt_text("system_given"), user, QUESTIONS_SCHEMA)
     pieces = tuple(ex.cut_pieces(doc.text, slot.window))

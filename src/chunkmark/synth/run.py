@@ -528,8 +528,11 @@ class Generation:
         o = self.options
         window = f"{slot.doc_id}:{slot.start}"
         evidence = None
+        form = None
         if o.mode != "given":
             evidence = steer.target_length(o.example_evidence, o.evidence, o.seed, window)
+        else:
+            form = steer.target_form(o.examples, o.seed, window)
         prompt = build_prompt(
             self.by_id[slot.doc_id],
             slot,
@@ -544,6 +547,7 @@ class Generation:
             ],
             min_chars=o.min_excerpt_chars,
             evidence_chars=evidence,
+            form=form,
         )
         return prompt, evidence
 
