@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from chunkmark.datasets import Document
+from chunkmark.errors import LLMError
 from chunkmark.llm import build_llm
 from chunkmark.synth import examples as steer
 from chunkmark.synth.generate import generate
@@ -330,6 +331,40 @@ def test_an_example_asked_again_is_withheld_from_every_later_slot(
     assert shown[:4] == [2, 1, 1, 0], shown
     assert all(n == 0 for n in shown[4:])
     assert report.counts["duplicate_example"] == 2 and report.accepted == 4
+
+
+def test_a_resumed_run_still_withholds_the_examples_copied_before_the_stop(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    examples = ("How long is the mill near the hill?", "Which bridge is the longest?")
+
+    def copy_first_example_once(number: int, user: str) -> Scripted:
+        shown = [e for e in examples if f"- {e}" in user]
+        if shown and "none of the answers above" not in user:  # a slot's first request
+            return Scripted(text=json.dumps({"question": shown[0]}))
+        return given_answer(user)
+
+    synth_server.as_usual_next(2)  # slot 0: the copy, then its correction
+    synth_server.fail_next(401)  # the run stops at slot 1's first request
+    with pytest.raises(LLMError, match="HTTP 401"):
+        run_given(
+            synth_server, synth_corpus, tmp_path, copy_first_example_once, questions=4,
+            examples=examples,
+        )  # fmt: skip
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text("utf-8"))
+    assert manifest["plan"][0]["copied"] == [examples[0]]
+    assert all("copied" not in e for e in manifest["plan"][1:])
+    synth_server.requests.clear()
+    report, out = run_given(
+        synth_server, synth_corpus, tmp_path, copy_first_example_once, questions=4,
+        examples=examples,
+    )  # fmt: skip
+    shown = [sum(f"- {e}" in user_of(r) for e in examples) for r in synth_server.requests]
+    # the resumed slot 1 starts without the example slot 0 copied before the stop
+    assert shown[:3] == [1, 0, 0], shown
+    assert report.accepted == 4 and report.resumed == 1
+    kept = json.loads((out / "manifest.json").read_text("utf-8"))["plan"]
+    assert kept[0]["copied"] == [examples[0]] and kept[1]["copied"] == [examples[1]]
 
 
 def test_given_passages_are_at_most_window_chars_long(

@@ -140,6 +140,8 @@ class Generation:
         self.output = Output(out, options.layout, self.documents)
         self.written: dict[int, Written] = {}
         self.outcomes: dict[int, SlotOutcome] = {}
+        # per slot, the examples its answers copied, as an earlier run of the folder recorded
+        self.carried: dict[int, tuple[str, ...]] = {}
         self.stop_event = threading.Event()
         self.stopped: str | None = None
         self.error: LLMError | None = None
@@ -221,6 +223,8 @@ class Generation:
         if not path.is_file():
             self.write_manifest()  # first, so that a folder this run started is known as such
         self.written = self.output.prepare()
+        if path.is_file():
+            self.carried = _copied_in(path)
         if any(slot >= len(self.plan) for slot in self.written):
             raise SynthError(
                 f"{self.output.questions} holds questions of slots beyond this plan.",
@@ -277,7 +281,14 @@ class Generation:
             "style": slot.style,
             **({"part": [slot.part, slot.parts]} if slot.parts > 1 else {}),
             "status": self._status(slot.index),
+            **({"copied": list(c)} if (c := self._copied_of(slot.index)) else {}),
         }
+
+    def _copied_of(self, index: int) -> tuple[str, ...]:
+        """The examples slot ``index``'s answers copied: from this run's outcome, else from
+        the manifest of the run that wrote it."""
+        outcome = self.outcomes.get(index)
+        return outcome.copied if outcome is not None else self.carried.get(index, ())
 
     def _status(self, index: int) -> str:
         if index in self.written:
@@ -361,14 +372,9 @@ class Generation:
     def copied_before(self, slot: Slot) -> list[str]:
         """The examples the LLM asked again for earlier slots of the plan, of any document:
         withheld from this slot's prompts, since a small model that copied an example once
-        copies it again wherever it is shown (slots still running, and on a resumed run the
-        slots written before the stop, are not counted)."""
-        return [
-            q
-            for s in self.plan[: slot.index]
-            if s.index in self.outcomes
-            for q in self.outcomes[s.index].copied
-        ]
+        copies it again wherever it is shown (slots still running are not counted; on a
+        resumed run, the copies the manifest records for slots before the stop are)."""
+        return [q for s in self.plan[: slot.index] for q in self._copied_of(s.index)]
 
     def run(self) -> None:
         """Work through the slots not yet written: concurrently across documents, in order
@@ -622,3 +628,10 @@ class _Stopping(SynthError):
 
     def __init__(self) -> None:
         super().__init__("The run is stopping.")
+
+
+def _copied_in(path: Path) -> dict[int, tuple[str, ...]]:
+    """Per slot, the examples its answers copied, as the plan of the manifest at ``path`` (one
+    this run already checked) records them."""
+    plan = json.loads(path.read_text(encoding="utf-8")).get("plan") or []
+    return {int(e["slot"]): tuple(str(q) for q in e["copied"]) for e in plan if e.get("copied")}
