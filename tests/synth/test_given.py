@@ -310,19 +310,25 @@ def test_an_example_asked_again_is_not_shown_in_the_slots_next_prompts(
     assert rows(out)[0]["question"] == "What does the passage's first fact say?"
 
 
-def test_an_example_asked_again_is_withheld_from_every_later_slot(
-    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
-) -> None:
-    examples = ("How long is the mill near the hill?", "Which bridge is the longest?")
+def copy_first_example_once(examples: tuple[str, ...]) -> Callable[[int, str], Scripted]:
+    """A model that, in a slot's first request, asks the first example it is shown again."""
 
-    def copy_first_example_once(number: int, user: str) -> Scripted:
+    def answer(number: int, user: str) -> Scripted:
         shown = [e for e in examples if f"- {e}" in user]
         if shown and "none of the answers above" not in user:  # a slot's first request
             return Scripted(text=json.dumps({"question": shown[0]}))
         return given_answer(user)
 
+    return answer
+
+
+def test_an_example_asked_again_is_withheld_from_every_later_slot(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    examples = ("How long is the mill near the hill?", "Which bridge is the longest?")
+
     report, _ = run_given(
-        synth_server, synth_corpus, tmp_path, copy_first_example_once, questions=4,
+        synth_server, synth_corpus, tmp_path, copy_first_example_once(examples), questions=4,
         examples=examples,
     )  # fmt: skip
     shown = [sum(f"- {e}" in user_of(r) for e in examples) for r in synth_server.requests]
@@ -338,17 +344,11 @@ def test_a_resumed_run_still_withholds_the_examples_copied_before_the_stop(
 ) -> None:
     examples = ("How long is the mill near the hill?", "Which bridge is the longest?")
 
-    def copy_first_example_once(number: int, user: str) -> Scripted:
-        shown = [e for e in examples if f"- {e}" in user]
-        if shown and "none of the answers above" not in user:  # a slot's first request
-            return Scripted(text=json.dumps({"question": shown[0]}))
-        return given_answer(user)
-
     synth_server.as_usual_next(2)  # slot 0: the copy, then its correction
     synth_server.fail_next(401)  # the run stops at slot 1's first request
     with pytest.raises(LLMError, match="HTTP 401"):
         run_given(
-            synth_server, synth_corpus, tmp_path, copy_first_example_once, questions=4,
+            synth_server, synth_corpus, tmp_path, copy_first_example_once(examples), questions=4,
             examples=examples,
         )  # fmt: skip
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text("utf-8"))
@@ -356,7 +356,7 @@ def test_a_resumed_run_still_withholds_the_examples_copied_before_the_stop(
     assert all("copied" not in e for e in manifest["plan"][1:])
     synth_server.requests.clear()
     report, out = run_given(
-        synth_server, synth_corpus, tmp_path, copy_first_example_once, questions=4,
+        synth_server, synth_corpus, tmp_path, copy_first_example_once(examples), questions=4,
         examples=examples,
     )  # fmt: skip
     shown = [sum(f"- {e}" in user_of(r) for e in examples) for r in synth_server.requests]
