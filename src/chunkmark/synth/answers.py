@@ -262,8 +262,8 @@ def _first_new(
     examples: Sequence[str],
 ) -> Verdict:
     """The given mode's verdict on an answer's candidate questions: the first that passes
-    :func:`_check_question`, with the ones passed over; when none passes, the first candidate's rejection with every candidate's
-    problem as its detail."""
+    :func:`_check_question`, with the ones passed over; when none passes, the first
+    candidate's rejection with every candidate's problem as its detail."""
     given = (Excerpt(slot.window, ex.GIVEN),)
     passed_over: list[Verdict] = []
     for candidate in candidates:
