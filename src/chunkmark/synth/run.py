@@ -213,7 +213,8 @@ class Generation:
         settings = json.loads(json.dumps(self.settings()))
         path = self.out / MANIFEST
         if path.is_file():
-            self._check_manifest(path, settings)
+            old = self._check_manifest(path, settings)
+            self.carried = _copied_in(old)
         elif self.out.exists() and (not self.out.is_dir() or any(self.out.iterdir())):
             raise SynthError(
                 f"{self.out} already exists and holds no manifest of a question generation.",
@@ -223,8 +224,6 @@ class Generation:
         if not path.is_file():
             self.write_manifest()  # first, so that a folder this run started is known as such
         self.written = self.output.prepare()
-        if path.is_file():
-            self.carried = _copied_in(path)
         if any(slot >= len(self.plan) for slot in self.written):
             raise SynthError(
                 f"{self.output.questions} holds questions of slots beyond this plan.",
@@ -232,7 +231,8 @@ class Generation:
             )
         self.write_manifest()
 
-    def _check_manifest(self, path: Path, settings: dict[str, Any]) -> None:
+    def _check_manifest(self, path: Path, settings: dict[str, Any]) -> dict[str, Any]:
+        """The manifest at ``path``, checked to be this generator's with these settings."""
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -254,6 +254,7 @@ class Generation:
                 "--seed, --window-chars, --excerpts, --style, --examples, --layout), or pass a "
                 "new folder to --out.",
             )
+        return old
 
     def write_manifest(self) -> None:
         """Write ``manifest.json`` (atomically) as things stand."""
@@ -630,8 +631,7 @@ class _Stopping(SynthError):
         super().__init__("The run is stopping.")
 
 
-def _copied_in(path: Path) -> dict[int, tuple[str, ...]]:
-    """Per slot, the examples its answers copied, as the plan of the manifest at ``path`` (one
-    this run already checked) records them."""
-    plan = json.loads(path.read_text(encoding="utf-8")).get("plan") or []
+def _copied_in(manifest: dict[str, Any]) -> dict[int, tuple[str, ...]]:
+    """Per slot, the examples its answers copied, as a manifest's plan records them."""
+    plan = manifest.get("plan") or []
     return {int(e["slot"]): tuple(str(q) for q in e["copied"]) for e in plan if e.get("copied")}
