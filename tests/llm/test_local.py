@@ -92,6 +92,11 @@ def test_server_command_is_local_seeded_and_greedy() -> None:
     assert pairs["--temp"] == "0" and pairs["--seed"] == str(local.SEED)
     assert pairs["--threads"] == "2" and pairs["--ctx-size"] == "4096"
     assert pairs["--model"] == "/m.gguf"
+    assert pairs["--cache-ram"] == str(local.DEFAULT_CACHE_RAM)
+    bounded = local.server_command(
+        Path("/x/llama-server"), Path("/m.gguf"), port=1, threads=1, context=1, cache_ram=512
+    )
+    assert dict(zip(bounded[1::2], bounded[2::2], strict=False))["--cache-ram"] == "512"
 
 
 def test_launch_without_install_names_the_command(tmp_path: Path) -> None:
