@@ -56,6 +56,15 @@ class EvidenceSize(str, Enum):
     section = "section"
 
 
+class CandidatePick(str, Enum):
+    """Which candidate question of a given-mode answer is kept."""
+
+    auto = "auto"
+    first = "first"
+    specific = "specific"
+    examples = "examples"
+
+
 class Layout(str, Enum):
     """The dataset layout written."""
 
@@ -165,6 +174,19 @@ JsonSchema = Annotated[
         help="Ask for structured JSON output where the provider has it (OpenAI).",
     ),
 ]
+Pick = Annotated[
+    CandidatePick,
+    typer.Option(
+        "--pick",
+        help="--excerpts given: which candidate question of an answer is kept: first (the first "
+        "that is not a repeat), specific (of those, the one whose words best single out its "
+        "passage: BM25 over the document's stretches of the passage's length ranks the "
+        "passage furthest ahead) or examples (one that singles out its passage, or one that "
+        "does not, as often as the examples' questions single out their evidence in their "
+        "documents; needs --examples with excerpt offsets). auto: examples when some "
+        "example's evidence lies in the corpus, else first.",
+    ),
+]
 
 
 def generate_command(
@@ -187,6 +209,7 @@ def generate_command(
     dry_run: DryRun = False,
     min_excerpt_chars: MinExcerptChars = 20,
     json_schema: JsonSchema = True,
+    pick: Pick = CandidatePick.auto,
     caches: options.CacheFlags,
     quiet: options.Quiet = False,
 ) -> None:
@@ -214,11 +237,13 @@ def generate_command(
         "examples": tuple(e.question for e in steering),
         "example_evidence": engine.evidence_lengths(steering),
         "example_docs": tuple(e.doc_id for e in steering),
+        "example_spans": tuple(engine.evidence_span(e) for e in steering),
         "evidence": evidence.value if evidence is not None else None,
         "filter_documents": filter_documents,
         "layout": layout.value,
         "min_excerpt_chars": min_excerpt_chars,
         "json_schema": json_schema,
+        "pick": pick.value,
     }
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if dry_run:

@@ -18,6 +18,7 @@ from chunkmark.synth import excerpts as ex
 from chunkmark.synth.examples import SHORTEST_SHARE
 from chunkmark.synth.plan import Slot
 from chunkmark.synth.prompt import STYLE_PASSAGES, Prompt
+from chunkmark.synth.specific import first_like, most_specific
 
 # Why answers were rejected (one reason per rejected answer, its first problem).
 MALFORMED = "malformed"
@@ -162,8 +163,10 @@ class Verdict:
     detail: str = ""
     stage: str | None = None  # for a duplicate, one of DUPLICATE_STAGES
     # given mode: the answer's candidates rejected before this one (all of them when none
-    # passed), each with its own reason and stage
+    # passed; with ``pick="specific"``, every rejected one), each with its own reason and stage
     passed_over: tuple[Verdict, ...] = ()
+    # given mode, ``pick="specific"``: the candidates that passed but were not kept
+    unchosen: tuple[str, ...] = ()
 
 
 def reject(reason: str, detail: str) -> Verdict:
@@ -210,12 +213,15 @@ def judge(
     normalised: ex.NormalisedText | None = None,
     examples: Sequence[str] = (),
     evidence_chars: int | None = None,
+    pick: str = "first",
+    specific: bool = True,
 ) -> Verdict:
     """Check one answer: its JSON, the number of passages for the style, every excerpt, the
     evidence's length when one was asked for (at least :data:`SHORTEST_SHARE` of
     ``evidence_chars``), and the checks on the whole question (collapsed, copied, repeated:
     of an ``asked`` question or of one of the ``examples``). In the given mode the excerpt is
-    the slot's window, the passage the question was written for."""
+    the slot's window, the passage the question was written for, and ``pick`` (with
+    ``specific``) says which of the candidates that pass is kept (:func:`_pick_candidate`)."""
     model: type[PassagesAnswer | PiecesAnswer | QuestionsAnswer] = PiecesAnswer
     if mode in ("exact", "given"):
         model = PassagesAnswer if mode == "exact" else QuestionsAnswer
@@ -225,7 +231,7 @@ def judge(
         detail = _first_error(exc) if isinstance(exc, ValidationError) else str(exc)
         return reject(MALFORMED, f"it is not the JSON object asked for ({detail})")
     if isinstance(parsed, QuestionsAnswer):
-        return _first_new(parsed.questions, doc, slot, asked, examples)
+        return _pick_candidate(parsed.questions, doc, slot, asked, examples, pick, specific)
     question = " ".join(parsed.question.split())
     if not question:
         return reject(MALFORMED, "the question is empty")
@@ -254,18 +260,26 @@ def judge(
     return _check_question(question, placed.excerpts, doc, slot, asked, examples)
 
 
-def _first_new(
+def _pick_candidate(
     candidates: Sequence[str],
     doc: Document,
     slot: Slot,
     asked: Sequence[str],
     examples: Sequence[str],
+    pick: str = "first",
+    specific: bool = True,
 ) -> Verdict:
-    """The given mode's verdict on an answer's candidate questions: the first that passes
-    :func:`_check_question`, with the ones passed over; when none passes, the first
-    candidate's rejection with every candidate's problem as its detail."""
+    """The given mode's verdict on an answer's candidate questions. ``pick="first"``: the first
+    that passes :func:`_check_question`, with the ones passed over before it. Otherwise, of
+    those that pass, ``"specific"``: the one that best singles out its passage within the
+    document (:func:`~chunkmark.synth.specific.most_specific`); ``"examples"``: the first that
+    singles it out when ``specific``, else the first that does not
+    (:func:`~chunkmark.synth.specific.first_like`); every rejected candidate passed over and
+    the others unchosen. When none passes, the first candidate's rejection with every
+    candidate's problem as its detail."""
     given = (Excerpt(slot.window, ex.GIVEN),)
     passed_over: list[Verdict] = []
+    passing: list[Verdict] = []
     for candidate in candidates:
         question = " ".join(candidate.split())
         if not question:
@@ -273,8 +287,22 @@ def _first_new(
         else:
             verdict = _check_question(question, given, doc, slot, asked, examples)
         if verdict.reason is None:
-            return replace(verdict, passed_over=tuple(passed_over))
-        passed_over.append(verdict)
+            if pick == "first":
+                return replace(verdict, passed_over=tuple(passed_over))
+            passing.append(verdict)
+        else:
+            passed_over.append(verdict)
+    if passing:
+        questions = [v.question for v in passing]
+        if pick == "specific":
+            kept = most_specific(questions, doc.text, slot.window)
+        else:
+            kept = first_like(questions, doc.text, slot.window, specific)
+        return replace(
+            passing[kept],
+            passed_over=tuple(passed_over),
+            unchosen=tuple(v.question for i, v in enumerate(passing) if i != kept),
+        )
     if not passed_over:
         return reject(MALFORMED, "the list of questions is empty")
     first = passed_over[0]

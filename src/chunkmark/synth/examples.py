@@ -2,8 +2,11 @@
 questions file (JSONL as ``chunkmark label`` and the dataset folders write it, with or without
 evidence) or plain text (one question a line); a few of them shown in each prompt as examples
 of style (never to be asked again); the length of the evidence the LLM cites, drawn from the
-examples' own evidence lengths (or from ``--evidence sentence|passage|section``); and the mix of
-question styles, taken from the examples where they say or show it.
+examples' own evidence lengths (or from ``--evidence sentence|passage|section``); the mix of
+question styles, taken from the examples where they say or show it; the words questions start
+with (:func:`target_form`); and, with ``--pick examples``, the evidence each example was asked of
+(:func:`evidence_span`), whose share of questions that single it out the run keeps
+(:mod:`chunkmark.synth.specific`).
 
 Everything here is drawn from the seed and the slot, so a rerun builds the same prompts.
 """
@@ -57,6 +60,8 @@ class Example:
     evidence: tuple[int, ...] = ()
     style: str | None = None
     doc_id: str | None = None  # the document it was asked of, when the file says
+    # the excerpts the file gives as character offsets (start, end) of that document
+    spans: tuple[tuple[int, int], ...] = ()
 
 
 def read_examples(path: str | Path) -> tuple[Example, ...]:
@@ -95,6 +100,7 @@ def _example_of(file: Path, number: int, line: str) -> Example:
             f"{where} has no 'question' text.", 'Give each line a "question": "..." key.'
         )
     lengths = []
+    spans = []
     excerpts = row.get("excerpts") or []
     if not isinstance(excerpts, list):
         raise SynthError(f"{where}: 'excerpts' is not a list.", "Give excerpts as a list.")
@@ -106,6 +112,9 @@ def _example_of(file: Path, number: int, line: str) -> Example:
                 'Give each excerpt "text" or "start" and "end" (characters).',
             )
         lengths.append(length)
+        start, end = e.get("start"), e.get("end")
+        if isinstance(start, int) and isinstance(end, int) and end > start:
+            spans.append((start, end))
     meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
     kind = meta.get("style") or meta.get("type") or row.get("style") or row.get("type")
     style = KINDS.get(str(kind).lower()) if kind is not None else None
@@ -113,7 +122,11 @@ def _example_of(file: Path, number: int, line: str) -> Example:
         style = "multi"
     doc = row.get("doc_id")
     return Example(
-        " ".join(question.split()), tuple(lengths), style, doc if isinstance(doc, str) else None
+        " ".join(question.split()),
+        tuple(lengths),
+        style,
+        doc if isinstance(doc, str) else None,
+        tuple(spans),
     )
 
 
@@ -126,6 +139,14 @@ def _excerpt_length(e: Any) -> int | None:
     if isinstance(start, int) and isinstance(end, int) and end > start:
         return end - start
     return None
+
+
+def evidence_span(example: Example) -> tuple[int, int] | None:
+    """The longest excerpt of ``example`` given as offsets (the first of equals), None when
+    the file gives none: the passage a question's specificity is measured on."""
+    if not example.spans:
+        return None
+    return max(example.spans, key=lambda s: (s[1] - s[0], -s[0]))
 
 
 def evidence_lengths(examples: Sequence[Example]) -> tuple[int, ...]:

@@ -56,7 +56,13 @@ from chunkmark.llm import LLM
 from chunkmark.synth.answers import DUPLICATE_STAGES, REJECTIONS, SlotOutcome
 from chunkmark.synth.corpus import load_corpus
 from chunkmark.synth.docfilter import filter_documents
-from chunkmark.synth.examples import Example, evidence_lengths, read_examples, styles_of
+from chunkmark.synth.examples import (
+    Example,
+    evidence_lengths,
+    evidence_span,
+    read_examples,
+    styles_of,
+)
 from chunkmark.synth.options import (
     MAX_ATTEMPTS,
     GenerationOptions,
@@ -89,6 +95,7 @@ __all__ = [
     "SlotOutcome",
     "estimate",
     "evidence_lengths",
+    "evidence_span",
     "generate",
     "load_prices",
     "parse_styles",

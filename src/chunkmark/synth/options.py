@@ -19,6 +19,11 @@ MIN_WINDOW_CHARS = 200
 
 STYLES = ("factoid", "multi", "paraphrased")
 MODES = ("exact", "approximate", "given")
+# Which candidate of a given-mode answer is kept: the first that passes the checks, the one that
+# best singles out its passage within the document, or one that does so as often as the
+# examples' questions single out their evidence (chunkmark.synth.specific); ``auto`` is
+# ``examples`` when some example's evidence lies in the corpus, else ``first``.
+PICKS = ("auto", "first", "specific", "examples")
 LAYOUTS = ("jsonl", "chroma")
 EVIDENCE = ("sentence", "passage", "section")
 
@@ -42,14 +47,17 @@ def unknown_price(llm: LLM, table: LLMPrices) -> SynthError:
 @dataclass(frozen=True)
 class GenerationOptions:
     """The options of one generation: everything that shapes the questions written (``questions``
-    to ``json_schema``; a rerun must use the same to resume), then how the run goes:
+    to ``pick``; a rerun must use the same to resume), then how the run goes:
     ``examples`` are real questions shown as examples of style (a few a window) and never
     accepted again (``example_docs``: the document each was asked of, when known; a slot is
-    shown examples of other documents); ``example_evidence`` their evidence lengths (characters), from which each
+    shown examples of other documents; ``example_spans``: the offsets of each one's longest
+    excerpt, when known); ``example_evidence`` their evidence lengths (characters), from which each
     window's evidence length is drawn, else ``evidence`` (``sentence``, ``passage`` or
     ``section``) sizes it; ``window_questions`` questions are asked in a row about each window
     (a server's prompt cache then reads the window once); ``filter_documents`` asks the LLM
-    first which documents are relevant and complete and plans only those.
+    first which documents are relevant and complete and plans only those; ``pick`` (given
+    mode) which candidate question of an answer is kept (:data:`PICKS`; ``auto`` is resolved
+    by the run, which records the pick it used).
     ``concurrency`` (slots worked on at once, across documents; None: the LLM client's
     ``concurrency``, which also bounds the requests in flight), ``max_cost`` (US dollars; the run
     stops cleanly before the first request whose estimate would cross it) and ``prices`` (the
@@ -63,12 +71,14 @@ class GenerationOptions:
     examples: tuple[str, ...] = ()
     example_evidence: tuple[int, ...] = ()
     example_docs: tuple[str | None, ...] = ()
+    example_spans: tuple[tuple[int, int] | None, ...] = ()
     evidence: str | None = None
     window_questions: int = 1
     filter_documents: bool = False
     layout: str = "jsonl"
     min_excerpt_chars: int = 20
     json_schema: bool = True
+    pick: str = "auto"
     concurrency: int | None = None
     max_cost: float | None = None
     prices: LLMPrices | None = None
@@ -78,6 +88,11 @@ class GenerationOptions:
         object.__setattr__(self, "examples", tuple(self.examples))
         object.__setattr__(self, "example_evidence", tuple(self.example_evidence))
         object.__setattr__(self, "example_docs", tuple(self.example_docs))
+        object.__setattr__(
+            self,
+            "example_spans",
+            tuple(None if s is None else tuple(s) for s in self.example_spans),
+        )
 
     @classmethod
     def given(cls, options: GenerationOptions | None, changes: dict[str, Any]) -> GenerationOptions:
@@ -119,6 +134,21 @@ class GenerationOptions:
             raise SynthError(
                 "--excerpts given writes one question a passage, so it cannot ask the multi style.",
                 "Use --style factoid or paraphrased with --excerpts given, or --excerpts exact.",
+            )
+        if self.pick not in PICKS:
+            raise SynthError(f"Unknown --pick {self.pick!r}.", f"Use one of: {', '.join(PICKS)}.")
+        if self.pick not in ("auto", "first") and self.mode != "given":
+            raise SynthError(
+                f"--pick {self.pick} chooses among the candidate questions of --excerpts given; "
+                f"--excerpts {self.mode} writes one question an answer.",
+                "Leave out --pick, or pass --excerpts given.",
+            )
+        if self.pick == "examples" and not any(self.example_spans):
+            raise SynthError(
+                "--pick examples needs examples with evidence: none of the --examples gives an "
+                "excerpt's start and end.",
+                "Pass examples as chunkmark label writes them (doc_id, excerpts with start and "
+                "end), or --pick first or specific.",
             )
         if self.mode == "given" and self.window_questions > 1:
             raise SynthError(

@@ -50,6 +50,7 @@ from chunkmark.synth.prompt import (
     is_cached,
     request_tokens,
 )
+from chunkmark.synth.specific import Share, examples_share, wants_specific
 from chunkmark.version import __version__
 
 GENERATOR = "chunkmark synth generate"
@@ -135,6 +136,7 @@ class Generation:
         self.meter = meter
         self.progress = progress
         self.plan = self._plan()
+        self.pick, self.specific = self._resolve_pick()
         self.document_filter = document_filter
         self._variants: dict[int, LLM] = {}
         self.output = Output(out, options.layout, self.documents)
@@ -174,6 +176,29 @@ class Generation:
             self.documents, o.questions, seed=o.seed, styles=o.styles, length_of=length_of
         )
 
+    def _resolve_pick(self) -> tuple[str, Share | None]:
+        """The pick used (``auto`` resolved: ``examples`` in the given mode when some example's
+        evidence lies in this corpus, else ``first``) and, for ``examples``, how many of the
+        examples single out their evidence in their documents; a SynthError when ``--pick
+        examples`` finds none of them in this corpus."""
+        o = self.options
+        if o.mode != "given" or o.pick in ("first", "specific"):
+            return ("first" if o.pick == "auto" else o.pick), None
+        share = None
+        if any(o.example_spans):
+            texts = {d.id: d.text for d in self.documents}
+            share = examples_share(o.examples, o.example_docs, o.example_spans, texts)
+        if share is not None and share.located:
+            return "examples", share
+        if o.pick == "auto":
+            return "first", None
+        raise SynthError(
+            "--pick examples found none of the examples' evidence in this corpus (no example "
+            "names a document of it with an excerpt inside that document).",
+            "Pass examples asked of these documents (doc_id and excerpt offsets, as chunkmark "
+            "label writes them), or --pick first or specific.",
+        )
+
     # settings and the manifest
 
     def settings(self) -> dict[str, Any]:
@@ -198,6 +223,8 @@ class Generation:
             "min_excerpt_chars": o.min_excerpt_chars,
             "json_schema": o.json_schema,
             "candidates": GIVEN_CANDIDATES if o.mode == "given" else 1,
+            "pick": self.pick,
+            "example_spans": [None if s is None else list(s) for s in o.example_spans],
             "max_attempts": MAX_ATTEMPTS,
             "layout": o.layout,
             "corpus": {
@@ -271,6 +298,11 @@ class Generation:
             "documents": self.document_rows(),
             "plan": [self._plan_entry(slot) for slot in self.plan],
         }
+        if self.specific is not None:  # --pick examples: the share the slots were drawn by
+            manifest["examples_specific"] = {
+                "specific": self.specific.specific,
+                "located": self.specific.located,
+            }
         text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
         write_bytes_atomic(self.out / MANIFEST, text.encode("utf-8"))
 
@@ -283,6 +315,11 @@ class Generation:
             **({"part": [slot.part, slot.parts]} if slot.parts > 1 else {}),
             "status": self._status(slot.index),
             **({"copied": list(c)} if (c := self._copied_of(slot.index)) else {}),
+            **(
+                {"specific": wants_specific(self.specific, self.options.seed, slot.index)}
+                if self.specific is not None
+                else {}
+            ),
         }
 
     def _copied_of(self, index: int) -> tuple[str, ...]:
@@ -498,10 +535,15 @@ class Generation:
                     normalised=self._normalised_text(doc),
                     examples=o.examples,
                     evidence_chars=evidence,
+                    pick=self.pick,
+                    specific=self.specific is not None
+                    and wants_specific(self.specific, o.seed, slot.index),
                 )
             looked_at = verdict.passed_over or (verdict,)
             if o.mode == "given":  # every candidate question of the answer was looked at
-                rejected["candidates"] += len(verdict.passed_over) + (verdict.reason is None)
+                rejected["candidates"] += (
+                    len(verdict.passed_over) + len(verdict.unchosen) + (verdict.reason is None)
+                )
                 rejected["candidates_duplicate"] += sum(
                     v.reason == DUPLICATE for v in verdict.passed_over
                 )
