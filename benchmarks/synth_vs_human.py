@@ -88,6 +88,8 @@ class SetRun:
     generation: dict[str, Any] = field(default_factory=dict)
     agreement: dict[str, Any] = field(default_factory=dict)
     recommendations: list[dict[str, Any]] = field(default_factory=list)
+    # the recommendation criterion met by human questions as many as the synthetic ones
+    subsets: dict[str, Any] = field(default_factory=dict)
     inspect: dict[str, Any] = field(default_factory=dict)
     note: str | None = None
     set_name: str = ""
@@ -144,6 +146,9 @@ def generate_args(one: SetRun, args: argparse.Namespace, prices: Path | None) ->
     ]
     for style in args.style:
         cmd += ["--style", style]
+    if args.excerpts == "given":  # --pick examples steers by the examples: unsteered, first
+        pick = "first" if args.pick == "examples" and one.examples is None else args.pick
+        cmd += ["--pick", pick]
     if one.examples is not None:
         cmd += ["--examples", str(one.examples)]
     if prices is not None:
@@ -373,6 +378,44 @@ def recommendations(one: SetRun, args: argparse.Namespace, scope: str) -> None:
             one.recommendations.append(row)
 
 
+def human_subsets(one: SetRun, args: argparse.Namespace, scope: str) -> None:
+    """The recommendation criterion's own ceiling: in ``--subsets`` seeded draws of as many
+    human questions as the synthetic set has (without replacement), how often the report's
+    recommendation (IoU, dense) lies inside the whole human set's tied group. Optimistic, as
+    the draws are questions that make that group; when it is low, that many questions cannot
+    be expected to name a cell of the group, whoever wrote them. Not measured when the
+    synthetic set is as large as the human one."""
+    import random
+    import tempfile
+
+    import pandas as pd
+
+    from chunkmark.report import ReportOptions
+    from chunkmark.report.recommendation import recommend
+
+    human = one.synthetic.parent / "runs" / "human"
+    spec = next(spec for label, spec in settings(scope, args.budget) if label.startswith("dense"))
+    options = replace(ReportOptions().stats(), metric="iou", retrieval=spec)
+    data, found = recommend(human, options)
+    group = set(recommended(data, found[0])["group"])
+    results = pd.read_parquet(human / "results.parquet")
+    ids = sorted(results["question_id"].unique())
+    size = one.synthetic_questions
+    if size >= len(ids):  # every draw would be the whole human set
+        return
+    inside = 0
+    with tempfile.TemporaryDirectory(prefix="svh-subset-") as tmp:
+        for draw in range(args.subsets):
+            keep = set(random.Random(f"svh-subset:{args.seed}:{draw}").sample(ids, size))
+            folder = Path(tmp) / str(draw)
+            shutil.copytree(human, folder)
+            results[results["question_id"].isin(keep)].to_parquet(folder / "results.parquet")
+            sub, picked = recommend(folder, options)
+            inside += recommended(sub, picked[0])["cell"] in group
+            shutil.rmtree(folder)
+    one.subsets = {"questions": size, "draws": args.subsets, "inside": inside}
+
+
 def inspect_side_by_side(one: SetRun, args: argparse.Namespace) -> None:
     cmd = ["synth", "inspect", str(one.synthetic), "--compare", str(one.human), "--no-embed"]
     if args.cache_dir is not None:
@@ -449,12 +492,15 @@ def report_lines(
         "ceiling: the interval of tau between two independent resamples of the human set. "
         "Duplicates: answers rejected as duplicates / all answers. Recommended: the report's "
         "recommendation (IoU, dense) on the synthetic set, inside the human set's tied group or "
-        "not. s/accepted: wall seconds of the generation / questions it accepted.",
+        "not; human subsets: of draws of as many human questions as the synthetic set has, "
+        "those whose recommendation lies inside the whole human set's tied group (optimistic: "
+        "the draws are among the questions that make it). s/accepted: wall seconds of the "
+        "generation / questions it accepted.",
         "",
         "| set | condition | human questions | accepted / asked | duplicates / answers | "
         "excerpt chars (median) synthetic vs human | tau recall | ceiling | tau IoU | "
-        "recommended in human tied group | s/accepted |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "recommended in human tied group | human subsets in it | s/accepted |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [table_row(one) for one in runs]
     for one in runs:
@@ -487,7 +533,7 @@ def table_row(one: SetRun) -> str:
     )
     head = f"| {one.set_name} | {one.condition} | {one.human_questions} | {accepted} | {dups} |"
     if not one.agreement:
-        return f"{head} - | {one.note or 'not run'} | | | | {per} |"
+        return f"{head} - | {one.note or 'not run'} | | | | | {per} |"
     syn, hum = one.inspect.get("synthetic", {}), one.inspect.get("human", {})
     chars = (
         f"{syn['excerpt_chars_median']:.0f} vs {hum['excerpt_chars_median']:.0f}"
@@ -504,9 +550,11 @@ def table_row(one: SetRun) -> str:
     )
     inside = "-" if rec is None else ("yes" if rec["in_human_group"] else "no")
     recall, iou = one.agreement["recall"]["all cells"], one.agreement["iou"]["all cells"]
+    sub = one.subsets
+    subsets = f"{sub['inside']} / {sub['draws']} of {sub['questions']}" if sub else "-"
     return (
         f"{head} {chars} | {_interval(recall)} | {_ceiling(recall)} | {_interval(iou)} | "
-        f"{inside} ({rec['synthetic']['cell'] if rec else '-'}) | {per} |"
+        f"{inside} ({rec['synthetic']['cell'] if rec else '-'}) | {subsets} | {per} |"
     )
 
 
@@ -611,6 +659,21 @@ def main() -> int:
         default="exact",
         help="synth generate --excerpts: the LLM copies passages, cites numbered pieces, or "
         "writes a question for a passage chosen for it",
+    )
+    parser.add_argument(
+        "--subsets",
+        type=int,
+        default=30,
+        help="draws of human questions as many as the synthetic ones, for the recommendation "
+        "criterion's ceiling (0: none)",
+    )
+    parser.add_argument(
+        "--pick",
+        choices=("auto", "first", "specific", "examples"),
+        default="auto",
+        help="synth generate --pick (--excerpts given): auto (examples when steered, else "
+        "first), the first new candidate question, the one that best singles out its passage, "
+        "or (steered; unsteered: first) one that does so as often as the examples",
     )
     parser.add_argument(
         "--before-excerpts",
@@ -758,6 +821,8 @@ def measure(one: SetRun, args: argparse.Namespace, prices: Path | None, scope: s
         run_grid(folder, runs_dir / side, args, scope)
     agreement(one, args, scope)
     recommendations(one, args, scope)
+    if args.subsets:
+        human_subsets(one, args, scope)
     inspect_side_by_side(one, args)
     recall, iou = one.agreement["recall"]["all cells"], one.agreement["iou"]["all cells"]
     print(
@@ -801,6 +866,7 @@ def write_summary(
                 "accepted_this_run": r.accepted_now,
                 "agreement": r.agreement,
                 "recommendations": r.recommendations,
+                "human_subsets": r.subsets,
                 "inspect": {k: v for k, v in r.inspect.items() if k != "table"},
                 "note": r.note,
             }
@@ -815,6 +881,7 @@ def write_summary(
             "window_questions": args.window_questions,
             "examples_per_set": args.examples_per_set,
             "excerpts": args.excerpts,
+            "pick": args.pick,
             "embedder": args.embedder,
             "chunkers": chunkers(args),
             "budget": args.budget,
