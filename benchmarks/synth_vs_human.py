@@ -148,7 +148,7 @@ def generate_args(one: SetRun, args: argparse.Namespace, prices: Path | None) ->
         cmd += ["--style", style]
     if args.excerpts == "given":  # --pick examples steers by the examples: unsteered, first
         pick = "first" if args.pick == "examples" and one.examples is None else args.pick
-        cmd += ["--pick", pick]
+        cmd += ["--pick", pick, "--candidates", str(args.candidates)]
     if one.examples is not None:
         cmd += ["--examples", str(one.examples)]
     if prices is not None:
@@ -668,6 +668,12 @@ def main() -> int:
         "criterion's ceiling (0: none)",
     )
     parser.add_argument(
+        "--candidates",
+        type=int,
+        default=3,
+        help="synth generate --candidates (--excerpts given): questions per answer",
+    )
+    parser.add_argument(
         "--pick",
         choices=("auto", "first", "specific", "examples"),
         default="auto",
@@ -882,6 +888,7 @@ def write_summary(
             "examples_per_set": args.examples_per_set,
             "excerpts": args.excerpts,
             "pick": args.pick,
+            "candidates": args.candidates,
             "embedder": args.embedder,
             "chunkers": chunkers(args),
             "budget": args.budget,

@@ -444,3 +444,29 @@ def test_a_steered_given_prompt_asks_for_the_form_drawn_for_its_passage(
     synth_server.requests.clear()
     run_given(synth_server, synth_corpus, tmp_path / "plain", questions=4)
     assert not any("Start every question" in user_of(r) for r in synth_server.requests)
+
+
+def test_more_candidates_are_asked_for_and_read_when_set(
+    synth_server: SynthServer, synth_corpus: Path, tmp_path: Path
+) -> None:
+    # five candidates an answer: the first four repeat one question, the fifth is new
+    def answer(number: int, user: str) -> Scripted:
+        repeats = ["What is the tallest tower?"] * 4
+        return candidates(*repeats, f"What does request {number} ask?")
+
+    report, out = run_given(synth_server, synth_corpus, tmp_path, answer, questions=4, candidates=5)
+    assert report.accepted == 4 and len(synth_server.requests) == 4
+    request = synth_server.requests[0]
+    listed = request["response_format"]["json_schema"]["schema"]["properties"]["questions"]
+    assert listed["minItems"] == listed["maxItems"] == 5
+    assert "Ask 5 different" in user_of(request)
+    assert json.loads(user_of(request).split("in this form:\n", 1)[1].split("\n", 1)[0]) == {
+        "questions": [f"<question {n}>" for n in range(1, 6)]
+    }
+    kept = [row["question"] for row in rows(out)]
+    # each document's first slot keeps the repeated question (new to it), the others the fifth
+    assert sum(q == "What is the tallest tower?" for q in kept) == 3
+    manifest = json.loads((out / "manifest.json").read_text("utf-8"))
+    assert manifest["settings"]["candidates"] == 5
+    with pytest.raises(SynthError, match=re.escape("--candidates must be 1 to 8, got 9")):
+        run_given(synth_server, synth_corpus, tmp_path / "nine", answer, questions=1, candidates=9)

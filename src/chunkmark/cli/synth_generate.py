@@ -111,8 +111,8 @@ Excerpts = Annotated[
         help="exact: the LLM copies passages, located in the text; approximate: it cites "
         "numbered ~100-character pieces; given: chunkmark picks each passage (whole sentences, "
         "sized like the examples' evidence or --evidence, else 300-1,200 characters, at most "
-        "--window-chars) and the LLM writes three candidate questions it answers, of which "
-        "the first that is not a repeat is kept.",
+        "--window-chars) and the LLM writes candidate questions it answers (three, "
+        "--candidates), of which --pick keeps one that is not a repeat.",
     ),
 ]
 Styles = Annotated[
@@ -189,6 +189,17 @@ Pick = Annotated[
 ]
 
 
+Candidates = Annotated[
+    int,
+    typer.Option(
+        "--candidates",
+        help="--excerpts given: questions the LLM writes per answer, of which --pick keeps "
+        "one (1-8). More cost a few output tokens each and leave fewer answers whose every "
+        "candidate repeats an earlier question: for many questions on few documents.",
+    ),
+]
+
+
 def generate_command(
     *,
     corpus: Corpus,
@@ -210,6 +221,7 @@ def generate_command(
     min_excerpt_chars: MinExcerptChars = 20,
     json_schema: JsonSchema = True,
     pick: Pick = CandidatePick.auto,
+    candidates: Candidates = 3,
     caches: options.CacheFlags,
     quiet: options.Quiet = False,
 ) -> None:
@@ -244,6 +256,7 @@ def generate_command(
         "min_excerpt_chars": min_excerpt_chars,
         "json_schema": json_schema,
         "pick": pick.value,
+        "candidates": candidates,
     }
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if dry_run:

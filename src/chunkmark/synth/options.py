@@ -24,6 +24,11 @@ MODES = ("exact", "approximate", "given")
 # examples' questions single out their evidence (chunkmark.synth.specific); ``auto`` is
 # ``examples`` when some example's evidence lies in the corpus, else ``first``.
 PICKS = ("auto", "first", "specific", "examples")
+# Questions asked for in one answer of the given mode (``--candidates``, this by default); one
+# that passes the checks is kept, so a question the run already has costs no request when
+# another candidate is new.
+GIVEN_CANDIDATES = 3
+MAX_CANDIDATES = 8
 LAYOUTS = ("jsonl", "chroma")
 EVIDENCE = ("sentence", "passage", "section")
 
@@ -47,7 +52,7 @@ def unknown_price(llm: LLM, table: LLMPrices) -> SynthError:
 @dataclass(frozen=True)
 class GenerationOptions:
     """The options of one generation: everything that shapes the questions written (``questions``
-    to ``pick``; a rerun must use the same to resume), then how the run goes:
+    to ``candidates``; a rerun must use the same to resume), then how the run goes:
     ``examples`` are real questions shown as examples of style (a few a window) and never
     accepted again (``example_docs``: the document each was asked of, when known; a slot is
     shown examples of other documents; ``example_spans``: the offsets of each one's longest
@@ -57,7 +62,7 @@ class GenerationOptions:
     (a server's prompt cache then reads the window once); ``filter_documents`` asks the LLM
     first which documents are relevant and complete and plans only those; ``pick`` (given
     mode) which candidate question of an answer is kept (:data:`PICKS`; ``auto`` is resolved
-    by the run, which records the pick it used).
+    by the run, which records the pick it used), of ``candidates`` asked for in one answer.
     ``concurrency`` (slots worked on at once, across documents; None: the LLM client's
     ``concurrency``, which also bounds the requests in flight), ``max_cost`` (US dollars; the run
     stops cleanly before the first request whose estimate would cross it) and ``prices`` (the
@@ -79,6 +84,7 @@ class GenerationOptions:
     min_excerpt_chars: int = 20
     json_schema: bool = True
     pick: str = "auto"
+    candidates: int = GIVEN_CANDIDATES
     concurrency: int | None = None
     max_cost: float | None = None
     prices: LLMPrices | None = None
@@ -149,6 +155,17 @@ class GenerationOptions:
                 "excerpt's start and end.",
                 "Pass examples as chunkmark label writes them (doc_id, excerpts with start and "
                 "end), or --pick first or specific.",
+            )
+        if not 1 <= self.candidates <= MAX_CANDIDATES:
+            raise SynthError(
+                f"--candidates must be 1 to {MAX_CANDIDATES}, got {self.candidates}.",
+                f"Pass a number from 1 to {MAX_CANDIDATES} ({GIVEN_CANDIDATES} by default).",
+            )
+        if self.candidates != GIVEN_CANDIDATES and self.mode != "given":
+            raise SynthError(
+                f"--candidates asks --excerpts given for several questions an answer; "
+                f"--excerpts {self.mode} writes one.",
+                "Leave out --candidates, or pass --excerpts given.",
             )
         if self.mode == "given" and self.window_questions > 1:
             raise SynthError(

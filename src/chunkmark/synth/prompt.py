@@ -17,14 +17,13 @@ from chunkmark.files import shipped_prompt
 from chunkmark.llm import LLM, BaseLLM
 from chunkmark.spans import Span
 from chunkmark.synth import excerpts as ex
+from chunkmark.synth.options import GIVEN_CANDIDATES
 from chunkmark.synth.plan import Slot
 from chunkmark.tokenizers import count_tokens
 
 PROMPT_VERSION = "5"
 ANSWER_TOKENS = 1024  # the most an answer may take (and what a request's cost estimate assumes)
-# Questions asked for in one answer of the given mode; the first that passes the checks is kept,
-# so a question the run already has costs no request when another candidate is new.
-GIVEN_CANDIDATES = 3
+
 ASKED_LIMIT = 40  # earlier questions of a document listed in a prompt (the latest ones)
 ENCODING = "cl100k_base"
 _SHOWN_ANSWER = 1500  # characters of a rejected answer quoted back to the LLM
@@ -56,20 +55,27 @@ EXACT_SCHEMA: dict[str, Any] = {
     "required": ["question", "passages"],
     "additionalProperties": False,
 }
-QUESTIONS_SCHEMA: dict[str, Any] = {
-    "title": "questions",
-    "type": "object",
-    "properties": {
-        "questions": {
-            "type": "array",
-            "items": {"type": "string"},
-            "minItems": GIVEN_CANDIDATES,
-            "maxItems": GIVEN_CANDIDATES,
-        }
-    },
-    "required": ["questions"],
-    "additionalProperties": False,
-}
+
+
+def questions_schema(candidates: int = GIVEN_CANDIDATES) -> dict[str, Any]:
+    """The JSON schema of a given-mode answer: exactly ``candidates`` question strings."""
+    return {
+        "title": "questions",
+        "type": "object",
+        "properties": {
+            "questions": {
+                "type": "array",
+                "items": {"type": "string"},
+                "minItems": candidates,
+                "maxItems": candidates,
+            }
+        },
+        "required": ["questions"],
+        "additionalProperties": False,
+    }
+
+
+QUESTIONS_SCHEMA = questions_schema()
 PIECES_SCHEMA: dict[str, Any] = {
     "title": "question_with_pieces",
     "type": "object",
@@ -109,10 +115,11 @@ def build_prompt(
     min_chars: int = 20,
     evidence_chars: int | None = None,
     form: str | None = None,
+    candidates: int = GIVEN_CANDIDATES,
 ) -> Prompt:
     """The request for ``slot``: the window (numbered pieces in the approximate mode; in the
     given mode the window is the passage, only questions are asked for,
-    :data:`GIVEN_CANDIDATES` of them, and the questions already asked are not listed), the
+    ``candidates`` of them, and the questions already asked are not listed), the
     style's instructions, the length of evidence asked for (``evidence_chars``, when given),
     the examples, and the latest :data:`ASKED_LIMIT` questions already asked about the
     document.
@@ -143,15 +150,15 @@ def build_prompt(
         # still compare every answer with them).
         values["asked"] = ""
         values["text"] = doc.text[slot.start : slot.end]
-        values["candidates"] = str(GIVEN_CANDIDATES)
-        shape = [f"<question {n}>" for n in range(1, GIVEN_CANDIDATES + 1)]
+        values["candidates"] = str(candidates)
+        shape = [f"<question {n}>" for n in range(1, candidates + 1)]
         values["form"] = json.dumps({"questions": shape})
         values["style"] = Template(prompt_text(f"given_{slot.style}")).substitute(values)
         if form is not None:  # the examples' question forms, one drawn for this passage
             asked = Template(prompt_text("given_form")).substitute(form=form.capitalize())
             values["style"] = f"{values['style'].rstrip()} {asked.strip()}\n"
         user = Template(prompt_text("given")).substitute(values)
-        return Prompt(prompt_text("system_given"), user, QUESTIONS_SCHEMA)
+        return Prompt(prompt_text("system_given"), user, questions_schema(candidates))
     pieces = tuple(ex.cut_pieces(doc.text, slot.window))
     if slot.parts > 1:
         values["focus"] = _focus(doc.text, pieces, slot.part, slot.parts, mode)

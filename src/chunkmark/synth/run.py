@@ -42,7 +42,6 @@ from chunkmark.synth.output import MANIFEST, Output, Written, written_of
 from chunkmark.synth.plan import Slot, make_passage_plan, make_plan
 from chunkmark.synth.prompt import (
     ANSWER_TOKENS,
-    GIVEN_CANDIDATES,
     PROMPT_VERSION,
     Prompt,
     build_prompt,
@@ -222,7 +221,7 @@ class Generation:
             "filter_documents": o.filter_documents,
             "min_excerpt_chars": o.min_excerpt_chars,
             "json_schema": o.json_schema,
-            "candidates": GIVEN_CANDIDATES if o.mode == "given" else 1,
+            "candidates": o.candidates if o.mode == "given" else 1,
             "pick": self.pick,
             "example_spans": [None if s is None else list(s) for s in o.example_spans],
             "max_attempts": MAX_ATTEMPTS,
@@ -597,6 +596,7 @@ class Generation:
             min_chars=o.min_excerpt_chars,
             evidence_chars=evidence,
             form=form,
+            candidates=o.candidates,
         )
         return prompt, evidence
 
