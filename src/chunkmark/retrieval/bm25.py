@@ -87,10 +87,11 @@ class BM25Retriever:
         return {"vocabulary": self._vocabulary, "queries_without_terms": self._without_terms}
 
 
-def tokenize(texts: Sequence[str]) -> list[list[str]]:
-    """bm25s's tokenisation, as both chunks and queries get it (see the module docstring)."""
+def tokenize(texts: Sequence[str], stopwords: str | None = None) -> list[list[str]]:
+    """bm25s's tokenisation, as both chunks and queries get it (see the module docstring);
+    ``stopwords="en"`` drops bm25s's English stop words (the retriever keeps them)."""
     tokens: list[list[str]] = _bm25s().tokenize(
-        list(texts), stopwords=None, return_ids=False, show_progress=False
+        list(texts), stopwords=stopwords, return_ids=False, show_progress=False
     )
     return tokens
 

@@ -67,6 +67,7 @@ from chunkmark.chunkers import CHUNKERS, Chunk, ChunkerContext, chunk_document
 from chunkmark.datasets import Dataset
 from chunkmark.embedders.base import Embedder
 from chunkmark.errors import MissingDependencyError
+from chunkmark.retrieval.bm25 import tokenize
 from chunkmark.spans import as_array, total_length, union
 from chunkmark.tokenizers import count_tokens
 
@@ -292,7 +293,7 @@ def excerpt_positions(dataset: Dataset) -> list[float]:
 def lexical_overlaps(dataset: Dataset) -> list[float | None]:
     """Per question: the share of its distinct words (BM25's tokenisation) found among its
     excerpts' words; None for a question with no words."""
-    bm25s = _import_bm25s()
+    _import_bm25s()  # the one clear line when bm25s is missing
     if not dataset.questions:
         return []
     by_id = dataset.by_id
@@ -300,8 +301,8 @@ def lexical_overlaps(dataset: Dataset) -> list[float | None]:
         " ".join(by_id[q.doc_id].text[s.start : s.end] for s in q.excerpts)
         for q in dataset.questions
     ]
-    asked = _tokenize(bm25s, [q.text for q in dataset.questions])
-    found = _tokenize(bm25s, excerpts)
+    asked = _words([q.text for q in dataset.questions])
+    found = _words(excerpts)
     out: list[float | None] = []
     for words, answer in zip(asked, found, strict=True):
         distinct = set(words)
@@ -336,11 +337,11 @@ def keyword_answers(dataset: Dataset, chunks: Sequence[Chunk]) -> list[bool]:
     by_id = dataset.by_id
     texts = [c.text(by_id[c.doc_id].text) for c in chunks]
     retriever = bm25s.BM25()
-    retriever.index(_tokenize(bm25s, texts), show_progress=False)
+    retriever.index(_words(texts), show_progress=False)
     starts = np.array([c.start for c in chunks], dtype=np.int64)
     ends = np.array([c.end for c in chunks], dtype=np.int64)
     docs = [c.doc_id for c in chunks]
-    queries = _tokenize(bm25s, [q.text for q in dataset.questions])
+    queries = _words([q.text for q in dataset.questions])
     out = []
     for q, tokens in zip(dataset.questions, queries, strict=True):
         if not tokens:  # no word to search for: nothing is found
@@ -376,11 +377,9 @@ def keyword_answers_in_documents(dataset: Dataset, chunks: Sequence[Chunk]) -> l
     return out
 
 
-def _tokenize(bm25s: Any, texts: list[str]) -> list[list[str]]:
-    tokens: list[list[str]] = bm25s.tokenize(
-        texts, stopwords="en", return_ids=False, show_progress=False
-    )
-    return tokens
+def _words(texts: list[str]) -> list[list[str]]:
+    """bm25s's tokenisation without English stop words."""
+    return tokenize(texts, stopwords="en")
 
 
 def _import_bm25s() -> Any:

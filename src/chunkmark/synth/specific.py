@@ -24,8 +24,8 @@ import importlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from chunkmark.retrieval.bm25 import tokenize
 from chunkmark.spans import Span
 
 
@@ -47,9 +47,11 @@ def margins(questions: Sequence[str], text: str, passage: Span) -> list[float]:
     if len(parts) == 1 or not questions:
         return [0.0] * len(questions)
     retriever = bm25s.BM25()
-    retriever.index(_tokens(bm25s, [text[p.start : p.end] for p in parts]), show_progress=False)
+    retriever.index(
+        tokenize([text[p.start : p.end] for p in parts], stopwords="en"), show_progress=False
+    )
     out = []
-    for words in _tokens(bm25s, list(questions)):
+    for words in tokenize(questions, stopwords="en"):
         known = [w for w in words if w in retriever.vocab_dict]
         if not known:
             out.append(0.0)
@@ -107,10 +109,3 @@ def wants_specific(share: Share, seed: int, slot: int) -> bool:
     """Whether slot ``slot`` keeps a candidate that singles out its passage: a seeded draw
     that comes out true in ``share.fraction`` of slots."""
     return random.Random(f"chunkmark-synth-specific:{seed}:{slot}").random() < share.fraction
-
-
-def _tokens(bm25s: Any, texts: list[str]) -> list[list[str]]:
-    tokens: list[list[str]] = bm25s.tokenize(
-        texts, stopwords="en", return_ids=False, show_progress=False
-    )
-    return tokens
